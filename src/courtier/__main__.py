@@ -1,0 +1,5 @@
+import sys
+
+from courtier.cli import main
+
+sys.exit(main())
