@@ -1,0 +1,157 @@
+"""``courtier robots``: what robots.txt allows, from a file or from the live site.
+
+``courtier robots check --robots-file FILE [--status CODE] [--ua TOKEN] URL...`` judges URLs
+against a robots.txt on disk, applying RFC 9309's status rules when ``--status`` says what the
+server answered. ``courtier robots URL`` fetches the live robots.txt of that URL's site through
+the SSRF guard and explains it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from courtier.cli.crawl import add_config_arguments, add_network_arguments
+from courtier.config import ConfigError, FetchSection, RobotsSection, load
+from courtier.net.fetch import Fetcher
+from courtier.net.guard import Guard
+from courtier.net.policy import AddressPolicy
+from courtier.net.resolve import DnsResolver
+from courtier.politeness.robots import RobotsRules, rules_from_response
+from courtier.url import UrlError, parse_url
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "robots",
+        help="check URLs against robots.txt (a file, or the live site)",
+        description="'courtier robots check --robots-file FILE URL...' judges URLs against a "
+        "robots.txt file (URLs from stdin when none are given); 'courtier robots URL' fetches "
+        "the live robots.txt of URL's site through the SSRF guard and explains it.",
+    )
+    parser.add_argument("target", nargs="*", help="'check' then URLs, or one URL to fetch live")
+    parser.add_argument("--robots-file", type=Path, help="robots.txt to read (with 'check')")
+    parser.add_argument(
+        "--status",
+        type=int,
+        default=200,
+        help="HTTP status the robots.txt was served with (RFC 9309 rules; default 200)",
+    )
+    parser.add_argument("--ua", help="user-agent product token (default: the configured one)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_network_arguments(parser)
+    add_config_arguments(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _urls(arguments: list[str]) -> Iterator[str]:
+    if arguments:
+        yield from arguments
+        return
+    for line in sys.stdin:
+        if line.strip():
+            yield line.strip()
+
+
+def _judge(rules: RobotsRules, urls: Iterable[str], token: str, as_json: bool) -> int:
+    delay = rules.crawl_delay(token)
+    code = 0
+    for raw in urls:
+        try:
+            url = parse_url(raw).fetch_url
+        except UrlError as exc:
+            print(
+                json.dumps({"url": raw, "error": str(exc)}) if as_json else f"{raw}\terror: {exc}"
+            )
+            code = 1
+            continue
+        allowed = rules.allows(url, token)
+        if as_json:
+            print(json.dumps({"url": raw, "allowed": allowed, "crawl_delay": delay}))
+        else:
+            verdict = "allowed" if allowed else "disallowed"
+            print(f"{raw}\t{verdict}\tcrawl-delay {delay if delay is not None else 'none'}")
+    return code
+
+
+def _rules(status: int | None, body: bytes, settings: RobotsSection) -> RobotsRules:
+    return rules_from_response(
+        status,
+        body,
+        time.monotonic(),
+        max_age=settings.max_age,
+        retry_unreachable=settings.retry_unreachable,
+        max_bytes=settings.max_bytes,
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        config = load(args.config, args.overrides)
+    except ConfigError as exc:
+        print(f"courtier robots: {exc}", file=sys.stderr)
+        return 2
+    token = args.ua or config.fetch.user_agent_token
+    if args.target[:1] == ["check"]:
+        if args.robots_file is None:
+            print("courtier robots check: --robots-file is required", file=sys.stderr)
+            return 2
+        try:
+            body = args.robots_file.read_bytes()
+        except OSError as exc:
+            print(f"courtier robots check: {exc}", file=sys.stderr)
+            return 2
+        rules = _rules(args.status, body, config.robots)
+        return _judge(rules, _urls(args.target[1:]), token, args.json)
+    if len(args.target) != 1:
+        print("courtier robots: give 'check URL...' or exactly one URL", file=sys.stderr)
+        return 2
+    return asyncio.run(_live(args.target[0], args, config.fetch, config.robots, token))
+
+
+async def _live(
+    raw: str, args: argparse.Namespace, fetch: FetchSection, settings: RobotsSection, token: str
+) -> int:
+    try:
+        url = parse_url(raw)
+    except UrlError as exc:
+        print(f"courtier robots: {raw}: {exc}", file=sys.stderr)
+        return 2
+    policy = AddressPolicy(allow=args.allow_net)
+    guard = Guard(policy, DnsResolver(args.dns))
+    location = f"{url.scheme}://{url.site}/robots.txt"
+    status: int | None = None
+    body = b""
+    async with Fetcher(fetch, lambda address: policy.check(address).allowed) as fetcher:
+        for _hop in range(settings.max_redirects + 1):
+            hop = parse_url(location)
+            resolution = await guard.resolve(hop.host)
+            if not resolution.allowed:
+                print(
+                    f"{location}: refused by the SSRF guard: {resolution.reason} "
+                    f"({resolution.detail})"
+                )
+                status = None
+                break
+            result = await fetcher.fetch(hop.fetch_url, hop.host, resolution.addresses)
+            status, body = result.status, result.body
+            print(f"GET {hop.fetch_url} -> {status if status is not None else result.error}")
+            if status in (301, 302, 303, 307, 308) and result.location:
+                try:
+                    location = parse_url(result.location, hop.fetch_url).fetch_url
+                except UrlError as exc:
+                    print(f"unusable redirect: {exc}")
+                    status = None
+                    break
+                continue
+            break
+    rules = _rules(status, body, settings)
+    print(f"verdict: {rules.status.value} (RFC 9309 rules for status {status})")
+    if rules.parser is not None:
+        print(body[: settings.max_bytes].decode("utf-8", errors="replace").rstrip())
+    return _judge(rules, [url.fetch_url], token, args.json)

@@ -1,0 +1,145 @@
+"""Crawl configuration: defaults < TOML file < ``-s section.key=value`` overrides.
+
+The file is grouped by stage (``[crawl]``, ``[fetch]``, ``[politeness]``, ``[robots]``,
+``[frontier]``). Every value has a default here, so a crawl needs no file at all. Unknown
+sections or keys are an error: a typo must not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from courtier import __version__
+
+
+class ConfigError(ValueError):
+    """A configuration file or override that cannot be applied."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSection:
+    max_in_flight: int = 512
+    """Requests in flight over all sites at once (Little's law: rate x seconds per fetch)."""
+    max_depth: int = 20
+    """Links deeper than this from a seed root are not followed (a first bound on traps)."""
+    parse_workers: int = 1
+    """Processes that parse HTML; parsing never runs on the fetch event loop."""
+    queue_per_site: int = 16
+    """URLs a site holds in memory at once; the rest wait in the frontier store."""
+    flush_interval: float = 0.5
+    """Seconds between batched store writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSection:
+    user_agent_token: str = "courtier"
+    contact_url: str = "https://github.com/courtier-crawler/courtier#operators"
+    connect_timeout: float = 10.0
+    read_timeout: float = 20.0
+    total_timeout: float = 60.0
+    max_body_bytes: int = 8 * 1024 * 1024
+    """Largest body kept, counted after decompression (a compression bomb stops here)."""
+    max_header_bytes: int = 16 * 1024
+    """Longest single header line accepted."""
+
+    @property
+    def user_agent(self) -> str:
+        return (
+            f"Mozilla/5.0 (compatible; {self.user_agent_token}/{__version__}; +{self.contact_url})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessSection:
+    site_interval: float = 1.0
+    """Seconds between request starts on one site (robots Crawl-delay only ever raises it)."""
+    max_in_flight_per_site: int = 1
+    default_retry_after: float = 60.0
+    """Pause after a 429/503 that carries no usable Retry-After."""
+    max_backoff: float = 3600.0
+    """Longest pause from exponential backoff on a run of errors."""
+    suspend_after_errors: int = 20
+    """Consecutive failures after which a site is suspended for the rest of the crawl."""
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsSection:
+    max_age: float = 24 * 3600.0
+    """RFC 9309: a cached robots.txt is used for at most 24 hours."""
+    retry_unreachable: float = 600.0
+    """After a 5xx/unreachable robots.txt (disallow all), try it again after this long."""
+    max_bytes: int = 500 * 1024
+    max_redirects: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    crawl: CrawlSection = field(default_factory=CrawlSection)
+    fetch: FetchSection = field(default_factory=FetchSection)
+    politeness: PolitenessSection = field(default_factory=PolitenessSection)
+    robots: RobotsSection = field(default_factory=RobotsSection)
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {f.name: dataclasses.asdict(getattr(self, f.name)) for f in fields(self)}
+
+
+def _coerce(section: str, key: str, current: Any, value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(current, str):
+        try:
+            value = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{section}.{key}: cannot read {value!r}: {exc}") from None
+    if isinstance(current, bool) or not isinstance(current, int | float | str):
+        ok = isinstance(value, type(current))
+    elif isinstance(current, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    else:
+        ok = isinstance(value, type(current)) and not isinstance(value, bool)
+    if not ok:
+        raise ConfigError(
+            f"{section}.{key}: expected {type(current).__name__}, got {type(value).__name__}"
+        )
+    return value
+
+
+def apply(config: Config, values: Mapping[str, Mapping[str, Any]]) -> Config:
+    """Return ``config`` with ``values`` ({section: {key: value}}) applied, type-checked."""
+    sections = {f.name for f in fields(config)}
+    changes: dict[str, Any] = {}
+    for section, table in values.items():
+        if section not in sections:
+            raise ConfigError(f"unknown section [{section}] (known: {', '.join(sorted(sections))})")
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"[{section}] must be a table")
+        current = getattr(config, section)
+        known = {f.name for f in fields(current)}
+        updates = {}
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(f"unknown key {section}.{key}")
+            updates[key] = _coerce(section, key, getattr(current, key), value)
+        changes[section] = replace(current, **updates)
+    return replace(config, **changes)
+
+
+def load(path: Path | None = None, overrides: Iterable[str] = ()) -> Config:
+    """Defaults, then the TOML file at ``path``, then ``section.key=value`` overrides."""
+    config = Config()
+    if path is not None:
+        try:
+            config = apply(config, tomllib.loads(path.read_text(encoding="utf-8")))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+    for item in overrides:
+        name, sep, value = item.partition("=")
+        section, dot, key = name.strip().partition(".")
+        if not sep or not dot:
+            raise ConfigError(f"override {item!r} is not of the form section.key=value")
+        config = apply(config, {section: {key: value.strip()}})
+    return config

@@ -1,0 +1,179 @@
+"""The HTTP fetcher: connect to exactly the address the guard checked, read within limits.
+
+Rules:
+- Pinning: aiohttp resolves names only through ``PinnedResolver``, which answers from the
+  addresses the guard approved for this host and refuses any host it was not told about.
+  aiohttp's own DNS cache is off. IP-literal hosts skip resolvers in aiohttp, so every socket
+  is also checked at creation (``socket_factory``) against the address policy: nothing
+  connects to an address the policy refuses, whatever path led there.
+- ``Host``, TLS SNI and certificate checks stay on the hostname (the URL keeps the name).
+- Redirects are not followed here: the crawler turns a ``Location`` into new work that goes
+  through scope, politeness and the guard again.
+- Limits: connect/read/total timeouts, header line size and count, and a body limit counted
+  after decompression, so a compression bomb stops at the limit.
+- Every failure comes back as a ``FetchResult`` with ``error`` set, never as an exception.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from courtier.config import FetchSection
+
+AddressCheck = Callable[[str], bool]
+
+
+class PinnedResolver(AbstractResolver):
+    """Answers only with addresses pinned for a host by the guard."""
+
+    def __init__(self) -> None:
+        self._pins: dict[str, tuple[str, ...]] = {}
+
+    def pin(self, host: str, addresses: tuple[str, ...]) -> None:
+        self._pins[host] = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_UNSPEC
+    ) -> list[ResolveResult]:
+        addresses = self._pins.get(host)
+        if not addresses:
+            raise OSError(f"no checked address is pinned for {host!r}")
+        results: list[ResolveResult] = []
+        for address in addresses:
+            af = socket.AF_INET6 if ":" in address else socket.AF_INET
+            if family not in (socket.AF_UNSPEC, af):
+                continue
+            results.append(
+                ResolveResult(
+                    hostname=host,
+                    host=address,
+                    port=port,
+                    family=af,
+                    proto=0,
+                    flags=socket.AI_NUMERICHOST,
+                )
+            )
+        if not results:
+            raise OSError(f"no pinned address of the requested family for {host!r}")
+        return results
+
+    async def close(self) -> None:
+        self._pins.clear()
+
+
+def _guarded_socket_factory(allowed: AddressCheck) -> Callable[..., socket.socket]:
+    def factory(addr_info: tuple[int, int, int, str, tuple[object, ...]]) -> socket.socket:
+        family, kind, proto, _canon, sockaddr = addr_info
+        address = str(sockaddr[0])
+        if not allowed(address):
+            raise OSError(errno.EACCES, f"connection to {address} refused by the address policy")
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        return sock
+
+    return factory
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    url: str
+    status: int | None
+    content_type: str = ""
+    body: bytes = b""
+    location: str | None = None
+    retry_after: str | None = None
+    started_at: float = 0.0
+    elapsed: float = 0.0
+    truncated: bool = False
+    error: str | None = None
+
+
+class Fetcher:
+    """One aiohttp session for the whole crawl; ``fetch`` never raises."""
+
+    def __init__(self, settings: FetchSection, address_allowed: AddressCheck) -> None:
+        self.settings = settings
+        self.resolver = PinnedResolver()
+        self._address_allowed = address_allowed
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Fetcher:
+        connector = aiohttp.TCPConnector(
+            resolver=self.resolver,
+            use_dns_cache=False,
+            limit=0,
+            limit_per_host=0,
+            socket_factory=_guarded_socket_factory(self._address_allowed),
+        )
+        s = self.settings
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": s.user_agent, "Accept-Encoding": "gzip, deflate, br"},
+            timeout=aiohttp.ClientTimeout(
+                total=s.total_timeout, sock_connect=s.connect_timeout, sock_read=s.read_timeout
+            ),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            max_line_size=s.max_header_bytes,
+            max_field_size=s.max_header_bytes,
+            trust_env=False,
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def fetch(
+        self,
+        url: str,
+        host: str,
+        addresses: tuple[str, ...],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> FetchResult:
+        """GET ``url`` from one of ``addresses`` (already approved for ``host``)."""
+        assert self._session is not None, "Fetcher used outside 'async with'"
+        self.resolver.pin(host, addresses)
+        started = clock()
+        try:
+            async with self._session.get(url, allow_redirects=False) as response:
+                body, truncated = await self._read_body(response)
+                return FetchResult(
+                    url=url,
+                    status=response.status,
+                    content_type=response.headers.get("Content-Type", ""),
+                    body=body,
+                    location=response.headers.get("Location"),
+                    retry_after=response.headers.get("Retry-After"),
+                    started_at=started,
+                    elapsed=clock() - started,
+                    truncated=truncated,
+                )
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            return FetchResult(
+                url=url,
+                status=None,
+                started_at=started,
+                elapsed=clock() - started,
+                error=f"{type(exc).__name__}: {exc}"[:300],
+            )
+
+    async def _read_body(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+        limit = self.settings.max_body_bytes
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(64 * 1024):
+            size += len(chunk)
+            if size > limit:
+                chunks.append(chunk[: limit - (size - len(chunk))])
+                response.close()  # stop reading: the rest is never decompressed
+                return b"".join(chunks), True
+            chunks.append(chunk)
+        return b"".join(chunks), False

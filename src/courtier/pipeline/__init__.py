@@ -1,0 +1,1 @@
+"""The crawl loop that wires the stages, and the parse worker pool."""

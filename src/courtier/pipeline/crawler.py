@@ -1,0 +1,548 @@
+"""The crawl engine: the imperative shell that wires frontier, politeness, guard and fetcher.
+
+Theory of operation:
+- Every site has a ``SiteRuntime``: a small in-memory queue of leased URLs, its robots rules,
+  its backoff state and the earliest monotonic time its next request may start. A site with
+  work is armed with one ``loop.call_at`` timer for that time; the event loop's own timer
+  heap is the schedule, so an idle or saturated site costs nothing.
+- Spacing is start-to-start: the next start is set from the moment a request actually
+  starts (after DNS), so a late wake-up can never bunch two requests. A wake-up later than
+  ``LATE_SLACK`` is counted (the rebook rate of the GCRA design) and the event loop's lag is
+  sampled, because both say whether the loop keeps its appointments.
+- One request in flight per site (configurable), a global cap on requests in flight.
+- Only seed sites are fetched. Links to other sites are recorded as horizon, never fetched.
+  Redirects are not followed by the HTTP client: a ``Location`` becomes new work that goes
+  through scope, robots, spacing and the SSRF guard again, with a hop budget.
+- Parsing runs in a process pool; store access runs on one store thread in batches. The
+  event loop only schedules, fetches and moves small records.
+- Stopping (deadline, SIGINT, SIGTERM): no new starts, in-flight requests get a short grace,
+  pending writes are flushed. Leased-but-unfinished URLs go back to the queue on the next
+  start, so a second run resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from courtier.config import Config
+from courtier.frontier.store import (
+    HorizonLink,
+    LeasedUrl,
+    NewUrl,
+    Outcome,
+    SiteState,
+    SqliteFrontier,
+    UrlStatus,
+)
+from courtier.net.fetch import Fetcher, FetchResult
+from courtier.net.guard import Guard
+from courtier.pipeline.parse import Link, ParsedPage, parse_page
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.backoff import (
+    BackoffParams,
+    BackoffState,
+    after_response,
+    parse_retry_after,
+)
+from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
+from courtier.sinks.documents import DocumentSink
+from courtier.url import Url, UrlError, parse_url
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LATE_SLACK = 0.05
+"""A start later than this after its appointed time counts as a missed slot."""
+MAX_ATTEMPTS = 3
+"""A URL answered 429/503/no-answer this often is given up for this run."""
+MAX_REDIRECTS = 5
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def host_of_site(site: str) -> str:
+    """The host part of a site key (``host``, ``host:port`` or ``[v6]:port``)."""
+    if site.startswith("["):
+        return site[1 : site.index("]")]
+    if site.count(":") == 1:
+        return site.partition(":")[0]
+    return site
+
+
+@dataclass(slots=True)
+class SiteRuntime:
+    site: str
+    host: str
+    scheme: str = "http"
+    queue: deque[LeasedUrl] = field(default_factory=deque)
+    backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
+    next_start: float = 0.0
+    in_flight: int = 0
+    robots: RobotsRules | None = None
+    crawl_delay: float = 0.0
+    timer: asyncio.TimerHandle | None = None
+    appointed: float = 0.0
+    refill_requested: bool = False
+    store_empty: bool = False
+    attempts: Counter[int] = field(default_factory=Counter)
+
+    @property
+    def interval(self) -> float:
+        return max(self.backoff.interval, self.crawl_delay)
+
+
+def read_seeds(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:
+    """Seed lines (URLs or bare hosts; ``#`` comments) to root URLs, plus (line, error) pairs."""
+    seeds: list[Url] = []
+    errors: list[tuple[str, str]] = []
+    for raw in lines:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        text = line if "://" in line else f"http://{line}/"
+        try:
+            seeds.append(parse_url(text))
+        except UrlError as exc:
+            errors.append((line, str(exc)))
+    return seeds, errors
+
+
+class Crawler:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store_path: Path,
+        out_dir: Path,
+        guard: Guard,
+        address_allowed: Callable[[str], bool],
+        seeds: list[Url],
+        duration: float | None = None,
+    ) -> None:
+        self.config = config
+        self.store_path = store_path
+        self.out_dir = out_dir
+        self.guard = guard
+        self.address_allowed = address_allowed
+        self.seeds = seeds
+        self.duration = duration
+        self.stats = CrawlStats()
+        self._sites: dict[str, SiteRuntime] = {}
+        self._scope: set[str] = set()
+        self._known: set[str] = set()
+        self._new_urls: list[NewUrl] = []
+        self._outcomes: list[Outcome] = []
+        self._horizon: list[HorizonLink] = []
+        self._waiting: deque[SiteRuntime] = deque()
+        self._refill: set[str] = set()
+        self._refill_event = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._in_flight = 0
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        params = config.politeness
+        self._backoff_params = BackoffParams(
+            base_interval=params.site_interval,
+            default_retry_after=params.default_retry_after,
+            max_backoff=params.max_backoff,
+            suspend_after=params.suspend_after_errors,
+        )
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self._loop is not None
+        return await self._loop.run_in_executor(self._store_exec, fn, *args)
+
+    def stop(self) -> None:
+        """Stop starting requests; ``run`` returns after a short grace for in-flight ones."""
+        if not self._stopping:
+            log.info("stopping: no new requests start")
+            self._stopping = True
+            self._stopped.set()
+            for rt in self._sites.values():
+                if rt.timer is not None:
+                    rt.timer.cancel()
+                    rt.timer = None
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def run(self) -> CrawlStats:
+        self._loop = asyncio.get_running_loop()
+        self._store_exec = ThreadPoolExecutor(1, thread_name_prefix="courtier-store")
+        self._parse_pool: Executor = ProcessPoolExecutor(self.config.crawl.parse_workers)
+        self.frontier = SqliteFrontier(self.store_path)
+        self.sink = DocumentSink(self.out_dir)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # Not the main thread (e.g. under a test runner's thread): no signal handling.
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self._loop.add_signal_handler(sig, self.stop)
+        started = time.monotonic()
+        try:
+            await self._start_up()
+            async with Fetcher(self.config.fetch, self.address_allowed) as self.fetcher:
+                background = [
+                    asyncio.create_task(self._flush_loop()),
+                    asyncio.create_task(self._refill_loop()),
+                    asyncio.create_task(self._lag_monitor()),
+                ]
+                for site in list(self._sites):
+                    self._request_refill(self._sites[site])
+                await self._wait_for_end()
+                await self._drain()
+                for task in background:
+                    task.cancel()
+                await asyncio.gather(*background, return_exceptions=True)
+            await self._flush()
+            self.stats.store_counts = await self._db(self.frontier.counts)
+            self.stats.top_horizon = await self._db(self.frontier.horizon_sites, 10)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._loop.remove_signal_handler(sig)
+            self.sink.close()
+            await self._db(self.frontier.close)
+            self._store_exec.shutdown(wait=True)
+            self._parse_pool.shutdown(wait=True, cancel_futures=True)
+        self.stats.elapsed = time.monotonic() - started
+        return self.stats
+
+    async def _start_up(self) -> None:
+        now = time.time()
+        released = await self._db(self.frontier.release_leases)
+        if released:
+            log.info("resuming: %d URLs leased by the last run are queued again", released)
+        await self._db(self.frontier.add_sites, [u.site for u in self.seeds], SiteState.SEED, now)
+        roots = [NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in self.seeds]
+        await self._db(self.frontier.write_batch, roots, [], [], now)
+        in_scope = await self._db(self.frontier.sites_in_state, SiteState.SEED, SiteState.REQUESTED)
+        self._scope = set(in_scope)
+        schemes = {u.site: u.scheme for u in self.seeds}
+        for site in self._scope:
+            self._sites[site] = SiteRuntime(
+                site=site,
+                host=host_of_site(site),
+                scheme=schemes.get(site, "http"),
+                backoff=BackoffState(interval=self.config.politeness.site_interval),
+            )
+        self.stats.seed_sites = len(self._scope)
+
+    async def _wait_for_end(self) -> None:
+        assert self._loop is not None
+        if self.duration is None:
+            await self._stopped.wait()
+            return
+        # Leave room for in-flight requests and the final flush inside the duration.
+        grace = min(5.0, max(0.5, self.duration * 0.1))
+        try:
+            await asyncio.wait_for(self._stopped.wait(), max(0.0, self.duration - grace))
+        except TimeoutError:
+            self.stop()
+
+    async def _drain(self) -> None:
+        if not self._tasks:
+            return
+        grace = 2.0 if self.duration is None else min(2.0, max(0.2, self.duration * 0.05))
+        _done, pending = await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- scheduling ---------------------------------------------------------------------
+
+    def _arm(self, rt: SiteRuntime) -> None:
+        """Set the site's timer for its next allowed start, if it has work and no timer."""
+        if self._stopping or rt.timer is not None or rt.backoff.suspended:
+            return
+        if rt.in_flight >= self.config.politeness.max_in_flight_per_site:
+            return
+        if not rt.queue and rt.robots is not None:
+            if not rt.store_empty:
+                self._request_refill(rt)
+            return
+        assert self._loop is not None
+        when = max(rt.next_start, rt.backoff.paused_until, self._loop.time())
+        if rt.robots is not None and rt.robots.status is RobotsStatus.DISALLOW_ALL:
+            # Unreachable robots.txt: nothing may be fetched until we have asked again.
+            when = max(when, rt.robots.expires_at)
+        rt.appointed = when
+        rt.timer = self._loop.call_at(when, self._launch, rt)
+
+    def _launch(self, rt: SiteRuntime) -> None:
+        assert self._loop is not None
+        rt.timer = None
+        if self._stopping:
+            return
+        if self._in_flight >= self.config.crawl.max_in_flight:
+            self._waiting.append(rt)
+            return
+        if rt.robots is None or self._loop.time() >= rt.robots.expires_at:
+            self._start(rt, self._fetch_robots(rt))
+            return
+        item = self._next_allowed(rt)
+        if item is None:
+            self._arm(rt)
+            return
+        self._start(rt, self._fetch_url(rt, item))
+
+    def _start(self, rt: SiteRuntime, coro: Any) -> None:
+        assert self._loop is not None
+        self.stats.slots += 1
+        if self._loop.time() - rt.appointed > LATE_SLACK:
+            self.stats.late_starts += 1
+        rt.in_flight += 1
+        self._in_flight += 1
+        # Reserve the spacing now; the real start (after DNS) moves it later if needed.
+        rt.next_start = max(rt.next_start, self._loop.time() + rt.interval)
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(lambda t: self._finished(rt, t))
+
+    def _finished(self, rt: SiteRuntime, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        rt.in_flight -= 1
+        self._in_flight -= 1
+        if not task.cancelled() and task.exception() is not None:
+            log.error("fetch task for %s failed", rt.site, exc_info=task.exception())
+            self.stats.internal_errors += 1
+        self._arm(rt)
+        while self._waiting and self._in_flight < self.config.crawl.max_in_flight:
+            self._arm(self._waiting.popleft())
+
+    def _next_allowed(self, rt: SiteRuntime) -> LeasedUrl | None:
+        """Pop queued URLs until one robots.txt allows; refused ones cost no request."""
+        token = self.config.fetch.user_agent_token
+        while rt.queue:
+            item = rt.queue.popleft()
+            assert rt.robots is not None
+            if rt.robots.allows(item.fetch_url, token):
+                return item
+            self.stats.refused["robots"] += 1
+            self._outcome(item.id, UrlStatus.REFUSED, None)
+        if not rt.store_empty:
+            self._request_refill(rt)
+        return None
+
+    def _mark_started(self, rt: SiteRuntime) -> None:
+        assert self._loop is not None
+        rt.next_start = max(rt.next_start, self._loop.time() + rt.interval)
+
+    # -- fetching -----------------------------------------------------------------------
+
+    async def _fetch_robots(self, rt: SiteRuntime) -> None:
+        config = self.config.robots
+        url = f"{rt.scheme}://{rt.site}/robots.txt"
+        result: FetchResult | None = None
+        for _hop in range(config.max_redirects + 1):
+            result = await self._guarded_fetch(rt, url, robots=True)
+            if result is None or result.status is None:
+                result = None
+                break
+            if result.status in (301, 302, 303, 307, 308) and result.location:
+                try:
+                    url = parse_url(result.location, url).fetch_url
+                except UrlError:
+                    break
+                continue
+            break
+        status = None if result is None else result.status
+        body = b"" if result is None else result.body
+        rt.robots = rules_from_response(
+            status,
+            body,
+            asyncio.get_running_loop().time(),
+            max_age=config.max_age,
+            retry_unreachable=config.retry_unreachable,
+            max_bytes=config.max_bytes,
+        )
+        delay = rt.robots.crawl_delay(self.config.fetch.user_agent_token)
+        rt.crawl_delay = delay or 0.0
+        self.stats.robots[rt.robots.status.value] += 1
+
+    async def _guarded_fetch(
+        self, rt: SiteRuntime, url: str, *, robots: bool
+    ) -> FetchResult | None:
+        """Resolve through the guard, then fetch. None when the guard refuses."""
+        try:
+            parsed = parse_url(url)
+        except UrlError as exc:
+            self.stats.refused["invalid-url"] += 1
+            log.info("refused %s: %s", url, exc)
+            return None
+        resolution = await self.guard.resolve(parsed.host)
+        if not resolution.allowed:
+            self.stats.refused[resolution.reason] += 1
+            log.info("refused %s: %s (%s)", url, resolution.reason, resolution.detail)
+            return None
+        self._mark_started(rt)
+        result = await self.fetcher.fetch(parsed.fetch_url, parsed.host, resolution.addresses)
+        self.stats.record_fetch(result, robots=robots)
+        return result
+
+    async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl) -> None:
+        result = await self._guarded_fetch(rt, item.fetch_url, robots=False)
+        if result is None:
+            self._outcome(item.id, UrlStatus.REFUSED, None)
+            return
+        assert self._loop is not None
+        retry_after = parse_retry_after(result.retry_after, time.time())
+        rt.backoff = after_response(
+            rt.backoff, result.status, retry_after, self._loop.time(), self._backoff_params
+        )
+        if rt.backoff.suspended:
+            log.warning("suspending %s after %d failures", rt.site, rt.backoff.failures)
+            self.stats.suspended_sites += 1
+        status = result.status
+        if status is None or status in (429, 503):
+            rt.attempts[item.id] += 1
+            if rt.attempts[item.id] < MAX_ATTEMPTS and not rt.backoff.suspended:
+                rt.queue.appendleft(item)
+                return
+            self._outcome(item.id, UrlStatus.FAILED, status)
+            self._document(item, result, None)
+            return
+        rt.attempts.pop(item.id, None)
+        page: ParsedPage | None = None
+        if 300 <= status < 400 and result.location:
+            self._redirect(rt, item, result.location)
+        elif 200 <= status < 300 and result.content_type.lower().startswith(_HTML_TYPES):
+            page = await self._loop.run_in_executor(
+                self._parse_pool, parse_page, result.body, result.url
+            )
+            self._discovered(rt, item, page)
+        self._outcome(item.id, UrlStatus.DONE, status)
+        self._document(item, result, page)
+
+    # -- results ------------------------------------------------------------------------
+
+    def _redirect(self, rt: SiteRuntime, item: LeasedUrl, location: str) -> None:
+        if item.redirects >= MAX_REDIRECTS:
+            self.stats.refused["redirect-limit"] += 1
+            return
+        try:
+            target = parse_url(location, item.fetch_url)
+        except UrlError:
+            self.stats.refused["invalid-location"] += 1
+            return
+        link = Link(target.canonical, target.fetch_url, target.site)
+        self._add_link(rt, link, item.depth, item.redirects + 1)
+
+    def _discovered(self, rt: SiteRuntime, item: LeasedUrl, page: ParsedPage) -> None:
+        self.stats.links_found += len(page.links) + len(page.images)
+        self.stats.bad_links += page.bad_links
+        if item.depth + 1 > self.config.crawl.max_depth:
+            self.stats.depth_capped += len(page.links)
+            return
+        for link in page.links:
+            self._add_link(rt, link, item.depth + 1, 0)
+        for image in page.images:
+            self._add_link(rt, image, item.depth + 1, 0)
+
+    def _add_link(self, rt: SiteRuntime, link: Link, depth: int, redirects: int) -> None:
+        if link.canonical in self._known:
+            self.stats.dedup_hits += 1
+            return
+        if len(self._known) > 2_000_000:
+            self._known.clear()  # bounded: the store's unique key still deduplicates
+        self._known.add(link.canonical)
+        if link.site in self._scope:
+            self._new_urls.append(
+                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects)
+            )
+        else:
+            self._horizon.append(HorizonLink(link.canonical, link.site, rt.site))
+            self.stats.horizon_links += 1
+
+    def _outcome(self, url_id: int, status: UrlStatus, http_status: int | None) -> None:
+        self._outcomes.append(Outcome(url_id, status, http_status, time.time()))
+
+    def _document(self, item: LeasedUrl, result: FetchResult, page: ParsedPage | None) -> None:
+        record: dict[str, Any] = {
+            "url": item.fetch_url,
+            "site": item.site,
+            "depth": item.depth,
+            "status": result.status,
+            "fetched_at": round(result.started_at, 3),
+            "elapsed_ms": round(result.elapsed * 1000, 1),
+            "content_type": result.content_type,
+            "bytes": len(result.body),
+        }
+        if result.truncated:
+            record["truncated"] = True
+        if result.error:
+            record["error"] = result.error
+        if result.location:
+            record["location"] = result.location
+        if page is not None:
+            record["title"] = page.title
+            record["links"] = [link.fetch_url for link in page.links]
+            record["images"] = [image.fetch_url for image in page.images]
+        self.sink.write(record)
+
+    # -- background loops ---------------------------------------------------------------
+
+    def _request_refill(self, rt: SiteRuntime) -> None:
+        if not rt.refill_requested:
+            rt.refill_requested = True
+            self._refill.add(rt.site)
+            self._refill_event.set()
+
+    async def _refill_loop(self) -> None:
+        limit = self.config.crawl.queue_per_site
+        while True:
+            await self._refill_event.wait()
+            self._refill_event.clear()
+            sites, self._refill = self._refill, set()
+            leased = await self._db(self._lease_many, sorted(sites), limit)
+            for site in sites:
+                rt = self._sites[site]
+                rt.refill_requested = False
+                items = leased.get(site, [])
+                rt.store_empty = len(items) < limit
+                rt.queue.extend(items)
+                if items or rt.robots is None:
+                    self._arm(rt)
+
+    def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
+        return {site: self.frontier.lease(site, limit) for site in sites}
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.crawl.flush_interval)
+            await self._flush()
+
+    async def _flush(self) -> None:
+        new_urls, self._new_urls = self._new_urls, []
+        outcomes, self._outcomes = self._outcomes, []
+        horizon, self._horizon = self._horizon, []
+        if not (new_urls or outcomes or horizon):
+            return
+        fed = await self._db(self.frontier.write_batch, new_urls, outcomes, horizon, time.time())
+        self.sink.flush()
+        self.stats.new_urls += len(new_urls)
+        for site in fed:
+            rt = self._sites.get(site)
+            if rt is not None and rt.store_empty:
+                rt.store_empty = False
+                if not rt.queue:
+                    self._request_refill(rt)
+
+    async def _lag_monitor(self) -> None:
+        """Sample how late the event loop wakes: the root cause of missed slots."""
+        assert self._loop is not None
+        period = 0.05
+        while True:
+            before = self._loop.time()
+            await asyncio.sleep(period)
+            self.stats.record_lag(self._loop.time() - before - period)

@@ -1,0 +1,74 @@
+"""Page parsing, run in worker processes so it never holds the fetch loop.
+
+``parse_page`` is top-level and picklable. It returns plain data (links already
+canonicalised, counts of what was skipped) and touches no metrics or stores: the parent
+records what it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from selectolax.lexbor import LexborHTMLParser
+
+from courtier.url import UrlError, parse_url
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    canonical: str
+    fetch_url: str
+    site: str
+
+
+@dataclass(slots=True)
+class ParsedPage:
+    title: str | None = None
+    links: list[Link] = field(default_factory=list)
+    images: list[Link] = field(default_factory=list)
+    bad_links: int = 0
+    """References that are not crawlable http(s) URLs (other schemes, malformed hosts)."""
+
+
+_LINK_SELECTOR = "a[href], area[href]"
+_MAX_REFERENCES = 5000
+
+
+def _resolve(raw: str, base: str, seen: set[str], out: list[Link], page: ParsedPage) -> None:
+    try:
+        url = parse_url(raw.strip(), base)
+    except UrlError:
+        page.bad_links += 1
+        return
+    if url.canonical in seen:
+        return
+    seen.add(url.canonical)
+    out.append(Link(url.canonical, url.fetch_url, url.site))
+
+
+def parse_page(body: bytes, base_url: str) -> ParsedPage:
+    """Title, outgoing links and image references of an HTML page."""
+    page = ParsedPage()
+    tree = LexborHTMLParser(body)
+    title = tree.css_first("title")
+    if title is not None:
+        page.title = title.text(strip=True)[:500] or None
+    base = base_url
+    base_node = tree.css_first("base[href]")
+    if base_node is not None:
+        href = base_node.attributes.get("href")
+        if href:
+            try:
+                base = parse_url(href.strip(), base_url).fetch_url
+            except UrlError:
+                page.bad_links += 1
+    seen: set[str] = set()
+    for node in tree.css(_LINK_SELECTOR)[:_MAX_REFERENCES]:
+        href = node.attributes.get("href")
+        if href:
+            _resolve(href, base, seen, page.links, page)
+    for node in tree.css("img[src]")[:_MAX_REFERENCES]:
+        src = node.attributes.get("src")
+        if src:
+            _resolve(src, base, seen, page.images, page)
+    return page

@@ -1,0 +1,90 @@
+"""What a crawl counts about itself (the server-side audit is the other half)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtier.net.fetch import FetchResult
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    seed_sites: int = 0
+    requests: int = 0
+    robots_requests: int = 0
+    bytes: int = 0
+    by_status: Counter[str] = field(default_factory=Counter)
+    fetch_errors: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+    robots: Counter[str] = field(default_factory=Counter)
+    slots: int = 0
+    late_starts: int = 0
+    lag_samples: list[float] = field(default_factory=list)
+    links_found: int = 0
+    bad_links: int = 0
+    new_urls: int = 0
+    dedup_hits: int = 0
+    depth_capped: int = 0
+    horizon_links: int = 0
+    suspended_sites: int = 0
+    internal_errors: int = 0
+    elapsed: float = 0.0
+    store_counts: dict[str, int] = field(default_factory=dict)
+    top_horizon: list[tuple[str, int]] = field(default_factory=list)
+
+    def record_fetch(self, result: FetchResult, *, robots: bool) -> None:
+        self.requests += 1
+        if robots:
+            self.robots_requests += 1
+        self.bytes += len(result.body)
+        if result.status is None:
+            self.by_status["error"] += 1
+            self.fetch_errors[(result.error or "error").split(":", 1)[0]] += 1
+        else:
+            self.by_status[f"{result.status // 100}xx"] += 1
+
+    def record_lag(self, lag: float) -> None:
+        if len(self.lag_samples) < 200_000:
+            self.lag_samples.append(max(0.0, lag))
+
+    @property
+    def late_rate(self) -> float:
+        return self.late_starts / self.slots if self.slots else 0.0
+
+    def lag_quantile(self, q: float) -> float:
+        if not self.lag_samples:
+            return 0.0
+        ordered = sorted(self.lag_samples)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def as_dict(self) -> dict[str, Any]:
+        rate = self.requests / self.elapsed if self.elapsed else 0.0
+        return {
+            "elapsed_s": round(self.elapsed, 2),
+            "seed_sites": self.seed_sites,
+            "requests": self.requests,
+            "robots_requests": self.robots_requests,
+            "requests_per_s": round(rate, 2),
+            "bytes": self.bytes,
+            "by_status": dict(self.by_status),
+            "fetch_errors": dict(self.fetch_errors),
+            "refused": dict(self.refused),
+            "robots": dict(self.robots),
+            "slots": self.slots,
+            "late_starts": self.late_starts,
+            "late_rate": round(self.late_rate, 5),
+            "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
+            "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
+            "links_found": self.links_found,
+            "bad_links": self.bad_links,
+            "new_urls": self.new_urls,
+            "dedup_hits": self.dedup_hits,
+            "depth_capped": self.depth_capped,
+            "horizon_links": self.horizon_links,
+            "suspended_sites": self.suspended_sites,
+            "internal_errors": self.internal_errors,
+            "store": self.store_counts,
+            "top_horizon": self.top_horizon,
+        }

@@ -1,0 +1,1 @@
+"""Politeness: robots.txt rules, per-site spacing and backoff (pure policy, injected clock)."""

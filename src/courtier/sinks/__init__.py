@@ -1,0 +1,1 @@
+"""Where crawl results go: documents (JSON Lines), later WARC and redaction."""

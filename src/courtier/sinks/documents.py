@@ -1,0 +1,27 @@
+"""Documents as JSON Lines, one object per fetched URL, written by one writer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any
+
+
+class DocumentSink:
+    """Appends to ``documents.jsonl``; a resumed crawl keeps adding to the same file."""
+
+    def __init__(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.path = out_dir / "documents.jsonl"
+        self._file: IO[str] = self.path.open("a", encoding="utf-8", buffering=1 << 16)
+        self.written = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.written += 1
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,169 @@
+"""The crawl engine against a small loopback web, judged from the server's log."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from courtier.config import Config, CrawlSection, PolitenessSection, RobotsSection
+from courtier.frontier.store import SiteState, SqliteFrontier
+from courtier.net.guard import Guard
+from courtier.net.policy import AddressPolicy
+from courtier.net.resolve import StaticResolver
+from courtier.pipeline.crawler import Crawler, host_of_site, read_seeds
+
+INTERVAL = 0.2
+TOLERANCE = 0.03
+
+
+@dataclass
+class Web:
+    port: int
+    hits: list[tuple[float, str, str]] = field(default_factory=list)
+
+    def paths(self, host: str) -> list[str]:
+        return [path for _t, h, path in self.hits if h == host]
+
+    def min_gap(self, host: str) -> float:
+        times = [t for t, h, _p in self.hits if h == host]
+        return min((b - a for a, b in zip(times, times[1:], strict=False)), default=1e9)
+
+
+def _page(*links: str) -> web.Response:
+    body = "".join(f'<a href="{link}">x</a>' for link in links)
+    return web.Response(
+        text=f"<html><title>t</title><body>{body}</body></html>", content_type="text/html"
+    )
+
+
+@pytest.fixture
+async def loopback_web() -> AsyncIterator[Web]:
+    state = Web(port=0)
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        host = request.host.rsplit(":", 1)[0]
+        path = request.path_qs
+        state.hits.append((time.monotonic(), host, path))
+        port = state.port
+        if host == "a.test":
+            if path == "/robots.txt":
+                return web.Response(text="User-agent: *\nDisallow: /private\n")
+            if path == "/":
+                return _page(
+                    "/p1",
+                    "/p2?b=2&a=1",
+                    "/private/secret",
+                    f"http://B.TEST.:{port}/",
+                    f"http://outside.test:{port}/landing",
+                    "/redirect-out",
+                    "mailto:someone@a.test",
+                    "http://[::1",
+                )
+            if path == "/p1":
+                return _page("/p2?a=1&b=2#section", "/p1", "/")
+            if path == "/redirect-out":
+                raise web.HTTPFound(f"http://outside.test:{port}/via-redirect")
+            return _page("/")
+        if host == "b.test":
+            if path == "/robots.txt":
+                raise web.HTTPNotFound()
+            if path == "/":
+                return _page(*(f"/chain/{i}" for i in range(12)))
+            return _page()
+        if host == "down.test":
+            if path == "/robots.txt":
+                raise web.HTTPInternalServerError()
+            return _page()
+        return web.Response(status=418, text="should never be fetched")
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    state.port = runner.addresses[0][1]
+    yield state
+    await runner.cleanup()
+
+
+def make_crawler(tmp_path: Path, web_: Web, duration: float) -> Crawler:
+    config = Config(
+        crawl=replace(CrawlSection(), flush_interval=0.05),
+        politeness=replace(PolitenessSection(), site_interval=INTERVAL),
+        robots=RobotsSection(),
+    )
+    policy = AddressPolicy(allow=["127.0.0.1/32"])
+    names = ["a.test", "b.test", "down.test", "outside.test"]
+    guard = Guard(policy, StaticResolver({name: ["127.0.0.1"] for name in names}))
+    seeds, errors = read_seeds(
+        [f"http://a.test:{web_.port}/", f"b.test:{web_.port}", f"down.test:{web_.port}", "# c"]
+    )
+    assert not errors
+    return Crawler(
+        config,
+        store_path=tmp_path / "frontier.sqlite3",
+        out_dir=tmp_path,
+        guard=guard,
+        address_allowed=lambda address: policy.check(address).allowed,
+        seeds=seeds,
+        duration=duration,
+    )
+
+
+async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path, loopback_web):
+    stats = await make_crawler(tmp_path, loopback_web, duration=4.0).run()
+
+    assert loopback_web.paths("outside.test") == []
+    assert "/private/secret" not in loopback_web.paths("a.test")
+    assert loopback_web.paths("down.test") == ["/robots.txt"]  # robots 500: nothing else
+    for host in ("a.test", "b.test"):
+        assert loopback_web.min_gap(host) >= INTERVAL - TOLERANCE, host
+    # Query order, fragment and host spelling do not produce second fetches.
+    a_paths = loopback_web.paths("a.test")
+    assert len(a_paths) == len(set(a_paths))
+    assert sorted(a_paths) == sorted(["/robots.txt", "/", "/p1", "/p2?b=2&a=1", "/redirect-out"])
+    assert "/" in loopback_web.paths("b.test")
+    assert stats.refused["robots"] == 1
+    assert stats.bad_links >= 2  # mailto: and the broken IPv6 literal
+
+    store = SqliteFrontier(tmp_path / "frontier.sqlite3")
+    horizon = dict(store.horizon_sites())
+    assert horizon.get(f"outside.test:{loopback_web.port}") == 2  # the link and the redirect
+    assert f"outside.test:{loopback_web.port}" in store.sites_in_state(SiteState.HORIZON)
+    store.close()
+
+    documents = [
+        json.loads(line) for line in (tmp_path / "documents.jsonl").read_text().splitlines()
+    ]
+    by_url = {d["url"]: d for d in documents}
+    home = by_url[f"http://a.test:{loopback_web.port}/"]
+    assert home["status"] == 200 and home["title"] == "t"
+    assert by_url[f"http://a.test:{loopback_web.port}/redirect-out"]["status"] == 302
+
+
+async def test_a_stopped_crawl_resumes_without_refetching(tmp_path, loopback_web):
+    await make_crawler(tmp_path, loopback_web, duration=1.2).run()
+    first = loopback_web.paths("b.test")
+    assert 2 < len(first) < 14, first  # stopped part-way through the chain
+    await make_crawler(tmp_path, loopback_web, duration=4.0).run()
+    pages = [p for p in loopback_web.paths("b.test") if p != "/robots.txt"]
+    assert sorted(pages) == sorted(["/", *(f"/chain/{i}" for i in range(12))])
+    per_path: dict[str, int] = defaultdict(int)
+    for path in pages:
+        per_path[path] += 1
+    assert max(per_path.values()) == 1
+
+
+def test_site_keys_split_into_hosts():
+    assert host_of_site("a.test") == "a.test"
+    assert host_of_site("a.test:8080") == "a.test"
+    assert host_of_site("[2001:db8::1]:8080") == "2001:db8::1"
+    assert host_of_site("::1") == "::1"
