@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import defaultdict
@@ -33,7 +34,7 @@ class Web:
 
     def min_gap(self, host: str) -> float:
         times = [t for t, h, _p in self.hits if h == host]
-        return min((b - a for a, b in zip(times, times[1:], strict=False)), default=1e9)
+        return min((b - a for a, b in itertools.pairwise(times)), default=1e9)
 
 
 def _page(*links: str) -> web.Response:
