@@ -58,6 +58,9 @@ class FetchSection:
 class PolitenessSection:
     site_interval: float = 1.0
     """Seconds between request starts on one site (robots Crawl-delay only ever raises it)."""
+    start_margin: float = 0.02
+    """Added to every spacing: network and server jitter must not make two starts look
+    closer than the interval from the server's side."""
     max_in_flight_per_site: int = 1
     default_retry_after: float = 60.0
     """Pause after a 429/503 that carries no usable Retry-After."""

@@ -132,6 +132,7 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
     assert len(a_paths) == len(set(a_paths))
     assert sorted(a_paths) == sorted(["/robots.txt", "/", "/p1", "/p2?b=2&a=1", "/redirect-out"])
     assert "/" in loopback_web.paths("b.test")
+    assert stats.internal_errors == 0
     assert stats.refused["robots"] == 1
     assert stats.bad_links >= 2  # mailto: and the broken IPv6 literal
 

@@ -16,11 +16,13 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -81,6 +83,16 @@ def _guarded_socket_factory(allowed: AddressCheck) -> Callable[..., socket.socke
     return factory
 
 
+async def _note_headers_sent(
+    _session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    _params: aiohttp.TraceRequestHeadersSentParams,
+) -> None:
+    timing = context.trace_request_ctx
+    if isinstance(timing, dict):
+        timing["sent"] = asyncio.get_running_loop().time()
+
+
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     url: str
@@ -90,6 +102,8 @@ class FetchResult:
     location: str | None = None
     retry_after: str | None = None
     started_at: float = 0.0
+    sent_at: float | None = None
+    """Event-loop time when the request headers went out: the start a server sees."""
     elapsed: float = 0.0
     truncated: bool = False
     error: str | None = None
@@ -113,7 +127,10 @@ class Fetcher:
             socket_factory=_guarded_socket_factory(self._address_allowed),
         )
         s = self.settings
+        trace = aiohttp.TraceConfig()
+        trace.on_request_headers_sent.append(_note_headers_sent)
         self._session = aiohttp.ClientSession(
+            trace_configs=[trace],
             connector=connector,
             headers={"User-Agent": s.user_agent, "Accept-Encoding": "gzip, deflate, br"},
             timeout=aiohttp.ClientTimeout(
@@ -142,8 +159,11 @@ class Fetcher:
         assert self._session is not None, "Fetcher used outside 'async with'"
         self.resolver.pin(host, addresses)
         started = clock()
+        timing: dict[str, float] = {}
         try:
-            async with self._session.get(url, allow_redirects=False) as response:
+            async with self._session.get(
+                url, allow_redirects=False, trace_request_ctx=timing
+            ) as response:
                 body, truncated = await self._read_body(response)
                 return FetchResult(
                     url=url,
@@ -153,6 +173,7 @@ class Fetcher:
                     location=response.headers.get("Location"),
                     retry_after=response.headers.get("Retry-After"),
                     started_at=started,
+                    sent_at=timing.get("sent"),
                     elapsed=clock() - started,
                     truncated=truncated,
                 )
@@ -161,6 +182,7 @@ class Fetcher:
                 url=url,
                 status=None,
                 started_at=started,
+                sent_at=timing.get("sent"),
                 elapsed=clock() - started,
                 error=f"{type(exc).__name__}: {exc}"[:300],
             )

@@ -90,15 +90,18 @@ class SiteRuntime:
     in_flight: int = 0
     robots: RobotsRules | None = None
     crawl_delay: float = 0.0
+    last_sent: float = 0.0
     timer: asyncio.TimerHandle | None = None
     appointed: float = 0.0
     refill_requested: bool = False
     store_empty: bool = False
     attempts: Counter[int] = field(default_factory=Counter)
 
+    margin: float = 0.0
+
     @property
     def interval(self) -> float:
-        return max(self.backoff.interval, self.crawl_delay)
+        return max(self.backoff.interval, self.crawl_delay) + self.margin
 
 
 def read_seeds(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:
@@ -234,6 +237,7 @@ class Crawler:
                 host=host_of_site(site),
                 scheme=schemes.get(site, "http"),
                 backoff=BackoffState(interval=self.config.politeness.site_interval),
+                margin=self.config.politeness.start_margin,
             )
         self.stats.seed_sites = len(self._scope)
 
@@ -368,6 +372,8 @@ class Crawler:
         )
         delay = rt.robots.crawl_delay(self.config.fetch.user_agent_token)
         rt.crawl_delay = delay or 0.0
+        # The robots.txt request itself counts: the first page waits a full Crawl-delay.
+        rt.next_start = max(rt.next_start, rt.last_sent + rt.interval)
         self.stats.robots[rt.robots.status.value] += 1
 
     async def _guarded_fetch(
@@ -387,6 +393,10 @@ class Crawler:
             return None
         self._mark_started(rt)
         result = await self.fetcher.fetch(parsed.fetch_url, parsed.host, resolution.addresses)
+        if result.sent_at is not None:
+            # The server sees the request when its headers arrive: space from that moment.
+            rt.last_sent = result.sent_at
+            rt.next_start = max(rt.next_start, result.sent_at + rt.interval)
         self.stats.record_fetch(result, robots=robots)
         return result
 
