@@ -1,0 +1,188 @@
+"""Content fingerprints that change when the content changes, and only then.
+
+A page's fingerprint is the MD5 of its *content text*: what is left after removing everything
+that changes on every fetch without the page's meaning changing. Rules, in order:
+
+1. Drop whole elements that are never content: ``script``, ``style``, ``noscript``,
+   ``template``, ``iframe``, ``svg``, ``canvas``, ``nav``, ``header``, ``footer``, ``aside``,
+   ``form``, ``button``, ``select``, ``time``; elements whose ARIA role says navigation, banner,
+   footer or sidebar; and ad or consent slots (``[data-ad-slot]``, ``[data-ad]``, an id
+   or class with a token such as ``ad``, ``ads``, ``advert``, ``sponsored``, ``banner``,
+   ``cookie``).
+2. Keep only text: comments, tags and every attribute vanish with the markup, so rotating
+   ad ids, cache-busting query strings and CSRF tokens in attributes cannot matter.
+3. Erase volatile tokens in the text: dates and times in the usual written forms, relative
+   times ("5 minutes ago"), and long digit runs (Unix timestamps, view counters of 6+ digits).
+4. Drop tokens left with no letter or digit (the punctuation around an erased date) and
+   collapse whitespace; the title and the body text are joined and hashed with MD5.
+
+Non-HTML bodies: text is normalised by rules 3 and 4; anything else is hashed as bytes.
+An unparseable page never raises: it is hashed as bytes. MD5 is fine here: a fingerprint
+detects change, it does not defend against anyone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Final
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+_DROPPED_TAGS: Final = (
+    "script, style, noscript, template, iframe, object, embed, svg, canvas, nav, header, "
+    "footer, aside, form, button, select, time"
+)
+_DROPPED_ROLES: Final = (
+    '[role="navigation"], [role="banner"], [role="contentinfo"], [role="complementary"], '
+    '[role="search"], [role="dialog"], [aria-hidden="true"], [hidden]'
+)
+_AD_ATTRIBUTES: Final = "[data-ad-slot], [data-ad], [data-ad-unit], [data-google-query-id]"
+_AD_TOKENS: Final = frozenset(
+    [
+        "ad",
+        "ads",
+        "adsbygoogle",
+        "adv",
+        "advert",
+        "adverts",
+        "advertisement",
+        "adslot",
+        "adunit",
+        "sponsor",
+        "sponsored",
+        "promo",
+        "banner",
+        "cookie",
+        "cookies",
+        "consent",
+        "gdpr",
+        "newsletter",
+        "share",
+        "social",
+        "related",
+        "breadcrumb",
+        "breadcrumbs",
+        "sidebar",
+        "menu",
+        "navbar",
+        "pagination",
+    ]
+)
+_TOKEN_SPLIT: Final = re.compile(r"[\s_]+|(?<=[a-z])-(?=[a-z])")
+
+_MONTHS: Final = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+# Full names anywhere; three-letter forms only before a comma ("Mon, 30 Nov"): "sun", "sat"
+# and "wed" are words too.
+_WEEKDAYS: Final = (
+    r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:mon|tue|wed|thu|fri|sat|sun)(?=,))"
+)
+_ZONES: Final = r"(?:utc|gmt|z|cet|cest|bst|est|edt|cst|cdt|mst|mdt|pst|pdt|ist|jst|aest)"
+_VOLATILE: Final = re.compile(
+    "|".join(
+        [
+            # 2026-11-30, 2026-11-30T06:08:25.123+00:00, 2026/11/30
+            r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+            r"(?:z|[+-]\d{2}:?\d{2})?)?\b",
+            # 30/11/2026, 11-30-26
+            r"\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b",
+            # 30 November 2026, November 30, 2026, Nov 30
+            rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}(?:,?\s+\d{{4}})?",
+            rf"\b{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b",
+            rf"\b{_WEEKDAYS}\b",
+            # 06:08, 6:08:25 pm, 18h05
+            rf"\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?(?:\s*{_ZONES})?\b",
+            # 5 minutes ago, an hour ago, just now
+            r"\b(?:\d+|an?|one|a few)\s+(?:second|sec|minute|min|hour|hr|day|week|month|year)s?"
+            r"\s+ago\b",
+            r"\bjust now\b",
+            # Unix timestamps, counters: runs of six digits or more (with separators)
+            r"\b\d{1,3}(?:[,.\u202f ]\d{3}){2,}\b|\b\d{6,}\b",
+        ]
+    ),
+    re.IGNORECASE,
+)
+_HAS_WORD_CHARACTER: Final = re.compile(r"[^\W_]")
+_HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def content_fingerprint(body: bytes, media_type: str | None) -> str:
+    """The fingerprint of a fetched body, chosen by its media type (parameters ignored)."""
+    kind = (media_type or "").split(";", 1)[0].strip().lower()
+    if kind in _HTML_TYPES:
+        return html_fingerprint(body)
+    if kind.startswith("text/"):
+        return _md5(normalise_text(body.decode("utf-8", errors="replace")))
+    return hashlib.md5(body, usedforsecurity=False).hexdigest()
+
+
+def html_fingerprint(html: str | bytes) -> str:
+    """The MD5 hex digest of an HTML page's content text (see the module rules)."""
+    text = html_content_text(html)
+    if text is None:
+        raw = html.encode("utf-8", errors="replace") if isinstance(html, str) else html
+        return hashlib.md5(raw, usedforsecurity=False).hexdigest()
+    return _md5(text)
+
+
+def html_content_text(html: str | bytes) -> str | None:
+    """The normalised text a fingerprint hashes, or None if the page cannot be parsed."""
+    try:
+        tree = LexborHTMLParser(html)
+    except (ValueError, TypeError):  # selectolax raises on undecodable or absurd input
+        return None
+    _drop_outermost(
+        [
+            *tree.css(f"{_DROPPED_TAGS}, {_DROPPED_ROLES}, {_AD_ATTRIBUTES}"),
+            *(
+                node
+                for node in tree.css("[class], [id]")
+                if _is_ad_slot(node.attributes.get("class"), node.attributes.get("id"))
+            ),
+        ]
+    )
+    title = tree.css_first("title")
+    parts = [title.text() if title is not None else ""]
+    if tree.body is not None:
+        parts.append(tree.body.text(separator=" "))
+    return normalise_text(" ".join(parts))
+
+
+def normalise_text(text: str) -> str:
+    """Erase volatile tokens, then the punctuation they leave stranded, and collapse spaces."""
+    words = _VOLATILE.sub(" ", text).split()
+    # "Updated 18:05 GMT." and "Updated 5 minutes ago" must agree: drop bare punctuation.
+    return " ".join(word for word in words if _HAS_WORD_CHARACTER.search(word))
+
+
+def _drop_outermost(nodes: list[LexborNode]) -> None:
+    """Remove ``nodes`` from their tree. The outermost are chosen before anything is removed,
+    and only they are removed (descendants go with them): touching a node after its ancestor
+    was freed would read freed memory."""
+    marked = {node.mem_id for node in nodes}
+    outermost = [node for node in nodes if not _has_marked_ancestor(node, marked)]
+    for node in outermost:
+        node.decompose()
+
+
+def _has_marked_ancestor(node: LexborNode, marked: set[int]) -> bool:
+    ancestor = node.parent
+    while ancestor is not None:
+        if ancestor.mem_id in marked:
+            return True
+        ancestor = ancestor.parent
+    return False
+
+
+def _is_ad_slot(classes: str | None, element_id: str | None) -> bool:
+    for value in (classes, element_id):
+        if value and any(t in _AD_TOKENS for t in _TOKEN_SPLIT.split(value.lower())):
+            return True
+    return False
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()

@@ -1,0 +1,207 @@
+"""Crawler traps: a cap per URL pattern, so an endless calendar costs a few requests.
+
+A URL's *pattern* is its host and path with the variable parts collapsed, plus the sorted
+set of its query keys (values dropped):
+
+- a numeric segment or digit run becomes ``{n}``; a year ``{year}``; a date ``{date}``;
+  a long hex, UUID or random-looking token ``{id}``; path parameters (``;jsessionid=...``)
+  are dropped;
+- query keys are sorted and de-duplicated, digits in them collapsed (``f1``, ``f2`` -> ``f{n}``),
+  and a query that repeats a key is marked ``{repeated}``;
+  more than ``max_query_keys`` distinct keys collapse to ``?{many}``;
+- a path whose segments repeat (a segment three times or more) keeps only its distinct
+  segments, marked ``{loop}``, so every lap of ``/a/b/a/b/...`` shares one pattern;
+- a path deeper than ``max_pattern_segments`` is cut and marked ``{deep}``.
+
+So ``/calendar/2026/11/30`` and ``/calendar/1999/1/2`` share ``/calendar/{year}/{n}/{n}``,
+and ``/page?sid=a81f...`` shares ``/page?sid`` with every other session id.
+
+A pattern is *volatile* when its variable parts look like a trap rather than a catalogue:
+dates or years, session-id keys or random tokens, a repeated query key, too many keys, a
+repeated path segment (``/a/b/a/b/a``), or a cut path. Volatile patterns get the small cap
+(``volatile_pattern_cap``, default 30): a calendar or a session-id loop costs tens of
+requests, not thousands. Other patterns (``/product/{n}``) get the large ``per_pattern_cap``,
+since a shop legitimately has thousands of products. Caps are per host (the host is part of the
+pattern), and a host cannot escape them by minting endless patterns: past
+``max_patterns_per_host`` its new patterns share one overflow pattern.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import parse_qsl, urlsplit
+
+SESSION_KEYS: Final = frozenset(
+    {
+        "sid", "sessid", "sessionid", "session_id", "session", "jsessionid", "phpsessid",
+        "aspsessionid", "cfid", "cftoken", "zenid", "oscsid", "s_id", "sess",
+    }
+)  # fmt: skip
+_YEAR: Final = re.compile(r"(?:19|20)\d\d")
+_DATE: Final = re.compile(
+    r"(?:19|20)\d\d(?P<sep>[-_./]?)(?:0?[1-9]|1[0-2])(?:(?P=sep)(?:0?[1-9]|[12]\d|3[01]))?"
+    r"|(?:0?[1-9]|[12]\d|3[01])[-_.](?:0?[1-9]|1[0-2])[-_.](?:19|20)\d\d"
+)
+_HEXISH: Final = re.compile(r"[0-9a-f]{16,}|[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", re.I)
+_TOKEN: Final = re.compile(r"[A-Za-z0-9_\-]{20,}")
+_DIGITS: Final = re.compile(r"\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class TrapPolicy:
+    per_pattern_cap: int = 1000
+    volatile_pattern_cap: int = 30
+    max_patterns_per_host: int = 5000
+    max_query_keys: int = 12
+    max_pattern_segments: int = 12
+
+    def __post_init__(self) -> None:
+        for name in ("per_pattern_cap", "volatile_pattern_cap", "max_patterns_per_host"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.max_query_keys < 1 or self.max_pattern_segments < 1:
+            raise ValueError("max_query_keys and max_pattern_segments must be >= 1")
+
+    def cap_for(self, pattern: UrlPattern) -> int:
+        return self.volatile_pattern_cap if pattern.volatile else self.per_pattern_cap
+
+
+@dataclass(frozen=True, slots=True)
+class UrlPattern:
+    key: str
+    host: str
+    volatile: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TrapVerdict:
+    pattern: UrlPattern
+    admitted: bool
+    count: int  # URLs admitted under the pattern so far, this one included if admitted
+    cap: int
+
+
+def url_pattern(url: str, policy: TrapPolicy = TrapPolicy()) -> UrlPattern:
+    """The pattern of ``url`` (see the module rules). Never raises: a URL that does not parse
+    is patterned from its raw text and counted as volatile."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        raw = url.split("?", 1)[0]
+        return UrlPattern(f"?raw:{_DIGITS.sub('{n}', raw)}", "", True)
+    path_key, path_volatile = _path_pattern(parts.path, policy)
+    query_key, query_volatile = _query_pattern(parts.query, policy)
+    key = f"{host}{path_key}" + (f"?{query_key}" if query_key else "")
+    return UrlPattern(key, host, path_volatile or query_volatile)
+
+
+def _path_pattern(path: str, policy: TrapPolicy) -> tuple[str, bool]:
+    segments = [segment.split(";", 1)[0] for segment in path.split("/")[1:]]
+    volatile = any(";" in s and _is_session_parameter(s) for s in path.split("/"))
+    collapsed = []
+    for segment in segments:
+        shape, segment_volatile = _segment_shape(segment)
+        collapsed.append(shape)
+        volatile |= segment_volatile
+    repeats = Counter(shape for shape in collapsed if shape)
+    if repeats and max(repeats.values()) >= 3:
+        # A path that loops (/a/b/a/b/a/...): every lap is a new URL, so the pattern keeps
+        # only the distinct segments, and all laps share it.
+        return "/{loop}/" + "/".join(dict.fromkeys(collapsed)), True
+    if len(collapsed) > policy.max_pattern_segments:
+        collapsed = [*collapsed[: policy.max_pattern_segments], "{deep}"]
+        volatile = True
+    return "/" + "/".join(collapsed), volatile
+
+
+def _segment_shape(segment: str) -> tuple[str, bool]:
+    if not segment:
+        return "", False
+    if _DATE.fullmatch(segment):
+        return "{date}", True
+    if segment.isdigit():
+        return ("{year}", True) if _YEAR.fullmatch(segment) else ("{n}", False)
+    if _HEXISH.fullmatch(segment) or (_TOKEN.fullmatch(segment) and _looks_random(segment)):
+        return "{id}", True
+    return _DIGITS.sub("{n}", segment), False
+
+
+def _query_pattern(query: str, policy: TrapPolicy) -> tuple[str, bool]:
+    if not query:
+        return "", False
+    pairs = parse_qsl(query, keep_blank_values=True)
+    keys = [_DIGITS.sub("{n}", key.lower()) for key, _ in pairs]
+    volatile = len(set(keys)) < len(keys)  # a repeated key: a query string that keeps growing
+    for key, value in pairs:
+        if key.lower() in SESSION_KEYS or _looks_volatile_value(value):
+            volatile = True
+    distinct = sorted(set(keys))
+    if len(distinct) > policy.max_query_keys:
+        return "{many}", True
+    # Repeats are marked in the key so that ``?f=1`` and ``?f=1&f=1`` count separately:
+    # one pattern, one cap.
+    repeated = ["{repeated}"] if len(distinct) < len(keys) else []
+    return "&".join(distinct + repeated), volatile
+
+
+def _looks_volatile_value(value: str) -> bool:
+    if _DATE.fullmatch(value) or _YEAR.fullmatch(value):
+        return True
+    return bool(_HEXISH.fullmatch(value) or (_TOKEN.fullmatch(value) and _looks_random(value)))
+
+
+def _is_session_parameter(segment: str) -> bool:
+    name = segment.split(";", 1)[1].split("=", 1)[0].lower()
+    return name in SESSION_KEYS
+
+
+def _looks_random(token: str) -> bool:
+    """Letters and digits interleaved, as in generated ids (``x7Kq9zP2mL4vB8nQ1wE5``), not in
+    slugs (``best-spades-2026-review``): count switches between letters and digits."""
+    classes = [ch.isdigit() for ch in token if ch.isalnum()]
+    switches = sum(a != b for a, b in itertools.pairwise(classes))
+    return sum(classes) >= 3 and len(classes) - sum(classes) >= 3 and switches >= 4
+
+
+class PatternCounter:
+    """Counts admissions per pattern across a crawl; the one mutable piece of this module.
+
+    Restore after a restart by passing the counts the store kept. Memory is bounded by
+    ``max_patterns_per_host`` patterns per host plus one overflow pattern each.
+    """
+
+    def __init__(
+        self, policy: TrapPolicy = TrapPolicy(), counts: Mapping[str, int] | None = None
+    ) -> None:
+        self._policy = policy
+        self._counts: dict[str, int] = dict(counts or {})
+        self._patterns_per_host: Counter[str] = Counter(
+            key.split("/", 1)[0] for key in self._counts
+        )
+
+    def admit(self, url: str) -> TrapVerdict:
+        """Count ``url`` against its pattern's cap if there is room; say what happened."""
+        pattern = self._bounded(url_pattern(url, self._policy))
+        cap = self._policy.cap_for(pattern)
+        count = self._counts.get(pattern.key, 0)
+        if count >= cap:
+            return TrapVerdict(pattern, False, count, cap)
+        if count == 0:
+            self._patterns_per_host[pattern.host] += 1
+        self._counts[pattern.key] = count + 1
+        return TrapVerdict(pattern, True, count + 1, cap)
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def _bounded(self, pattern: UrlPattern) -> UrlPattern:
+        known = pattern.key in self._counts
+        if known or self._patterns_per_host[pattern.host] < self._policy.max_patterns_per_host:
+            return pattern
+        return UrlPattern(f"{pattern.host}/{{overflow}}", pattern.host, False)

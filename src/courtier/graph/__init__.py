@@ -1,0 +1,1 @@
+"""The link graph of the crawl, aggregated to hosts: PageRank and the promotion of horizon hosts."""

@@ -1,0 +1,172 @@
+"""A fingerprint test set: a base article page, variants that only differ by boilerplate,
+ads or timestamps (same fingerprint), and variants with a real content change (new one)."""
+
+import hashlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from courtier.frontier.fingerprint import (
+    content_fingerprint,
+    html_content_text,
+    html_fingerprint,
+    normalise_text,
+)
+
+PAGE = """<!doctype html>
+<html lang="en"><head>
+<title>{title}</title>
+<meta name="generated" content="{stamp}">
+<link rel="stylesheet" href="/site.css?v={stamp}">
+<style>{style}</style>
+<script>window.csrf = "{token}"; var t = {epoch};</script>
+</head>
+<body class="{body_class}">
+<!-- served by {server} at {stamp} -->
+<header><a href="/">Home</a> <a href="/{menu}">{menu}</a></header>
+<nav class="menu"><ul><li><a href="/a">Section A</a></li><li>{menu}</li></ul></nav>
+<div class="cookie-banner">We use cookies ({stamp}). <button>Accept</button></div>
+<main>
+  <article data-id="{token}">
+    <h1>{heading}</h1>
+    <p class="byline">Posted {posted} · Updated {updated}</p>
+    <div class="ad-slot" data-ad-slot="{token}"><a href="/click?{token}">{ad}</a></div>
+    <p>{para1}</p>
+    <ins class="adsbygoogle">{ad}</ins>
+    <p>Price: {price} for the {product}.</p>
+    {extra}
+    <p>{views} views so far.</p>
+    <iframe src="https://ads.example.test/{token}"></iframe>
+  </article>
+  <aside><h2>Trending</h2><p>{ad}</p></aside>
+</main>
+<form action="/subscribe"><input type="hidden" name="csrf" value="{token}">Subscribe</form>
+<footer>© 2026 Example · Rendered {stamp} in {render_ms} ms</footer>
+</body></html>"""
+
+BASE = {
+    "title": "Garden tools review",
+    "stamp": "2026-11-30T06:08:25Z",
+    "style": "body{color:#333}",
+    "token": "a1b2c3d4",
+    "epoch": "1764482905",
+    "body_class": "article",
+    "server": "web-3",
+    "menu": "Tools",
+    "heading": "The best spades of the year",
+    "posted": "30 November 2026",
+    "updated": "5 minutes ago",
+    "ad": "Buy shoes now!",
+    "para1": "We dug the same bed with twelve spades and kept the three that did not bend.",
+    "price": "£12.50",
+    "product": "Ashwood spade",
+    "extra": "",
+    "views": "1,204,331",
+    "render_ms": "12",
+}
+
+
+def page(**changes: str) -> str:
+    return PAGE.format(**{**BASE, **changes})
+
+
+SAME = {
+    "rotating ad": {"ad": "Cheap flights to Lisbon"},
+    "ad token and click id": {"token": "ffee9921"},
+    "live timestamp everywhere": {"stamp": "2026-12-01T17:45:02+01:00", "epoch": "1764607502"},
+    "relative update time": {"updated": "2 hours ago"},
+    "clock time update": {"updated": "Mon, 30 Nov 2026 18:05 GMT"},
+    "written date forms": {"posted": "November 30th, 2026"},
+    "view counter": {"views": "1,204,998"},
+    "navigation and header links": {"menu": "Kitchen"},
+    "styles and scripts": {"style": "body{color:#000;margin:0}"},
+    "server comment and body class": {"server": "web-9", "body_class": "article dark"},
+    "render time in footer": {"render_ms": "97"},
+}
+
+CHANGED = {
+    "paragraph rewritten": {
+        "para1": "We dug the same bed with twelve spades and kept the two that did not bend."
+    },
+    "price changed": {"price": "£13.50"},
+    "product renamed": {"product": "Oak spade"},
+    "heading changed": {"heading": "The best spades of the decade"},
+    "title changed": {"title": "Garden tools review (updated)"},
+    "paragraph added": {"extra": "<p>Correction: the Oak spade bent after a week.</p>"},
+}
+
+
+def test_base_page_fingerprint_is_stable_and_an_md5():
+    first = html_fingerprint(page())
+    assert first == html_fingerprint(page())
+    assert len(first) == 32 and int(first, 16) >= 0
+
+
+@pytest.mark.parametrize("name", sorted(SAME))
+def test_boilerplate_ads_and_timestamps_do_not_change_the_fingerprint(name: str):
+    assert html_fingerprint(page(**SAME[name])) == html_fingerprint(page())
+
+
+def test_all_volatile_changes_at_once_do_not_change_the_fingerprint():
+    everything = {key: value for changes in SAME.values() for key, value in changes.items()}
+    assert html_fingerprint(page(**everything)) == html_fingerprint(page())
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_real_content_change_changes_the_fingerprint(name: str):
+    assert html_fingerprint(page(**CHANGED[name])) != html_fingerprint(page())
+
+
+def test_real_change_is_seen_even_beside_volatile_changes():
+    noisy = {**SAME["rotating ad"], **SAME["live timestamp everywhere"], **CHANGED["price changed"]}
+    assert html_fingerprint(page(**noisy)) != html_fingerprint(page())
+
+
+def test_whitespace_and_attribute_only_differences_share_a_fingerprint():
+    a = "<html><body><p class='x' id=1>Hello   world</p>\n\n<p>Again</p></body></html>"
+    b = '<body>\n  <p data-v="9">Hello world</p> <p style="color:red">Again</p>\n</body>'
+    assert html_fingerprint(a) == html_fingerprint(b)
+
+
+def test_content_text_keeps_the_article_and_drops_the_rest():
+    text = html_content_text(page())
+    assert text is not None
+    assert "twelve spades" in text and "Ashwood spade" in text and "£12.50" in text
+    for gone in ("Section A", "Buy shoes", "cookies", "Subscribe", "Trending", "csrf", "web-3"):
+        assert gone not in text
+
+
+def test_ordinary_words_and_small_numbers_survive_volatile_token_erasure():
+    text = "A friend sat in the sun on a wedding day; 3 spades cost 12.50 each, 45 in stock."
+    assert normalise_text(text) == text
+
+
+def test_nested_dropped_elements_are_removed_safely():
+    nested = (
+        "<nav class=ad><header id=ads><aside><div class=ad><p>x</p></div></aside></header></nav>"
+    )
+    assert html_content_text(f"<body>{nested * 50}<p>kept</p></body>") == "kept"
+
+
+def test_bytes_and_broken_markup_are_fingerprinted_without_error():
+    assert html_fingerprint(b"\xff\xfe<p>half <b>open") == html_fingerprint(
+        b"\xff\xfe<p>half <b>open"
+    )
+    assert html_fingerprint("") == hashlib.md5(b"").hexdigest()
+
+
+def test_media_type_selects_the_fingerprint():
+    html = page().encode()
+    assert content_fingerprint(html, "text/html; charset=utf-8") == html_fingerprint(html)
+    assert content_fingerprint(b"at 10:30 ok", "text/plain") == content_fingerprint(
+        b"at 11:45   ok", "text/plain"
+    )
+    image = b"\x89PNG\r\n\x1a\n\x00\x01"
+    assert content_fingerprint(image, "image/png") == hashlib.md5(image).hexdigest()
+    assert content_fingerprint(image, None) == hashlib.md5(image).hexdigest()
+
+
+@given(st.text(max_size=300))
+def test_any_markup_fingerprints_without_raising(markup: str):
+    assert len(html_fingerprint(markup)) == 32
