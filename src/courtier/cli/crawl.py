@@ -135,6 +135,10 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
         ("pages fetched (2xx)", data["by_status"].get("2xx", 0)),
         ("by status", ", ".join(f"{k} {v}" for k, v in sorted(data["by_status"].items()))),
         ("refused, by reason", ", ".join(f"{k} {v}" for k, v in sorted(data["refused"].items()))),
+        (
+            "links to blocked addresses",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["bait_links"].items())) or "none",
+        ),
         ("robots.txt", ", ".join(f"{k} {v}" for k, v in sorted(data["robots"].items()))),
         ("new URLs queued", data["new_urls"]),
         (

@@ -56,7 +56,7 @@ from courtier.politeness.backoff import (
 )
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
-from courtier.url import Url, UrlError, parse_url
+from courtier.url import Url, UrlError, is_ip_address, parse_url
 
 log = logging.getLogger(__name__)
 
@@ -473,6 +473,17 @@ class Crawler:
         else:
             self._horizon.append(HorizonLink(link.canonical, link.site, rt.site))
             self.stats.horizon_links += 1
+            if redirects:
+                self.stats.refused["redirect-out-of-scope"] += 1
+            self._judge_literal(link.site)
+
+    def _judge_literal(self, site: str) -> None:
+        """Count links that point at a blocked address literal (SSRF bait), fetched or not."""
+        host = host_of_site(site)
+        if is_ip_address(host):
+            verdict = self.guard.policy.check(host)
+            if not verdict.allowed:
+                self.stats.bait_links[verdict.reason] += 1
 
     def _outcome(self, url_id: int, status: UrlStatus, http_status: int | None) -> None:
         self._outcomes.append(Outcome(url_id, status, http_status, time.time()))

@@ -18,6 +18,8 @@ class CrawlStats:
     by_status: Counter[str] = field(default_factory=Counter)
     fetch_errors: Counter[str] = field(default_factory=Counter)
     refused: Counter[str] = field(default_factory=Counter)
+    bait_links: Counter[str] = field(default_factory=Counter)
+    """Links (kept as horizon, never fetched) whose host is an address the policy blocks."""
     robots: Counter[str] = field(default_factory=Counter)
     slots: int = 0
     late_starts: int = 0
@@ -71,6 +73,7 @@ class CrawlStats:
             "by_status": dict(self.by_status),
             "fetch_errors": dict(self.fetch_errors),
             "refused": dict(self.refused),
+            "bait_links": dict(self.bait_links),
             "robots": dict(self.robots),
             "slots": self.slots,
             "late_starts": self.late_starts,
