@@ -1,0 +1,39 @@
+"""URL and host canonicalisation: one host, one key.
+
+Everything that keys on a URL or a host (seeds, frontier, horizon, limit keys, origin map)
+goes through this package and nothing else. See docs/url.md for the canonical forms.
+"""
+
+from courtier.url.canonical import (
+    DEFAULT_STRIP_PARAMS,
+    MAX_URL_LENGTH,
+    Url,
+    parse_url,
+    site_key,
+)
+from courtier.url.errors import UrlError
+from courtier.url.explain import Explanation, explain
+from courtier.url.host import canonical_host, is_ip_address, is_ipv6, url_host
+from courtier.url.objectstore import StoreRef, object_store
+from courtier.url.psl import registrable_domain
+from courtier.url.stores import STORE_ENDPOINTS, StoreEndpoint
+
+__all__ = [
+    "DEFAULT_STRIP_PARAMS",
+    "MAX_URL_LENGTH",
+    "STORE_ENDPOINTS",
+    "Explanation",
+    "StoreEndpoint",
+    "StoreRef",
+    "Url",
+    "UrlError",
+    "canonical_host",
+    "explain",
+    "is_ip_address",
+    "is_ipv6",
+    "object_store",
+    "parse_url",
+    "registrable_domain",
+    "site_key",
+    "url_host",
+]

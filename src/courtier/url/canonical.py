@@ -1,0 +1,193 @@
+"""Parsing a URL into what we fetch and what we deduplicate on.
+
+One function, ``parse_url``, is the only way a URL enters Courtier (seeds, links, redirects,
+frontier, horizon, limit keys). It gives two strings:
+
+``fetch_url`` — what we request. The WHATWG serialisation of the URL as the page wrote it
+(relative references resolved, dot segments resolved, unsafe characters percent-encoded, IDN
+hosts in punycode, IPv4 spellings as dotted quads), with only these changes: the fragment is
+removed (never sent), credentials are removed (a crawler never sends a password it found in a
+link, and it would leak into logs), and the host is canonical (no trailing dot).
+
+``canonical`` — the deduplication key: scheme, canonical host, non-default port, the path and
+query normalised as ``courtier.url.query`` describes (escapes, sorted parameters, tracking and
+session parameters removed), no fragment. ``parse_url(u.canonical).canonical == u.canonical``.
+
+Only ``http`` and ``https`` are accepted. A fetch URL longer than ``MAX_URL_LENGTH`` is
+rejected: servers refuse request lines over 8 KiB (Apache's default limit is 8190 bytes), and
+such URLs are almost always traps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from courtier.url import _ada
+from courtier.url.errors import UrlError, shown
+from courtier.url.host import canonical_host, finish_host, url_host
+from courtier.url.query import canonical_path, canonical_query
+
+MAX_URL_LENGTH: Final = 8192
+
+DEFAULT_STRIP_PARAMS: Final[frozenset[str]] = frozenset(
+    {
+        # Campaign and click identifiers: they name the visit, not the page.
+        "utm_*",
+        "gclid",
+        "gclsrc",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "fbclid",
+        "msclkid",
+        "yclid",
+        "twclid",
+        "ttclid",
+        "igshid",
+        "li_fat_id",
+        "mc_cid",
+        "mc_eid",
+        "mkt_tok",
+        "_ga",
+        "_gl",
+        "_hsenc",
+        "_hsmi",
+        # Session identifiers put in URLs by PHP, Java servlets, ColdFusion, osCommerce, ...
+        "sessionid",
+        "session_id",
+        "sessid",
+        "sid",
+        "phpsessid",
+        "jsessionid",
+        "aspsessionid",
+        "cfid",
+        "cftoken",
+        "oscsid",
+        "zenid",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Url:
+    """One parsed http(s) URL. Build it with ``parse_url``."""
+
+    scheme: str  # "http" or "https"
+    host: str  # canonical host; IPv6 without brackets
+    port: int | None  # None when it is the scheme's default
+    fetch_url: str  # what we request
+    canonical: str  # the deduplication key
+
+    @property
+    def site(self) -> str:
+        """The politeness key of the site: host, or host:port for a non-default port."""
+        if self.port is None:
+            return self.host
+        return f"{url_host(self.host)}:{self.port}"
+
+    @property
+    def target(self) -> str:
+        """Path and query of ``fetch_url``, as sent in the request line."""
+        return self.fetch_url[self.fetch_url.index("/", len(self.scheme) + 3) :]
+
+
+def parse_url(
+    raw: str, base: str | None = None, *, strip_params: frozenset[str] = DEFAULT_STRIP_PARAMS
+) -> Url:
+    """Parse ``raw`` (a relative reference is resolved against ``base``) into a ``Url``.
+
+    Raises UrlError, with a message saying what is wrong, for anything we cannot fetch.
+    """
+    try:
+        parts = _ada.parse(raw, base)
+    except UnicodeEncodeError:
+        raise UrlError(f"URL {shown(raw)} is not valid Unicode") from None
+    if parts is None:
+        raise UrlError(diagnose_url(raw, base))
+    href = parts.href
+    if parts.scheme_type == _ada.SCHEME_HTTPS:
+        scheme = "https"
+    elif parts.scheme_type == _ada.SCHEME_HTTP:
+        scheme = "http"
+    else:
+        raise UrlError(_unsupported_scheme(href[: href.index(":")]))
+    host = finish_host(parts.hostname, parts.host_type)
+    port = parts.port
+    authority = url_host(host) if port is None else f"{url_host(host)}:{port}"
+    target = href[parts.target_start : parts.target_end]
+    fetch_url = f"{scheme}://{authority}{target}"
+    if len(fetch_url) > MAX_URL_LENGTH:
+        raise UrlError(f"URL is {len(fetch_url)} characters long; the limit is {MAX_URL_LENGTH}")
+    path, _, query = target.partition("?")
+    canonical = f"{scheme}://{authority}{canonical_path(path, strip_params)}"
+    if query:
+        query = canonical_query(query, strip_params)
+        if query:
+            canonical = f"{canonical}?{query}"
+    return Url(scheme, host, port, fetch_url, canonical)
+
+
+def site_key(raw_url_or_host: str) -> str:
+    """The site key of a URL (anything with "://"), a host, or a ``host:port`` authority.
+
+    A bare ``host:port`` is read as an http authority, so ``:80`` is dropped as the default.
+    """
+    text = raw_url_or_host.strip()
+    if "://" in text:
+        return parse_url(text).site
+    try:
+        return canonical_host(text)
+    except UrlError:
+        if ":" not in text:
+            raise
+    return parse_url(f"http://{text}/").site
+
+
+_SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_C0_OR_SPACE: Final = "".join(chr(code) for code in range(0x21))
+
+
+def _unsupported_scheme(scheme: str) -> str:
+    return f"unsupported scheme {shown(scheme.lower(), 30)} (only http and https are crawled)"
+
+
+def diagnose_url(raw: str, base: str | None) -> str:
+    """A message saying why the WHATWG parser rejected ``raw`` (the slow, rare path)."""
+    if base is not None and _ada.parse(base) is None:
+        return f"invalid base URL {shown(base)}"
+    text = raw.strip(_C0_OR_SPACE).replace("\t", "").replace("\n", "").replace("\r", "")
+    scheme = _SCHEME.match(text)
+    if scheme is None:
+        if base is None:
+            return f"relative URL {shown(raw)} and no base URL" if text else "empty URL"
+        return f"invalid URL {shown(raw)} (relative to {shown(base)})"
+    if scheme.group(1).lower() not in ("http", "https"):
+        return _unsupported_scheme(scheme.group(1))
+    rest = text[scheme.end() :].lstrip("/\\")
+    authority = re.split(r"[/\\?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    if authority.startswith("["):
+        host, _, port_text = authority.partition("]")
+        host += "]"
+        port_text = port_text.removeprefix(":")
+    else:
+        host, _, port_text = authority.partition(":")
+    if port_text and not (port_text.isdigit() and len(port_text) <= 5 and int(port_text) <= 65535):
+        return f"invalid port {shown(port_text, 20)} in {shown(raw)}"
+    if not host:
+        return f"URL {shown(raw)} has no host"
+    try:
+        canonical_host(host)
+    except UrlError as error:
+        return str(error)
+    return f"invalid URL {shown(raw)}"
+
+
+__all__ = [
+    "DEFAULT_STRIP_PARAMS",
+    "MAX_URL_LENGTH",
+    "Url",
+    "parse_url",
+    "site_key",
+]
