@@ -1,0 +1,200 @@
+"""`courtier simweb serve` runs a simulated web; `courtier simweb audit` judges a crawl of it.
+
+serve: builds the world from a seed number and a size, listens on loopback, writes the seeds
+file (one `http://host/` URL per line) and the info file (JSON: dns, allow_net, port, seeds,
+log, world parameters), prints the info as one JSON line on stdout, and serves until SIGTERM
+or Ctrl-C, when it flushes the request log and exits 0.
+
+audit: rebuilds the world from the parameters in the info file, reads the request log, prints
+the audit tables, optionally writes the audit as JSON (`--json FILE`, `-` for stdout), and
+exits 0 when the walking-skeleton criteria hold, 1 when they do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from courtier.simweb.audit import DEFAULT_TOLERANCE, audit
+from courtier.simweb.report import print_report, write_json
+from courtier.simweb.server import SimWeb
+from courtier.simweb.world import (
+    SIZE_PRESETS,
+    World,
+    WorldParams,
+    build_world,
+    params_for_total,
+)
+
+log = logging.getLogger("courtier.simweb")
+
+_SIZE_FLAGS = {
+    "standalone": "n_standalone",
+    "cname_tenants": "n_cname_tenants",
+    "header_tenants": "n_header_tenants",
+    "horizon": "n_horizon",
+    "page_bytes": "page_bytes",
+    "items": "n_items",
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simweb", help="run a simulated web on loopback, or audit a crawl of it"
+    )
+    commands = parser.add_subparsers(dest="simweb_command", metavar="SUBCOMMAND", required=True)
+    _register_serve(commands)
+    _register_audit(commands)
+
+
+def _register_serve(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="serve a simulated web until SIGTERM or Ctrl-C")
+    serve.add_argument("--seed", type=int, default=1, help="world seed number (default 1)")
+    serve.add_argument(
+        "--size",
+        choices=sorted(SIZE_PRESETS),
+        default="small",
+        help="world size preset (default small)",
+    )
+    serve.add_argument("--sites", type=int, help="number of seed sites (split like a real mix)")
+    for flag in _SIZE_FLAGS:
+        serve.add_argument(
+            f"--{flag.replace('_', '-')}", dest=flag, type=int, help=f"override {_SIZE_FLAGS[flag]}"
+        )
+    serve.add_argument("--world", metavar="JSON", help="all world parameters as a JSON object")
+    serve.add_argument("--block", type=int, help="address block B of 127.B.0.0/16 (default random)")
+    serve.add_argument("--port", type=int, help="HTTP port (default 80 if bindable, else free)")
+    serve.add_argument("--log", type=Path, help="request log, JSON lines")
+    serve.add_argument("--info", type=Path, help="write the info JSON here once listening")
+    serve.add_argument("--seeds", type=Path, help="write the seed URLs here")
+    serve.set_defaults(handler=serve_command)
+
+
+def _register_audit(commands: Any) -> None:
+    cmd = commands.add_parser("audit", help="audit a request log against the world's ground truth")
+    cmd.add_argument("--info", type=Path, required=True, help="the info file `serve` wrote")
+    cmd.add_argument("--log", type=Path, help="request log (default: the one named in --info)")
+    cmd.add_argument("--json", metavar="OUT", help="also write the audit as JSON ('-': stdout)")
+    cmd.add_argument(
+        "--site-interval",
+        type=float,
+        default=1.0,
+        help="per-site start-to-start interval in seconds (default 1.0)",
+    )
+    cmd.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"slack allowed on every interval (default {DEFAULT_TOLERANCE})",
+    )
+    cmd.add_argument(
+        "--allow-media",
+        action="store_true",
+        help="do not count CDN/store/image-service requests as outside the seed",
+    )
+    cmd.set_defaults(handler=audit_command)
+
+
+def world_params(args: argparse.Namespace) -> WorldParams:
+    if args.world:
+        return WorldParams.from_json(json.loads(args.world))
+    params = dataclasses.replace(SIZE_PRESETS[args.size], seed=args.seed)
+    if args.sites is not None:
+        params = params_for_total(params, args.sites)
+    overrides = {field: getattr(args, flag) for flag, field in _SIZE_FLAGS.items()}
+    return dataclasses.replace(params, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    try:
+        world = build_world(world_params(args))
+    except (ValueError, TypeError) as exc:
+        print(f"courtier simweb serve: {exc}", file=sys.stderr)
+        return 2
+    base = args.info.parent if args.info else Path.cwd()
+    log_path = args.log or base / "simweb-requests.jsonl"
+    seeds_path = args.seeds or base / "simweb-seeds.txt"
+    _use_uvloop()
+    asyncio.run(_serve(world, args.block, args.port, log_path, seeds_path, args.info))
+    return 0
+
+
+async def _serve(
+    world: World,
+    block: int | None,
+    port: int | None,
+    log_path: Path,
+    seeds_path: Path,
+    info_path: Path | None,
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with SimWeb(world, block=block, port=port, log_path=log_path) as web:
+        seeds = "".join(f"{url}\n" for url in web.seed_urls())
+        await asyncio.to_thread(seeds_path.write_text, seeds)
+        info = {**web.info(), "seeds": str(seeds_path), "pid": os.getpid()}
+        if info_path is not None:
+            await asyncio.to_thread(_write_atomically, info_path, json.dumps(info, indent=1) + "\n")
+        print(json.dumps(info), flush=True)
+        log.warning(
+            "simweb: %d sites (%d seed) on %s port %d, DNS %s; SIGTERM to stop",
+            len(world.sites),
+            len(world.seed_hosts),
+            web.allow_net,
+            web.port,
+            info["dns"],
+        )
+        await stop.wait()
+        count = web.requests_logged
+    log.warning("simweb: stopped after %d requests; log in %s", count, log_path)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def _use_uvloop() -> None:
+    try:
+        import uvloop  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def audit_command(args: argparse.Namespace) -> int:
+    try:
+        info = json.loads(args.info.read_text())
+        world = build_world(WorldParams.from_json(info["world"]))
+        log_path = args.log or Path(info["log"])
+        report = audit(
+            log_path,
+            world,
+            site_interval=args.site_interval,
+            tolerance=args.tolerance,
+            allow_media=args.allow_media,
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"courtier simweb audit: {exc}", file=sys.stderr)
+        return 2
+    if args.json == "-":
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        print_report(report, Console(stderr=True))
+    else:
+        print_report(report, Console())
+        if args.json:
+            write_json(report, Path(args.json))
+    return 0 if report.ok else 1

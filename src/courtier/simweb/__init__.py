@@ -1,0 +1,22 @@
+"""A simulated web on loopback for tests, benchmarks and the demo: DNS, HTTP sites, an audit.
+
+See docs/simweb.md. The pieces: `world` (what exists, from a seed number), `network` (where it
+listens), `dns` and `http` (the servers), `behaviours` (how sites react to traffic), `pages`
+(what they answer), `log` (what they received), `audit` (what that says about the crawler),
+`server` (all of it in this process) and `process` (all of it in a subprocess).
+"""
+
+from courtier.simweb.network import Network
+from courtier.simweb.server import SimWeb
+from courtier.simweb.world import Behaviour, Site, SiteKind, World, WorldParams, build_world
+
+__all__ = [
+    "Behaviour",
+    "Network",
+    "SimWeb",
+    "Site",
+    "SiteKind",
+    "World",
+    "WorldParams",
+    "build_world",
+]

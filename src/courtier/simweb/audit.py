@@ -1,0 +1,411 @@
+"""The politeness audit: what the server-side request log says about the crawler that made it.
+
+Rules (the ground truth is the world, never the crawler's own view):
+- A request belongs to the site its Host header names in the world's table of spellings (case,
+  trailing dot and port do not matter). A request the canary logged is a canary hit. A Host
+  the world does not know, or a site outside the seed, is a request outside the seed; media
+  hosts (CDN, store, image service) are counted apart and allowed only with `allow_media`.
+- Per site: the minimum start-to-start gap and the most requests starting in any 1 s window.
+- Per origin: the most cost units starting in any sliding 1 s and 5 s window. GCRA keeps that
+  at most `budget × window + largest request cost` (one request may start at a window's end),
+  so that is the limit a window is judged against.
+- robots.txt: judged with protego against the world's robots.txt for the token `courtier`;
+  a robots.txt answering 5xx disallows everything, a 4xx allows everything. Fetching
+  /robots.txt itself is never a violation.
+- Crawl-delay: start-to-start gaps on the site shorter than its delay, minus the tolerance.
+- Retry-After: a request to a site that starts after a 429/503 with Retry-After was sent
+  (its end) and before that answer's `retry_until`, minus the tolerance.
+- Duplicates: a request for a canonical URL (site, path, query parameters sorted) that had
+  already received a final answer (anything but 429 and 5xx).
+- `ok` holds the walking-skeleton criteria: no per-site gap under `site_interval - tolerance`,
+  no robots violation, no canary hit, no request outside the seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from protego import Protego
+
+from courtier.simweb.log import RequestRecord, read_log
+from courtier.simweb.world import CRAWLER_TOKEN, MEDIA_KINDS, Site, World, request_cost
+
+DEFAULT_TOLERANCE = 0.05
+EXAMPLES = 10
+WINDOWS = (1.0, 5.0)
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    host: str
+    target: str
+    start: float
+    detail: str = ""
+
+
+_Reporter = Callable[[Violation], None]
+
+
+@dataclass(frozen=True)
+class SiteFigures:
+    host: str
+    origin: str
+    requests: int
+    min_gap: float | None  # None with fewer than two requests
+    max_per_second: int
+    crawl_delay: float | None
+    crawl_delay_violations: int
+    robots_violations: int
+    retry_after_violations: int
+
+
+@dataclass(frozen=True)
+class OriginFigures:
+    origin: str
+    requests: int
+    cost_units: int
+    budget: float  # cost units per second
+    max_units_1s: int
+    max_units_5s: int
+    limit_1s: float
+    limit_5s: float
+
+    @property
+    def over_budget(self) -> bool:
+        return self.max_units_1s > self.limit_1s or self.max_units_5s > self.limit_5s
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    ok: bool
+    required: bool  # part of the overall `ok`
+    detail: str
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    requests: int
+    duration: float
+    throughput: float  # requests per second over the logged span
+    statuses: dict[str, int]
+    site_interval: float
+    tolerance: float
+    sites: tuple[SiteFigures, ...]
+    origins: tuple[OriginFigures, ...]
+    canary_hits: int
+    outside_seed: dict[str, int]  # by kind: horizon, farm, unknown, cdn, store, imgsvc
+    media_requests: int
+    duplicate_fetches: int
+    violations: tuple[Violation, ...]  # the first few of each kind
+    criteria: tuple[Criterion, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.criteria if c.required)
+
+    def criterion(self, name: str) -> Criterion:
+        for criterion in self.criteria:
+            if criterion.name == name:
+                return criterion
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, object]:
+        data = dataclasses.asdict(self)
+        data["ok"] = self.ok
+        for origin, figures in zip(data["origins"], self.origins, strict=True):
+            origin["over_budget"] = figures.over_budget
+        return data
+
+
+def audit(
+    log_path: Path,
+    world: World,
+    *,
+    site_interval: float = 1.0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    allow_media: bool = False,
+) -> AuditReport:
+    return audit_records(
+        read_log(log_path),
+        world,
+        site_interval=site_interval,
+        tolerance=tolerance,
+        allow_media=allow_media,
+    )
+
+
+def audit_records(
+    records: Iterable[RequestRecord],
+    world: World,
+    *,
+    site_interval: float = 1.0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    allow_media: bool = False,
+) -> AuditReport:
+    by_site: dict[str, list[RequestRecord]] = defaultdict(list)
+    statuses: Counter[str] = Counter()
+    outside: Counter[str] = Counter()
+    examples: dict[str, list[Violation]] = defaultdict(list)
+    counts: Counter[str] = Counter()
+    first, last, total = float("inf"), float("-inf"), 0
+
+    def violation(v: Violation) -> None:
+        counts[v.kind] += 1
+        if len(examples[v.kind]) < EXAMPLES:
+            examples[v.kind].append(v)
+
+    for record in records:
+        total += 1
+        first, last = min(first, record.start), max(last, record.end)
+        statuses[f"{record.status // 100}xx"] += 1
+        if record.canary:
+            violation(Violation("canary", record.host, record.target, record.start))
+            continue
+        site = world.site_of_host(record.host)
+        if site is None or not site.is_seed:
+            kind = "unknown" if site is None else str(site.kind)
+            outside[kind] += 1
+            if site is None or site.kind not in MEDIA_KINDS or not allow_media:
+                violation(Violation("outside-seed", record.host, record.target, record.start, kind))
+        if site is not None:
+            by_site[site.host].append(record)
+
+    site_figures = []
+    robots = _RobotsJudge()
+    for host, site_records in by_site.items():
+        site = world.sites[host]
+        site_records.sort(key=lambda r: r.start)
+        if site.is_seed:
+            site_figures.append(_site_figures(site, site_records, robots, tolerance, violation))
+    for v in _duplicates(world, by_site):
+        violation(v)
+    origins = _origin_figures(world, by_site)
+    duration = max(0.0, last - first) if total else 0.0
+    media = sum(n for kind, n in outside.items() if kind in {str(k) for k in MEDIA_KINDS})
+    report = AuditReport(
+        requests=total,
+        duration=duration,
+        throughput=total / duration if duration > 0 else 0.0,
+        statuses=dict(sorted(statuses.items())),
+        site_interval=site_interval,
+        tolerance=tolerance,
+        sites=tuple(sorted(site_figures, key=lambda s: s.host)),
+        origins=origins,
+        canary_hits=counts["canary"],
+        outside_seed=dict(sorted(outside.items())),
+        media_requests=media,
+        duplicate_fetches=counts["duplicate"],
+        violations=tuple(v for kind in sorted(examples) for v in examples[kind]),
+        criteria=(),
+    )
+    criteria = _criteria(report, counts, allow_media)
+    return dataclasses.replace(report, criteria=criteria)
+
+
+def _site_figures(
+    site: Site,
+    records: Sequence[RequestRecord],
+    robots: _RobotsJudge,
+    tolerance: float,
+    violation: _Reporter,
+) -> SiteFigures:
+    starts = [r.start for r in records]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    delay_violations = 0
+    if site.crawl_delay is not None:
+        for record, gap in zip(records[1:], gaps, strict=True):
+            if gap < site.crawl_delay - tolerance:
+                delay_violations += 1
+                violation(
+                    Violation(
+                        "crawl-delay",
+                        site.host,
+                        record.target,
+                        record.start,
+                        f"gap {gap:.3f}s < Crawl-delay {site.crawl_delay:g}s",
+                    )
+                )
+    robots_violations = 0
+    for record in records:
+        if not robots.allowed(site, record.target):
+            robots_violations += 1
+            violation(Violation("robots", site.host, record.target, record.start))
+    retry_violations = _retry_after_violations(site, records, tolerance, violation)
+    return SiteFigures(
+        host=site.host,
+        origin=site.origin,
+        requests=len(records),
+        min_gap=min(gaps) if gaps else None,
+        max_per_second=_max_in_window(starts, [1] * len(starts), 1.0),
+        crawl_delay=site.crawl_delay,
+        crawl_delay_violations=delay_violations,
+        robots_violations=robots_violations,
+        retry_after_violations=retry_violations,
+    )
+
+
+def _retry_after_violations(
+    site: Site, records: Sequence[RequestRecord], tolerance: float, violation: _Reporter
+) -> int:
+    refusals = sorted((r.end, r.retry_until) for r in records if r.retry_until is not None)
+    if not refusals:
+        return 0
+    count, index, until = 0, 0, float("-inf")
+    for record in records:  # in start order
+        while index < len(refusals) and refusals[index][0] <= record.start:
+            until = max(until, refusals[index][1])
+            index += 1
+        if record.start < until - tolerance:
+            count += 1
+            violation(
+                Violation(
+                    "retry-after",
+                    site.host,
+                    record.target,
+                    record.start,
+                    f"{until - record.start:.3f}s before Retry-After ends",
+                )
+            )
+    return count
+
+
+def _max_in_window(starts: Sequence[float], costs: Sequence[int], window: float) -> int:
+    """Most cost starting inside any half-open window [t, t + window); starts sorted."""
+    best = running = lo = 0
+    for hi, start in enumerate(starts):
+        running += costs[hi]
+        while starts[lo] <= start - window:
+            running -= costs[lo]
+            lo += 1
+        best = max(best, running)
+    return best
+
+
+def _origin_figures(
+    world: World, by_site: dict[str, list[RequestRecord]]
+) -> tuple[OriginFigures, ...]:
+    per_origin: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for host, records in by_site.items():
+        site = world.sites[host]
+        per_origin[site.origin].extend(
+            (r.start, request_cost(site, r.target.partition("?")[0])) for r in records
+        )
+    figures = []
+    for origin, booked in per_origin.items():
+        booked.sort()
+        starts = [s for s, _ in booked]
+        costs = [c for _, c in booked]
+        budget = world.origin_budget(origin)
+        largest = max(costs)
+        one, five = (_max_in_window(starts, costs, w) for w in WINDOWS)
+        figures.append(
+            OriginFigures(
+                origin,
+                len(booked),
+                sum(costs),
+                budget,
+                one,
+                five,
+                budget * WINDOWS[0] + largest,
+                budget * WINDOWS[1] + largest,
+            )
+        )
+    return tuple(sorted(figures, key=lambda f: f.origin))
+
+
+def _duplicates(world: World, by_site: dict[str, list[RequestRecord]]) -> Iterable[Violation]:
+    for host, records in by_site.items():
+        if not world.sites[host].is_seed:
+            continue
+        answered: set[tuple[str, tuple[str, ...]]] = set()
+        for record in records:
+            path, _, query = record.target.partition("#")[0].partition("?")
+            key = (path, tuple(sorted(p for p in query.split("&") if p)))
+            if key in answered:
+                yield Violation("duplicate", host, record.target, record.start)
+            elif record.status != 429 and record.status < 500:
+                answered.add(key)
+
+
+def _criteria(
+    report: AuditReport, counts: Counter[str], allow_media: bool
+) -> tuple[Criterion, ...]:
+    floor = report.site_interval - report.tolerance
+    gaps = [s for s in report.sites if s.min_gap is not None and s.min_gap < floor]
+    worst = min(gaps, key=lambda s: s.min_gap or 0.0) if gaps else None
+    over = [o.origin for o in report.origins if o.over_budget]
+    outside = counts["outside-seed"]
+    return (
+        Criterion(
+            "site-gap",
+            not gaps,
+            True,
+            f"{len(gaps)} sites with a start-to-start gap under {floor:.3f}s"
+            + (f" (worst {worst.host}: {worst.min_gap:.3f}s)" if worst else ""),
+        ),
+        Criterion("robots", counts["robots"] == 0, True, f"{counts['robots']} disallowed fetches"),
+        Criterion("canary", counts["canary"] == 0, True, f"{counts['canary']} canary hits"),
+        Criterion(
+            "outside-seed",
+            outside == 0,
+            True,
+            f"{outside} requests outside the seed"
+            + (" (media hosts allowed)" if allow_media else ""),
+        ),
+        Criterion(
+            "crawl-delay",
+            counts["crawl-delay"] == 0,
+            False,
+            f"{counts['crawl-delay']} gaps under a Crawl-delay",
+        ),
+        Criterion(
+            "retry-after",
+            counts["retry-after"] == 0,
+            False,
+            f"{counts['retry-after']} requests inside a Retry-After window",
+        ),
+        Criterion(
+            "origin-budget",
+            not over,
+            False,
+            f"{len(over)} origins over budget" + (f": {', '.join(over[:5])}" if over else ""),
+        ),
+        Criterion(
+            "duplicates",
+            counts["duplicate"] == 0,
+            False,
+            f"{counts['duplicate']} repeat fetches of one canonical URL",
+        ),
+    )
+
+
+class _RobotsJudge:
+    """Answers "was this fetch allowed?" per the world's robots.txt, caching per site and path."""
+
+    def __init__(self) -> None:
+        self._parsers: dict[str, Protego] = {}
+        self._answers: dict[tuple[str, str], bool] = {}
+
+    def allowed(self, site: Site, target: str) -> bool:
+        if target.startswith("/robots.txt"):
+            return True
+        if site.robots_status >= 500:
+            return False
+        if site.robots_status >= 400:
+            return True
+        key = (site.host, target)
+        answer = self._answers.get(key)
+        if answer is None:
+            parser = self._parsers.get(site.host)
+            if parser is None:
+                parser = self._parsers[site.host] = Protego.parse(site.robots_text)
+            answer = bool(parser.can_fetch(f"http://{site.host}{target}", CRAWLER_TOKEN))
+            self._answers[key] = answer
+        return answer

@@ -1,0 +1,94 @@
+"""The audit as tables for a terminal (rich) and as one JSON document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from courtier.simweb.audit import AuditReport
+
+WORST_SITES = 15
+
+
+def print_report(report: AuditReport, console: Console) -> None:
+    console.print(_summary(report))
+    console.print(_criteria(report))
+    console.print(_sites(report))
+    console.print(_origins(report))
+    if report.violations:
+        console.print(_violations(report))
+
+
+def write_json(report: AuditReport, path: Path) -> None:
+    path.write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n")
+
+
+def _summary(report: AuditReport) -> Table:
+    table = Table(title="Simulated-web audit", show_header=False)
+    table.add_row("requests", str(report.requests))
+    table.add_row("duration", f"{report.duration:.1f} s")
+    table.add_row("throughput", f"{report.throughput:.1f} req/s")
+    table.add_row("statuses", ", ".join(f"{k}: {v}" for k, v in report.statuses.items()))
+    outside = ", ".join(f"{k}: {v}" for k, v in report.outside_seed.items()) or "none"
+    table.add_row("outside the seed", outside)
+    table.add_row("verdict", "[green]OK[/green]" if report.ok else "[red]FAIL[/red]")
+    return table
+
+
+def _criteria(report: AuditReport) -> Table:
+    table = Table(title="Criteria")
+    for column in ("criterion", "required", "result", "detail"):
+        table.add_column(column)
+    for c in report.criteria:
+        result = "[green]pass[/green]" if c.ok else "[red]fail[/red]"
+        table.add_row(c.name, "yes" if c.required else "no", result, c.detail)
+    return table
+
+
+def _sites(report: AuditReport) -> Table:
+    table = Table(title=f"Sites (the {WORST_SITES} with the smallest gaps)")
+    for column in ("site", "requests", "min gap s", "max/1s", "robots", "delay", "retry"):
+        table.add_column(column, justify="left" if column == "site" else "right")
+    ranked = sorted(report.sites, key=lambda s: (s.min_gap is None, s.min_gap or 0.0))
+    for s in ranked[:WORST_SITES]:
+        gap = "-" if s.min_gap is None else f"{s.min_gap:.3f}"
+        table.add_row(
+            s.host,
+            str(s.requests),
+            gap,
+            str(s.max_per_second),
+            str(s.robots_violations),
+            str(s.crawl_delay_violations),
+            str(s.retry_after_violations),
+        )
+    return table
+
+
+def _origins(report: AuditReport) -> Table:
+    table = Table(title="Origins (cost units in the busiest window vs the limit)")
+    for column in ("origin", "requests", "units", "budget/s", "max 1s", "max 5s"):
+        table.add_column(column, justify="left" if column == "origin" else "right")
+    ranked = sorted(report.origins, key=lambda o: o.max_units_5s / o.limit_5s, reverse=True)
+    for o in ranked[:WORST_SITES]:
+        mark = "[red]" if o.over_budget else ""
+        table.add_row(
+            o.origin,
+            str(o.requests),
+            str(o.cost_units),
+            f"{o.budget:g}",
+            f"{mark}{o.max_units_1s}/{o.limit_1s:g}",
+            f"{mark}{o.max_units_5s}/{o.limit_5s:g}",
+        )
+    return table
+
+
+def _violations(report: AuditReport) -> Table:
+    table = Table(title="Violations (first examples of each kind)")
+    for column in ("kind", "host", "target", "detail"):
+        table.add_column(column)
+    for v in report.violations:
+        table.add_row(v.kind, v.host, v.target, v.detail)
+    return table

@@ -1,0 +1,487 @@
+"""The simulated world: sites, origins, DNS records and ground truth, built from a seed number.
+
+Rules:
+- Everything here is a pure function of `WorldParams`: the same params give the same world.
+- Hosts are stored canonical: lowercase ASCII (punycode for IDN), no trailing dot, no port.
+- Servers are numbered slots; a `Network` (address block and port) turns a slot into a loopback
+  address. The canary lives outside the block and has the slot `CANARY_SLOT`.
+- Seed hosts are the sites a crawl is given. Horizon, link-farm and media hosts (CDN, object
+  store, image service) are never seed hosts; they resolve to simulated servers all the same,
+  so a crawler that fetches them is caught by the audit.
+- The audit's ground truth lives here too: spelling -> site, site -> origin, origin budgets,
+  request costs by path, robots.txt per site.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import idna
+
+CANARY_SLOT = -1
+
+CDN_HOST = "cdn.simcdn.test"
+STORE_HOST = "s3.simstore.test"
+IMGSVC_HOST = "img.simresize.test"
+STORE_PROVIDER = "simstore"
+
+# The user-agent product token whose robots.txt rules the audit applies.
+CRAWLER_TOKEN = "courtier"
+
+_WORD_TEXT = (
+    "amber birch cedar delta ember fable garnet harbor indigo juniper kestrel lumen "
+    "maple nectar onyx pebble quartz raven saffron thistle umber velvet willow "
+    "yarrow zephyr acorn bramble cobalt dune fennel glade hazel iris jasper kelp "
+    "larch moss nettle orchid poppy quill rowan sorrel tansy violet wren alder basil"
+)
+_WORDS = tuple(_WORD_TEXT.split())
+
+
+class SiteKind(StrEnum):
+    STANDALONE = "standalone"
+    CNAME_TENANT = "cname-tenant"
+    HEADER_TENANT = "header-tenant"
+    BAIT = "bait"
+    HORIZON = "horizon"
+    FARM = "farm"
+    CDN = "cdn"
+    STORE = "store"
+    IMGSVC = "imgsvc"
+
+
+SEED_KINDS = frozenset(
+    {SiteKind.STANDALONE, SiteKind.CNAME_TENANT, SiteKind.HEADER_TENANT, SiteKind.BAIT}
+)
+MEDIA_KINDS = frozenset({SiteKind.CDN, SiteKind.STORE, SiteKind.IMGSVC})
+
+
+class Behaviour(StrEnum):
+    SLOW = "slow"
+    RATE_LIMIT_SECONDS = "rate-limit-seconds"  # 429 + Retry-After: <seconds> when hit too fast
+    RATE_LIMIT_DATE = "rate-limit-date"  # 429 + Retry-After: <HTTP-date> when hit too fast
+    UNAVAILABLE_AT_START = "unavailable-at-start"  # 503 + Retry-After for its first seconds
+    RISING_LATENCY = "rising-latency"  # latency grows with its recent request rate
+    CRAWL_DELAY = "crawl-delay"
+    ROBOTS_500 = "robots-500"
+    ROBOTS_404 = "robots-404"
+    CALENDAR_TRAP = "calendar-trap"
+    REDIRECT_TO_CANARY = "redirect-to-canary"
+    IDN = "idn"
+    REBIND = "rebind"  # DNS: first answer inside the block, later answers the canary
+    CANARY_ALIAS = "canary-alias"  # DNS: always answers the canary
+
+
+# Standalone sites 0..len-1 get these, in this order, so a small world still has each one.
+SPECIAL_STANDALONE = (
+    Behaviour.RATE_LIMIT_SECONDS,
+    Behaviour.RATE_LIMIT_DATE,
+    Behaviour.UNAVAILABLE_AT_START,
+    Behaviour.RISING_LATENCY,
+    Behaviour.CRAWL_DELAY,
+    Behaviour.ROBOTS_500,
+    Behaviour.ROBOTS_404,
+    Behaviour.SLOW,
+    Behaviour.CALENDAR_TRAP,
+    Behaviour.REDIRECT_TO_CANARY,
+    Behaviour.IDN,
+)
+
+
+@dataclass(frozen=True)
+class WorldParams:
+    """Everything a world is built from. Recorded in the info file so the audit can rebuild it."""
+
+    seed: int = 1
+    n_standalone: int = 16
+    n_cname_tenants: int = 8
+    n_header_tenants: int = 6
+    n_horizon: int = 8
+    n_farm: int = 4
+    n_items: int = 40  # detail pages per site
+    n_lists: int = 4  # listing pages per site
+    n_images: int = 8  # same-origin images per site
+    page_bytes: int = 6_000  # target size of an HTML page
+    image_bytes: int = 2_048
+    origin_budget: float = 2.0  # cost units per second, per origin
+    slow_fraction: float = 0.1  # of the ordinary standalone sites
+    slow_latency: float = 0.3  # seconds
+    rate_limit_gap: float = 2.0  # the 429 sites answer 429 to gaps shorter than this
+    retry_after: int = 5  # seconds, in both Retry-After forms
+    unavailable_seconds: float = 10.0  # the 503 site's unavailable phase after server start
+    crawl_delay: float = 2.0
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> WorldParams:
+        names = {f.name: f.type for f in dataclasses.fields(cls)}
+        unknown = set(data) - set(names)
+        if unknown:
+            raise ValueError(f"unknown world parameters: {sorted(unknown)}")
+        kwargs: dict[str, object] = {}
+        for name, value in data.items():
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise ValueError(f"world parameter {name} must be a number, got {value!r}")
+            kwargs[name] = float(value) if names[name] == "float" else int(value)
+        return cls(**kwargs)  # type: ignore[arg-type]
+
+
+SIZE_PRESETS: Mapping[str, WorldParams] = {
+    "small": WorldParams(),
+    "demo": WorldParams(n_standalone=40, n_cname_tenants=30, n_header_tenants=20, n_horizon=20),
+    "bench": WorldParams(
+        n_standalone=1200, n_cname_tenants=500, n_header_tenants=300, n_horizon=100, n_farm=8
+    ),
+}
+
+
+def params_for_total(base: WorldParams, n_sites: int) -> WorldParams:
+    """Split `n_sites` seed sites like a real mix: 60% standalone, 25% and 15% platform tenants."""
+    if n_sites < len(SPECIAL_STANDALONE) + 3:
+        raise ValueError(f"need at least {len(SPECIAL_STANDALONE) + 3} sites, got {n_sites}")
+    cname = max(1, n_sites * 25 // 100)
+    header = max(1, n_sites * 15 // 100)
+    return dataclasses.replace(
+        base, n_standalone=n_sites - cname - header, n_cname_tenants=cname, n_header_tenants=header
+    )
+
+
+@dataclass(frozen=True)
+class Site:
+    host: str  # canonical: lowercase ASCII, punycode for IDN
+    kind: SiteKind
+    origin: str
+    slots: tuple[int, ...]  # the servers answering for it
+    behaviours: frozenset[Behaviour] = frozenset()
+    unicode_host: str | None = None  # set for IDN sites
+    robots_status: int = 200
+    robots_text: str = ""
+    crawl_delay: float | None = None
+    latency: float = 0.0
+    bucket: str | None = None  # its object-store bucket (seed sites) or the bucket it is (store)
+    store_style: str = "virtual"  # how its pages link the bucket: "virtual" or "path"
+
+    @property
+    def is_seed(self) -> bool:
+        return self.kind in SEED_KINDS
+
+    @property
+    def label(self) -> str:
+        return self.host.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class DnsTables:
+    a_records: Mapping[str, tuple[int, ...]]
+    cnames: Mapping[str, str]
+    ptr_names: Mapping[int, str]
+    rebinding: Mapping[str, tuple[int, int]]  # name -> (first answer slot, later answer slot)
+
+
+@dataclass(frozen=True)
+class World:
+    params: WorldParams
+    sites: Mapping[str, Site]
+    dns: DnsTables
+    spellings: Mapping[str, str]  # lowercase spelling (no port) -> canonical site host
+    buckets: Mapping[str, str]  # bucket name -> the seed site whose media it holds
+    n_slots: int
+    seed_hosts: tuple[str, ...] = field(default=())
+    horizon_hosts: tuple[str, ...] = field(default=())
+    farm_hosts: tuple[str, ...] = field(default=())
+    popular_horizon_host: str = ""
+
+    def site_of_host(self, host_header: str) -> Site | None:
+        """The site a Host header (any spelling, with or without port) names, or None."""
+        canonical = self.spellings.get(normalise_host_header(host_header))
+        return None if canonical is None else self.sites[canonical]
+
+    def origin_budget(self, origin: str) -> float:
+        return self.params.origin_budget
+
+    def sites_with(self, behaviour: Behaviour) -> tuple[Site, ...]:
+        return tuple(s for s in self.sites.values() if behaviour in s.behaviours)
+
+    def site_with(self, behaviour: Behaviour) -> Site:
+        found = self.sites_with(behaviour)
+        if not found:
+            raise LookupError(f"this world has no site with behaviour {behaviour}")
+        return found[0]
+
+    @property
+    def origins(self) -> frozenset[str]:
+        return frozenset(s.origin for s in self.sites.values())
+
+
+def normalise_host_header(host_header: str) -> str:
+    """Lowercase, port dropped, trailing dot dropped. Bracketed IPv6 keeps its brackets."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        host = host[: end + 1] if end >= 0 else host
+    else:
+        name, sep, port = host.rpartition(":")
+        if sep and port.isdigit():
+            host = name
+    return host.rstrip(".")
+
+
+def request_cost(site: Site, path: str) -> int:
+    """Cost units of one request, by path (DESIGN.md): listing/search 4, detail 2, image 1,
+    robots.txt 1. Home and calendar pages are index pages, so they cost as listings."""
+    if path.startswith("/robots.txt"):
+        return 1
+    if site.kind in MEDIA_KINDS or path.startswith("/img/"):
+        return 1
+    if path in ("/", "") or path.startswith(("/search", "/list/", "/calendar/")):
+        return 4
+    return 2
+
+
+DEFAULT_ROBOTS = "User-agent: *\nDisallow: /private/\n"
+ROBOTS_VARIANTS = (
+    DEFAULT_ROBOTS,
+    # A group for our token replaces the * group for us (RFC 9309), so it repeats /private/.
+    "User-agent: courtier\nDisallow: /private/\nDisallow: /search\n\n"
+    "User-agent: *\nDisallow: /private/\n",
+    "User-agent: *\nAllow: /private/open\nDisallow: /private/\nDisallow: /item/3\n",
+)
+
+
+class _Builder:
+    def __init__(self, params: WorldParams) -> None:
+        self.params = params
+        self.rng = random.Random(params.seed)
+        self.sites: dict[str, Site] = {}
+        self.a_records: dict[str, tuple[int, ...]] = {}
+        self.cnames: dict[str, str] = {}
+        self.ptr_names: dict[int, str] = {}
+        self.rebinding: dict[str, tuple[int, int]] = {}
+        self.next_slot = 0
+        self.serial = 0
+
+    def slot(self) -> int:
+        slot = self.next_slot
+        self.next_slot += 1
+        return slot
+
+    def host(self, prefix: str = "") -> str:
+        """A fresh host: two words chosen by the seed and a serial number that keeps it unique."""
+        self.serial += 1
+        return f"{prefix}{self.rng.choice(_WORDS)}-{self.rng.choice(_WORDS)}{self.serial}.test"
+
+    def robots(self) -> str:
+        return self.rng.choice(ROBOTS_VARIANTS)
+
+    def add(self, site: Site) -> Site:
+        self.sites[site.host] = site
+        return site
+
+    def bucketed(self, host: str) -> tuple[str, str]:
+        """The site's media bucket and whether its pages link it virtual-hosted or path-style."""
+        return f"media-{host.split('.', 1)[0]}", self.rng.choice(("virtual", "path"))
+
+
+def _platform_a(b: _Builder) -> None:
+    """Tenants CNAME to the platform; its addresses have PTR names."""
+    web1, web2 = b.slot(), b.slot()
+    b.cnames["tenants.platform-a.test"] = "edge.platform-a.test"
+    b.a_records["edge.platform-a.test"] = (web1, web2)
+    for slot, name in ((web1, "web1.platform-a.test"), (web2, "web2.platform-a.test")):
+        b.ptr_names[slot] = name
+        b.a_records[name] = (slot,)
+    for _ in range(b.params.n_cname_tenants):
+        host = b.host("shop-")
+        b.cnames[host] = "tenants.platform-a.test"
+        bucket, style = b.bucketed(host)
+        b.add(
+            Site(
+                host,
+                SiteKind.CNAME_TENANT,
+                "platform-a",
+                (web1, web2),
+                robots_text=b.robots(),
+                bucket=bucket,
+                store_style=style,
+            )
+        )
+
+
+def _platform_b(b: _Builder) -> None:
+    """Tenants have plain A records to one address: only response headers give them away."""
+    server = b.slot()
+    for _ in range(b.params.n_header_tenants):
+        host = b.host()
+        b.a_records[host] = (server,)
+        bucket, style = b.bucketed(host)
+        b.add(
+            Site(
+                host,
+                SiteKind.HEADER_TENANT,
+                "platform-b",
+                (server,),
+                robots_text=b.robots(),
+                bucket=bucket,
+                store_style=style,
+            )
+        )
+
+
+def _media(b: _Builder) -> None:
+    for host, kind, origin in (
+        (CDN_HOST, SiteKind.CDN, "simcdn"),
+        (IMGSVC_HOST, SiteKind.IMGSVC, "simresize"),
+    ):
+        slot = b.slot()
+        b.a_records[host] = (slot,)
+        b.add(Site(host, kind, origin, (slot,), robots_text="User-agent: *\nAllow: /\n"))
+    store = b.slot()
+    b.a_records[STORE_HOST] = (store,)
+    b.add(Site(STORE_HOST, SiteKind.STORE, "simstore", (store,), robots_status=404))
+
+
+def _buckets(b: _Builder) -> dict[str, str]:
+    """Virtual-hosted bucket hosts of every seed site's bucket, served by the store."""
+    store = b.sites[STORE_HOST].slots
+    buckets: dict[str, str] = {}
+    for site in list(b.sites.values()):
+        if site.is_seed and site.bucket:
+            buckets[site.bucket] = site.host
+            host = f"{site.bucket}.{STORE_HOST}"
+            b.a_records[host] = store
+            b.add(
+                Site(host, SiteKind.STORE, "simstore", store, robots_status=404, bucket=site.bucket)
+            )
+    return buckets
+
+
+def _standalone(b: _Builder) -> None:
+    p = b.params
+    for i in range(p.n_standalone):
+        special = SPECIAL_STANDALONE[i] if i < len(SPECIAL_STANDALONE) else None
+        behaviours = {special} if special else set()
+        if special is None and b.rng.random() < p.slow_fraction:
+            behaviours.add(Behaviour.SLOW)
+        unicode_host = None
+        if special is Behaviour.IDN:
+            unicode_host = f"tŷ-{b.rng.choice(_WORDS)}{i}.test"
+            host = idna.encode(unicode_host, uts46=True).decode("ascii")
+        else:
+            host = b.host()
+        slot = b.slot()
+        b.a_records[host] = (slot,)
+        bucket, style = b.bucketed(host)
+        b.add(
+            Site(
+                host,
+                SiteKind.STANDALONE,
+                host,
+                (slot,),
+                frozenset(behaviours),
+                unicode_host=unicode_host,
+                robots_status=500
+                if special is Behaviour.ROBOTS_500
+                else 404
+                if special is Behaviour.ROBOTS_404
+                else 200,
+                robots_text=_standalone_robots(b, special),
+                crawl_delay=p.crawl_delay if special is Behaviour.CRAWL_DELAY else None,
+                latency=p.slow_latency if Behaviour.SLOW in behaviours else 0.0,
+                bucket=bucket,
+                store_style=style,
+            )
+        )
+
+
+def _standalone_robots(b: _Builder, special: Behaviour | None) -> str:
+    if special is Behaviour.CRAWL_DELAY:
+        return f"User-agent: *\nCrawl-delay: {b.params.crawl_delay:g}\nDisallow: /private/\n"
+    if special in (Behaviour.ROBOTS_500, Behaviour.ROBOTS_404):
+        return ""
+    return b.robots()
+
+
+def _bait(b: _Builder) -> None:
+    """Seed sites that lead to the canary through DNS: a rebinding name and an alias."""
+    rebind_host = b.host("cdn-")
+    slot = b.slot()
+    b.rebinding[rebind_host] = (slot, CANARY_SLOT)
+    b.add(
+        Site(
+            rebind_host,
+            SiteKind.BAIT,
+            rebind_host,
+            (slot,),
+            frozenset({Behaviour.REBIND}),
+            robots_text=DEFAULT_ROBOTS,
+        )
+    )
+    alias_host = b.host("static-")
+    b.a_records[alias_host] = (CANARY_SLOT,)
+    b.add(
+        Site(
+            alias_host,
+            SiteKind.BAIT,
+            alias_host,
+            (CANARY_SLOT,),
+            frozenset({Behaviour.CANARY_ALIAS}),
+            robots_text=DEFAULT_ROBOTS,
+        )
+    )
+
+
+def _horizon(b: _Builder) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """Hosts outside the seed: all on one server so a crawler that fetches them is caught."""
+    slot = b.slot()
+    horizon: list[str] = []
+    farm: list[str] = []
+    for kind, count, names in (
+        (SiteKind.HORIZON, max(1, b.params.n_horizon), horizon),
+        (SiteKind.FARM, b.params.n_farm, farm),
+    ):
+        for _ in range(count):
+            host = b.host("farm-" if kind is SiteKind.FARM else "www-")
+            b.a_records[host] = (slot,)
+            b.add(Site(host, kind, host, (slot,), robots_text="User-agent: *\nAllow: /\n"))
+            names.append(host)
+    return tuple(horizon), tuple(farm), horizon[0]
+
+
+def _spellings(sites: Mapping[str, Site]) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for site in sites.values():
+        for name in (site.host, site.unicode_host):
+            if name:
+                table[name] = site.host
+                table[name + "."] = site.host
+    return table
+
+
+def build_world(params: WorldParams) -> World:
+    if params.n_standalone < 1:
+        raise ValueError("a world needs at least one standalone site")
+    b = _Builder(params)
+    _platform_a(b)
+    _platform_b(b)
+    _media(b)
+    _standalone(b)
+    _bait(b)
+    horizon, farm, popular = _horizon(b)
+    buckets = _buckets(b)
+    return World(
+        params=params,
+        sites=dict(b.sites),
+        dns=DnsTables(dict(b.a_records), dict(b.cnames), dict(b.ptr_names), dict(b.rebinding)),
+        spellings=_spellings(b.sites),
+        buckets=buckets,
+        n_slots=b.next_slot,
+        seed_hosts=tuple(h for h, s in b.sites.items() if s.is_seed),
+        horizon_hosts=horizon,
+        farm_hosts=farm,
+        popular_horizon_host=popular,
+    )

@@ -1,0 +1,54 @@
+"""Helpers shared by the simulated-web tests: the small world and a loopback-only client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+
+from courtier.simweb import SimWeb, WorldParams
+from courtier.simweb.log import RequestRecord, read_log
+
+SMALL = WorldParams(seed=7, unavailable_seconds=1.0, slow_latency=0.05)
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+class Client:
+    """Sends requests to one simulated server address with a chosen Host: loopback only."""
+
+    def __init__(self, web: SimWeb, session: aiohttp.ClientSession) -> None:
+        self.web = web
+        self.session = session
+
+    async def get(
+        self,
+        host: str,
+        target: str = "/",
+        *,
+        address: str | None = None,
+        host_header: str | None = None,
+        ua: str = "test-client",
+    ) -> Answer:
+        address = address or self.web.address_of(host)
+        assert address.startswith("127."), "tests talk to loopback only"
+        url = f"http://{address}:{self.web.port}{target}"
+        headers = {"Host": host_header or host, "User-Agent": ua}
+        async with self.session.get(url, headers=headers, allow_redirects=False) as response:
+            return Answer(response.status, dict(response.headers), await response.read())
+
+
+async def logged(web: SimWeb) -> list[RequestRecord]:
+    """Stops the simulated web (flushing its log) and reads the log back."""
+    await web.stop()
+    assert web.log_path is not None
+    return list(read_log(web.log_path))
