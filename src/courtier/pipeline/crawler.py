@@ -27,6 +27,7 @@ import contextlib
 import logging
 import signal
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -67,6 +68,8 @@ LATE_SLACK = 0.05
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/no-answer this often is given up for this run."""
 MAX_REDIRECTS = 5
+TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
+"""Guard refusals that may pass on their own: retried with backoff, not recorded as final."""
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
@@ -91,6 +94,8 @@ class SiteRuntime:
     robots: RobotsRules | None = None
     crawl_delay: float = 0.0
     last_sent: float = 0.0
+    refusal: str | None = None
+    """Why the guard last refused this site's host, if it did."""
     timer: asyncio.TimerHandle | None = None
     appointed: float = 0.0
     refill_requested: bool = False
@@ -231,13 +236,20 @@ class Crawler:
         in_scope = await self._db(self.frontier.sites_in_state, SiteState.SEED, SiteState.REQUESTED)
         self._scope = set(in_scope)
         schemes = {u.site: u.scheme for u in self.seeds}
+        assert self._loop is not None
+        start = self._loop.time()
+        interval = self.config.politeness.site_interval
         for site in self._scope:
             self._sites[site] = SiteRuntime(
                 site=site,
                 host=host_of_site(site),
                 scheme=schemes.get(site, "http"),
-                backoff=BackoffState(interval=self.config.politeness.site_interval),
+                backoff=BackoffState(interval=interval),
                 margin=self.config.politeness.start_margin,
+                # Spread first starts over one interval: sites started in phase stay in
+                # phase, and thousands of requests due in the same millisecond make the
+                # loop late for all of them (and flood the resolver).
+                next_start=start + interval * (zlib.crc32(site.encode()) % 1024) / 1024,
             )
         self.stats.seed_sites = len(self._scope)
 
@@ -348,16 +360,22 @@ class Crawler:
         config = self.config.robots
         url = f"{rt.scheme}://{rt.site}/robots.txt"
         result: FetchResult | None = None
+        host = rt.host
         for _hop in range(config.max_redirects + 1):
-            result = await self._guarded_fetch(rt, url, robots=True)
+            result = await self._guarded_fetch(rt, url, host, robots=True)
+            if result is None and rt.refusal in TRANSIENT_REFUSALS:
+                # DNS trouble says nothing about robots.txt: back off and ask again.
+                self._back_off(rt, None, None)
+                return
             if result is None or result.status is None:
                 result = None
                 break
             if result.status in (301, 302, 303, 307, 308) and result.location:
                 try:
-                    url = parse_url(result.location, url).fetch_url
+                    hop = parse_url(result.location, url)
                 except UrlError:
                     break
+                url, host = hop.fetch_url, hop.host
                 continue
             break
         status = None if result is None else result.status
@@ -377,22 +395,21 @@ class Crawler:
         self.stats.robots[rt.robots.status.value] += 1
 
     async def _guarded_fetch(
-        self, rt: SiteRuntime, url: str, *, robots: bool
+        self, rt: SiteRuntime, url: str, host: str, *, robots: bool
     ) -> FetchResult | None:
-        """Resolve through the guard, then fetch. None when the guard refuses."""
-        try:
-            parsed = parse_url(url)
-        except UrlError as exc:
-            self.stats.refused["invalid-url"] += 1
-            log.info("refused %s: %s", url, exc)
-            return None
-        resolution = await self.guard.resolve(parsed.host)
+        """Resolve ``host`` through the guard, then fetch ``url`` (a canonical fetch URL).
+
+        None when the guard refuses; the reason is left in ``rt.refusal``.
+        """
+        resolution = await self.guard.resolve(host)
         if not resolution.allowed:
+            rt.refusal = resolution.reason
             self.stats.refused[resolution.reason] += 1
             log.info("refused %s: %s (%s)", url, resolution.reason, resolution.detail)
             return None
+        rt.refusal = None
         self._mark_started(rt)
-        result = await self.fetcher.fetch(parsed.fetch_url, parsed.host, resolution.addresses)
+        result = await self.fetcher.fetch(url, host, resolution.addresses)
         if result.sent_at is not None:
             # The server sees the request when its headers arrive: space from that moment.
             rt.last_sent = result.sent_at
@@ -400,27 +417,31 @@ class Crawler:
         self.stats.record_fetch(result, robots=robots)
         return result
 
-    async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl) -> None:
-        result = await self._guarded_fetch(rt, item.fetch_url, robots=False)
-        if result is None:
-            self._outcome(item.id, UrlStatus.REFUSED, None)
-            return
+    def _back_off(self, rt: SiteRuntime, status: int | None, retry_after: str | None) -> None:
         assert self._loop is not None
-        retry_after = parse_retry_after(result.retry_after, time.time())
+        wait = parse_retry_after(retry_after, time.time())
         rt.backoff = after_response(
-            rt.backoff, result.status, retry_after, self._loop.time(), self._backoff_params
+            rt.backoff, status, wait, self._loop.time(), self._backoff_params
         )
         if rt.backoff.suspended:
             log.warning("suspending %s after %d failures", rt.site, rt.backoff.failures)
             self.stats.suspended_sites += 1
+
+    async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl) -> None:
+        assert self._loop is not None
+        result = await self._guarded_fetch(rt, item.fetch_url, rt.host, robots=False)
+        if result is None:
+            if rt.refusal in TRANSIENT_REFUSALS:
+                self._back_off(rt, None, None)
+                self._retry_or_fail(rt, item, None)
+            else:
+                self._outcome(item.id, UrlStatus.REFUSED, None)
+            return
+        self._back_off(rt, result.status, result.retry_after)
         status = result.status
         if status is None or status in (429, 503):
-            rt.attempts[item.id] += 1
-            if rt.attempts[item.id] < MAX_ATTEMPTS and not rt.backoff.suspended:
-                rt.queue.appendleft(item)
-                return
-            self._outcome(item.id, UrlStatus.FAILED, status)
-            self._document(item, result, None)
+            if not self._retry_or_fail(rt, item, status):
+                self._document(item, result, None)
             return
         rt.attempts.pop(item.id, None)
         page: ParsedPage | None = None
@@ -433,6 +454,15 @@ class Crawler:
             self._discovered(rt, item, page)
         self._outcome(item.id, UrlStatus.DONE, status)
         self._document(item, result, page)
+
+    def _retry_or_fail(self, rt: SiteRuntime, item: LeasedUrl, status: int | None) -> bool:
+        """Queue ``item`` again (True) unless it has used its attempts (False: failed)."""
+        rt.attempts[item.id] += 1
+        if rt.attempts[item.id] < MAX_ATTEMPTS and not rt.backoff.suspended:
+            rt.queue.appendleft(item)
+            return True
+        self._outcome(item.id, UrlStatus.FAILED, status)
+        return False
 
     # -- results ------------------------------------------------------------------------
 
