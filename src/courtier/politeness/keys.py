@@ -1,0 +1,290 @@
+"""Limit keys and request costs: which budgets one request spends, and how much of each.
+
+Rules:
+
+- Every request is booked against all the keys it touches (DESIGN.md, "Limits"):
+  ``site:<site>`` and ``origin:<origin id>`` for an ordinary page or same-origin media;
+  ``bucket:<provider>/<bucket>`` alone for an object-store URL (the bucket is the site: the
+  store's shared hostname must not throttle every bucket behind it); ``cdn:<cdn host>`` for a
+  CDN URL, plus ``cdn-miss:<cdn host>/<customer>`` while a cache miss is expected (a miss
+  reaches the customer's origin); ``imgsvc:<service>/<customer>`` for an image service.
+- A key type has a rate (cost units per second), a burst tolerance and a slot width. Object
+  stores get a large burst tolerance, everything else a small one. A site key counts requests,
+  not cost units: its gap (1 s, or robots Crawl-delay) is start-to-start per request.
+- A request's cost comes from its class: the first URL rule that matches the path and query
+  wins; once the response type is known it refines the class (an ``image/*`` body is an image).
+- ``politeness_keys`` and ``request_cost`` are pure: the facts they need (origin id, whether a
+  cache miss is expected) are arguments. Until origin inference supplies ids, ``guess_origin``
+  groups sites by a shared CNAME target or a shared address.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
+
+from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams, Limit
+from courtier.url import Url, object_store
+
+
+class KeyType(StrEnum):
+    SITE = "site"
+    ORIGIN = "origin"
+    BUCKET = "bucket"
+    CDN = "cdn"
+    CDN_MISS = "cdn-miss"
+    IMGSVC = "imgsvc"
+
+
+@dataclass(frozen=True, slots=True)
+class LimitKey:
+    """A named budget, written ``<type>:<name>`` (``site:example.test``)."""
+
+    type: KeyType
+    name: str
+
+    def __post_init__(self) -> None:
+        if not self.name or any(ch.isspace() for ch in self.name):
+            raise ValueError(f"a {self.type} key needs a name without spaces, got {self.name!r}")
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> LimitKey:
+        kind, sep, name = text.partition(":")
+        try:
+            key_type = KeyType(kind)
+        except ValueError:
+            known = ", ".join(t.value for t in KeyType)
+            raise ValueError(f"unknown limit key type in {text!r} (known: {known})") from None
+        if not sep:
+            raise ValueError(f"limit key {text!r} is not of the form <type>:<name>")
+        return cls(key_type, name)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTypeParams:
+    """Configured limits of one key type (the ``[politeness.keys.<type>]`` table)."""
+
+    rate: float
+    """Cost units per second (requests per second for an unweighted type)."""
+    burst: float = 0.0
+    """Burst tolerance, seconds."""
+    slot_width: float = DEFAULT_SLOT_WIDTH
+    """Seconds a request may start late before it forfeits its slot."""
+    weighted: bool = True
+    """Whether the request's cost is charged (False: one unit per request)."""
+
+    def __post_init__(self) -> None:
+        self.key_params()  # validates
+
+    def key_params(self) -> KeyParams:
+        return KeyParams.from_rate(self.rate, self.burst, self.slot_width, weighted=self.weighted)
+
+
+DEFAULT_KEY_TYPE_PARAMS: Final[Mapping[KeyType, KeyTypeParams]] = MappingProxyType(
+    {
+        KeyType.SITE: KeyTypeParams(rate=1.0, burst=0.0, weighted=False),
+        KeyType.ORIGIN: KeyTypeParams(rate=2.0, burst=0.0),
+        KeyType.BUCKET: KeyTypeParams(rate=50.0, burst=5.0),
+        KeyType.CDN: KeyTypeParams(rate=20.0, burst=1.0),
+        KeyType.CDN_MISS: KeyTypeParams(rate=2.0, burst=0.0),
+        KeyType.IMGSVC: KeyTypeParams(rate=10.0, burst=1.0),
+    }
+)
+
+
+class RequestClass(StrEnum):
+    INDEX = "index"
+    """Search results, listings, tag and category pages: expensive for the server."""
+    DETAIL = "detail"
+    IMAGE = "image"
+    ROBOTS = "robots"
+
+
+DEFAULT_COSTS: Final[Mapping[RequestClass, float]] = MappingProxyType(
+    {
+        RequestClass.INDEX: 4.0,
+        RequestClass.DETAIL: 2.0,
+        RequestClass.IMAGE: 1.0,
+        RequestClass.ROBOTS: 1.0,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRule:
+    """``pattern`` (a regular expression searched in the path and query) means ``klass``."""
+
+    pattern: str
+    klass: RequestClass
+    _compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            compiled = re.compile(self.pattern)
+        except re.error as exc:
+            raise ValueError(f"URL rule {self.pattern!r} is not a valid regex: {exc}") from None
+        object.__setattr__(self, "_compiled", compiled)
+
+    def matches(self, target: str) -> bool:
+        return self._compiled.search(target) is not None
+
+
+_IMAGE_SUFFIXES: Final = r"(?i)\.(?:jpe?g|png|gif|webp|avif|svg|ico|bmp|tiff?)(?:\?|$)"
+
+DEFAULT_URL_RULES: Final[tuple[UrlRule, ...]] = (
+    UrlRule(r"^/robots\.txt(?:\?|$)", RequestClass.ROBOTS),
+    UrlRule(_IMAGE_SUFFIXES, RequestClass.IMAGE),
+    UrlRule(
+        r"(?i)/(?:search|find|tags?|categor(?:y|ies)|archives?|page/\d+)(?:[/?.]|$)",
+        RequestClass.INDEX,
+    ),
+    UrlRule(r"(?i)[?&](?:q|s|query|search|page|sort|filter)=", RequestClass.INDEX),
+    UrlRule(r"^/(?:index\.\w+)?$", RequestClass.INDEX),  # the home page
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Request classes from URL rules (first match wins, else ``default``) and their costs."""
+
+    rules: tuple[UrlRule, ...] = DEFAULT_URL_RULES
+    costs: Mapping[RequestClass, float] = field(default_factory=lambda: DEFAULT_COSTS)
+    default: RequestClass = RequestClass.DETAIL
+
+    def __post_init__(self) -> None:
+        for klass in RequestClass:
+            cost = self.costs.get(klass)
+            if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost > 0:
+                raise ValueError(f"cost of {klass} requests must be positive, got {cost!r}")
+
+    def classify(self, url: Url, content_type: str | None = None) -> RequestClass:
+        """The class of a request for ``url``; ``content_type`` refines it once known."""
+        if content_type is not None:
+            media = content_type.partition(";")[0].strip().lower()
+            if media.startswith("image/"):
+                return RequestClass.IMAGE
+        target = url.target
+        for rule in self.rules:
+            if rule.matches(target):
+                return rule.klass
+        return self.default
+
+    def cost(self, url: Url, content_type: str | None = None) -> float:
+        return float(self.costs[self.classify(url, content_type)])
+
+
+def request_cost(
+    url: Url, model: CostModel | None = None, content_type: str | None = None
+) -> float:
+    """The cost units one request for ``url`` spends."""
+    return (model or CostModel()).cost(url, content_type)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRules:
+    """Which hosts are CDNs and image services (path ``/<customer>/...`` on both)."""
+
+    cdn_hosts: frozenset[str] = frozenset({"cdn.simcdn.test"})
+    imgsvc_hosts: frozenset[str] = frozenset({"img.simresize.test"})
+
+
+def _first_segment(url: Url) -> str | None:
+    segment = url.target.partition("?")[0].split("/", 2)[1]
+    return segment.lower() or None
+
+
+def politeness_keys(
+    url: Url,
+    *,
+    origin: str | None = None,
+    cache_miss_expected: bool = True,
+    rules: KeyRules | None = None,
+) -> tuple[LimitKey, ...]:
+    """The limit keys a request for ``url`` is booked against.
+
+    ``origin`` is the inferred origin id of the site (None while unknown: the site alone is
+    limited). ``cache_miss_expected`` adds the ``cdn-miss`` key to a CDN request; keep it True
+    until the CDN's hit rate for that customer is known, so misses are never under-counted.
+    """
+    rules = rules or KeyRules()
+    store = object_store(url)
+    if store is not None:
+        return (LimitKey(KeyType.BUCKET, f"{store.provider}/{store.bucket}"),)
+    customer = _first_segment(url)
+    if url.host in rules.cdn_hosts and customer is not None:
+        keys = [LimitKey(KeyType.CDN, url.site)]
+        if cache_miss_expected:
+            keys.append(LimitKey(KeyType.CDN_MISS, f"{url.site}/{customer}"))
+        return tuple(keys)
+    if url.host in rules.imgsvc_hosts and customer is not None:
+        return (LimitKey(KeyType.IMGSVC, f"{url.site}/{customer}"),)
+    keys = [LimitKey(KeyType.SITE, url.site)]
+    if origin is not None:
+        keys.append(LimitKey(KeyType.ORIGIN, origin))
+    return tuple(keys)
+
+
+def guess_origin(cname_target: str | None, addresses: Iterable[str]) -> str | None:
+    """A stand-in origin id until origin inference runs: the CNAME target, else the addresses.
+
+    Sites behind one CNAME target, or resolving to the same address set, get the same id.
+    """
+    if cname_target:
+        return f"cname={cname_target.lower().rstrip('.')}"
+    unique = sorted(set(addresses))
+    return f"addr={','.join(unique)}" if unique else None
+
+
+@dataclass(frozen=True, slots=True)
+class LimitPolicy:
+    """Parameters per key type, with per-key overrides (Crawl-delay, feedback, config)."""
+
+    types: Mapping[KeyType, KeyTypeParams] = field(default_factory=lambda: DEFAULT_KEY_TYPE_PARAMS)
+    overrides: Mapping[str, KeyParams] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [t.value for t in KeyType if t not in self.types]
+        if missing:
+            raise ValueError(f"no limits configured for key types: {', '.join(missing)}")
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Mapping[str, object]]) -> LimitPolicy:
+        """Read ``{"<type>": {"rate": .., "burst": .., "slot_width": ..}}`` over the defaults."""
+        types = dict(DEFAULT_KEY_TYPE_PARAMS)
+        for name, values in table.items():
+            try:
+                key_type = KeyType(name)
+            except ValueError:
+                raise ValueError(f"unknown limit key type {name!r}") from None
+            base = types[key_type]
+            unknown = set(values) - {"rate", "burst", "slot_width", "weighted"}
+            if unknown:
+                raise ValueError(f"unknown settings for {name} keys: {', '.join(sorted(unknown))}")
+            merged = {
+                "rate": values.get("rate", base.rate),
+                "burst": values.get("burst", base.burst),
+                "slot_width": values.get("slot_width", base.slot_width),
+                "weighted": values.get("weighted", base.weighted),
+            }
+            if not isinstance(merged["weighted"], bool):
+                raise ValueError(f"{name}.weighted must be true or false")
+            try:
+                types[key_type] = KeyTypeParams(**merged)  # type: ignore[arg-type]
+            except ValueError as exc:
+                raise ValueError(f"limits of {name} keys: {exc}") from None
+        return cls(types=MappingProxyType(types))
+
+    def params(self, key: LimitKey) -> KeyParams:
+        override = self.overrides.get(str(key))
+        return override if override is not None else self.types[key.type].key_params()
+
+    def limits(self, keys: Sequence[LimitKey]) -> tuple[Limit, ...]:
+        """The ``Limit`` of every key, ready for ``Limiter.book``."""
+        return tuple(Limit(str(key), self.params(key)) for key in keys)

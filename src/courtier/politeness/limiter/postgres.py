@@ -1,0 +1,232 @@
+"""PostgreSQL limiter: TATs in one table, one atomic statement per booking, many machines.
+
+A booking is one statement (``_BOOK``), so one transaction, that runs the arithmetic of
+``courtier.politeness.gcra.book`` in SQL:
+
+1. ``locked``: lock the keys' rows in key order (``ORDER BY key FOR UPDATE``; the lock is
+   taken above the sort) and read their latest TATs. Two bookers of overlapping keys queue on
+   the first key they share, so they can never deadlock, and a multi-key booking sees every
+   key as it is after the bookings it waited for;
+2. ``plan``: ``start = greatest(now, max(tat - burst))``, the saturated keys, and how many
+   rows were found;
+3. ``booked``: ``tat = greatest(tat, start) + charge`` for every key, only if every key has a
+   row and ``start`` is within ``max_lead`` (otherwise nothing is written).
+
+A key seen for the first time has no row to lock: the booking then inserts ``-Infinity``
+rows for its keys (which changes no booking) and runs the statement again. The charges
+(``cost * T`` or ``T``) are computed in Python by ``KeyParams.charge`` so both implementations
+add the very same doubles. Sessions run with ``synchronous_commit = off``: limiter rows are
+soft state, and a crash that loses the last few hundred milliseconds of bookings only lets
+those keys be booked from a slightly earlier TAT.
+
+One statement with data-modifying CTEs measured about twice the throughput of the same logic
+in a PL/pgSQL function (three statements) under pgbench on the benchmark machine.
+
+Connections are a small fixed set; concurrent ``book`` calls take turns on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import psycopg
+
+from courtier.politeness.gcra import Booking, Limit, Refusal, Slot, check_request, slot_slack
+from courtier.politeness.limiter.base import DEFAULT_PRUNE_MARGIN, Clock, LimiterError
+
+TABLE: Final = "courtier_limiter_tat"
+_SCHEMA_LOCK: Final = 0x636F757274696572  # pg_advisory_xact_lock id ("courtier")
+
+_SCHEMA: Final = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    key text PRIMARY KEY,
+    tat double precision NOT NULL
+) WITH (fillfactor = 50)
+"""
+
+_BOOK: Final = f"""
+WITH req AS (
+    SELECT * FROM unnest(%(keys)s::text[], %(bursts)s::float8[], %(charges)s::float8[])
+        AS r(key, burst, charge)
+), locked AS (
+    SELECT t.key, t.tat FROM {TABLE} AS t
+    WHERE t.key = ANY (%(keys)s::text[]) ORDER BY t.key FOR UPDATE
+), plan AS (
+    SELECT greatest(%(now)s::float8, max(l.tat - r.burst)) AS start,
+           count(*) AS found,
+           coalesce(array_agg(l.key ORDER BY l.key)
+                    FILTER (WHERE l.tat - r.burst - %(now)s::float8 > %(lead)s::float8),
+                    '{{}}') AS saturated
+    FROM locked AS l JOIN req AS r ON r.key = l.key
+), booked AS (
+    UPDATE {TABLE} AS t SET tat = greatest(t.tat, plan.start) + r.charge
+    FROM plan, req AS r
+    WHERE t.key = r.key
+      AND plan.found = cardinality(%(keys)s::text[])
+      AND plan.start - %(now)s::float8 <= %(lead)s::float8
+    RETURNING 1
+)
+SELECT plan.start, plan.found, plan.saturated FROM plan
+"""
+
+_ADD_KEYS: Final = f"""
+INSERT INTO {TABLE} (key, tat) SELECT k, '-Infinity' FROM unnest(%s::text[]) AS k ORDER BY k
+ON CONFLICT (key) DO NOTHING
+"""
+
+Params = Sequence[object] | dict[str, Any]
+
+
+class PostgresLimiter:
+    """Build it with ``await PostgresLimiter.connect(conninfo)``."""
+
+    def __init__(
+        self,
+        connections: Sequence[psycopg.AsyncConnection[Any]],
+        clock: Clock,
+        conninfo: str,
+        synchronous_commit: bool,
+    ):
+        self._clock = clock
+        self._conninfo = conninfo
+        self._synchronous_commit = synchronous_commit
+        self._all = list(connections)
+        self._idle: asyncio.Queue[psycopg.AsyncConnection[Any]] = asyncio.Queue()
+        self._cursors: dict[psycopg.AsyncConnection[Any], psycopg.AsyncCursor[Any]] = {}
+        for conn in self._all:
+            self._idle.put_nowait(conn)
+
+    @classmethod
+    async def connect(
+        cls,
+        conninfo: str,
+        *,
+        clock: Clock = time.time,
+        connections: int = 2,
+        create_schema: bool = True,
+        synchronous_commit: bool = False,
+    ) -> PostgresLimiter:
+        """Open ``connections`` sessions to ``conninfo`` (and create the table)."""
+        if connections < 1:
+            raise ValueError(f"connections must be at least 1, got {connections}")
+        opened: list[psycopg.AsyncConnection[Any]] = []
+        try:
+            for _ in range(connections):
+                opened.append(await _open(conninfo, synchronous_commit))
+            if create_schema:
+                await _create_schema(opened[0])
+        except psycopg.Error as exc:
+            for conn in opened:
+                await conn.close()
+            raise LimiterError(f"cannot set up the PostgreSQL limiter: {exc}") from exc
+        return cls(opened, clock, conninfo, synchronous_commit)
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    async def book(
+        self,
+        limits: Sequence[Limit],
+        cost: float,
+        *,
+        max_lead: float = math.inf,
+        slack: float | None = None,
+    ) -> Booking:
+        check_request(limits, cost, max_lead, slack)
+        keys = [limit.key for limit in limits]
+        params: dict[str, Any] = {
+            "keys": _text_array(keys),
+            "bursts": _float_array(limit.params.burst for limit in limits),
+            "charges": _float_array(limit.params.charge(cost) for limit in limits),
+            "lead": max_lead,
+        }
+        for _attempt in range(5):
+            params["now"] = self._clock()
+            start, found, saturated = await self._fetch_one(_BOOK, params)
+            if found == len(keys):
+                break
+            await self._fetch_all(_ADD_KEYS, (keys,), rows=False)
+        else:
+            raise LimiterError(f"the rows of {keys!r} keep disappearing (a concurrent prune?)")
+        if start - params["now"] > max_lead:
+            held = set(saturated)  # reported in the caller's order, as gcra.book does
+            return Refusal(start - max_lead, start, tuple(k for k in keys if k in held))
+        return Slot(start, start + slot_slack(limits, slack), tuple(keys), cost)
+
+    async def tats(self, keys: Sequence[str]) -> dict[str, float]:
+        query = f"SELECT key, tat FROM {TABLE} WHERE key = ANY (%s) AND tat > '-Infinity'"
+        return dict(await self._fetch_all(query, (list(keys),)))
+
+    async def prune(self, margin: float = DEFAULT_PRUNE_MARGIN) -> int:
+        query = f"WITH gone AS (DELETE FROM {TABLE} WHERE tat < %s RETURNING 1) "
+        query += "SELECT count(*) FROM gone"
+        (count,) = await self._fetch_one(query, (self._clock() - margin,))
+        return int(count)
+
+    async def _replace(self, lost: psycopg.AsyncConnection[Any]) -> psycopg.AsyncConnection[Any]:
+        self._cursors.pop(lost, None)
+        fresh = await _open(self._conninfo, self._synchronous_commit)
+        self._all[self._all.index(lost)] = fresh
+        return fresh
+
+    async def close(self) -> None:
+        for conn in self._all:
+            await conn.close()
+
+    async def _fetch_one(self, query: str, params: Params) -> tuple[Any, ...]:
+        rows = await self._fetch_all(query, params)
+        return rows[0]
+
+    async def _fetch_all(
+        self, query: str, params: Params, *, rows: bool = True
+    ) -> list[tuple[Any, ...]]:
+        conn = await self._idle.get()
+        try:
+            if conn.closed:  # lost earlier: a new session takes its place
+                conn = await self._replace(conn)
+            cursor = self._cursors.get(conn)
+            if cursor is None:
+                cursor = self._cursors[conn] = conn.cursor()
+            await cursor.execute(query, params, prepare=True)
+            return await cursor.fetchall() if rows else []
+        except psycopg.Error as exc:
+            raise LimiterError(f"PostgreSQL limiter error: {exc}") from exc
+        finally:
+            self._idle.put_nowait(conn)
+
+
+def _text_array(values: Iterable[str]) -> str:
+    """A text[] literal: each element quoted, so commas or braces in a key stay inside it."""
+    quoted = (value.replace("\\", "\\\\").replace('"', '\\"') for value in values)
+    return "{" + ",".join(f'"{value}"' for value in quoted) + "}"
+
+
+def _float_array(values: Iterable[float]) -> str:
+    """A float8[] literal; ``repr`` is exact and PostgreSQL reads it back to the same double."""
+    return "{" + ",".join(map(repr, values)) + "}"
+
+
+async def _open(conninfo: str, synchronous_commit: bool) -> psycopg.AsyncConnection[Any]:
+    conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+    # The booking's plan never depends on its parameters; planning it anew for every call
+    # (what PostgreSQL does by default here) costs more than executing it. A generic plan is
+    # made once per session, often while the table is still small, where a sequential scan
+    # looks cheapest; that plan would stay while the table grows, so keys are always looked
+    # up through the primary key instead.
+    await conn.execute("SET plan_cache_mode = force_generic_plan")
+    await conn.execute("SET enable_seqscan = off")
+    if not synchronous_commit:
+        await conn.execute("SET synchronous_commit = off")
+    return conn
+
+
+async def _create_schema(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Create the table; the advisory lock keeps concurrent starters apart."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        await conn.execute(_SCHEMA.encode())

@@ -1,0 +1,178 @@
+"""Limit keys per request, request classes and costs, and per-key-type parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+from courtier.politeness.gcra import KeyParams, Limit
+from courtier.politeness.keys import (
+    DEFAULT_KEY_TYPE_PARAMS,
+    CostModel,
+    KeyRules,
+    KeyType,
+    LimitKey,
+    LimitPolicy,
+    RequestClass,
+    UrlRule,
+    guess_origin,
+    politeness_keys,
+    request_cost,
+)
+from courtier.url import parse_url
+
+
+def keys_of(url: str, **kwargs: object) -> list[str]:
+    return [str(key) for key in politeness_keys(parse_url(url), **kwargs)]  # type: ignore[arg-type]
+
+
+def test_ordinary_page_is_booked_on_its_site_and_origin() -> None:
+    assert keys_of("https://Blog.Example.test/post/1", origin="cname=host.platform.test") == [
+        "site:blog.example.test",
+        "origin:cname=host.platform.test",
+    ]
+
+
+def test_page_with_unknown_origin_is_booked_on_its_site_alone() -> None:
+    assert keys_of("http://a.test:8080/x") == ["site:a.test:8080"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://photos.s3.simstore.test/cat.jpg", "http://s3.simstore.test/photos/cat.jpg"],
+)
+def test_object_store_url_is_booked_on_its_bucket_only(url: str) -> None:
+    assert keys_of(url, origin="ignored") == ["bucket:simstore/photos"]
+
+
+def test_cdn_url_counts_against_the_cdn_and_its_customers_misses() -> None:
+    url = "http://cdn.simcdn.test/shop.test/img/a.jpg"
+    assert keys_of(url) == ["cdn:cdn.simcdn.test", "cdn-miss:cdn.simcdn.test/shop.test"]
+    assert keys_of(url, cache_miss_expected=False) == ["cdn:cdn.simcdn.test"]
+
+
+def test_image_service_url_is_keyed_on_service_and_customer() -> None:
+    url = "http://img.simresize.test/acme/w=200/photos/a.jpg"
+    assert keys_of(url) == ["imgsvc:img.simresize.test/acme"]
+
+
+def test_cdn_and_image_service_hosts_are_configurable() -> None:
+    rules = KeyRules(cdn_hosts=frozenset({"edge.test"}), imgsvc_hosts=frozenset())
+    assert keys_of("http://edge.test/x.test/a", rules=rules)[0] == "cdn:edge.test"
+    assert keys_of("http://img.simresize.test/acme/a.jpg", rules=rules) == [
+        "site:img.simresize.test"
+    ]
+
+
+def test_cdn_root_without_customer_is_an_ordinary_site() -> None:
+    assert keys_of("http://cdn.simcdn.test/") == ["site:cdn.simcdn.test"]
+
+
+@pytest.mark.parametrize(
+    ("url", "klass", "cost"),
+    [
+        ("http://a.test/robots.txt", RequestClass.ROBOTS, 1.0),
+        ("http://a.test/img/Cat.JPG", RequestClass.IMAGE, 1.0),
+        ("http://a.test/search?q=shoes", RequestClass.INDEX, 4.0),
+        ("http://a.test/products?page=3", RequestClass.INDEX, 4.0),
+        ("http://a.test/tag/python/", RequestClass.INDEX, 4.0),
+        ("http://a.test/blog/page/2", RequestClass.INDEX, 4.0),
+        ("http://a.test/", RequestClass.INDEX, 4.0),
+        ("http://a.test/post/why-crawlers-should-be-polite", RequestClass.DETAIL, 2.0),
+        ("http://a.test/research/paper.html", RequestClass.DETAIL, 2.0),
+        ("http://a.test/?p=123", RequestClass.DETAIL, 2.0),  # a WordPress post, not a listing
+    ],
+)
+def test_default_rules_classify_and_cost_requests(
+    url: str, klass: RequestClass, cost: float
+) -> None:
+    model = CostModel()
+    assert model.classify(parse_url(url)) == klass
+    assert request_cost(parse_url(url)) == cost
+
+
+def test_image_response_type_refines_the_class() -> None:
+    url = parse_url("http://a.test/media?id=7")
+    assert CostModel().classify(url) == RequestClass.DETAIL
+    assert CostModel().classify(url, "image/webp; q=1") == RequestClass.IMAGE
+    assert request_cost(url, content_type="IMAGE/PNG") == 1.0
+
+
+def test_configured_rules_and_costs_replace_the_defaults() -> None:
+    model = CostModel(
+        rules=(UrlRule(r"^/api/", RequestClass.INDEX),),
+        costs={**CostModel().costs, RequestClass.INDEX: 8.0},
+    )
+    assert model.cost(parse_url("http://a.test/api/list")) == 8.0
+    assert model.cost(parse_url("http://a.test/search?q=x")) == 2.0  # no rule: detail
+
+
+def test_bad_rules_and_costs_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="not a valid regex"):
+        UrlRule("(", RequestClass.INDEX)
+    with pytest.raises(ValueError, match="cost of image"):
+        CostModel(costs={**CostModel().costs, RequestClass.IMAGE: 0})
+
+
+def test_limit_key_round_trips_through_text() -> None:
+    key = LimitKey.parse("cdn-miss:cdn.simcdn.test/shop.test")
+    assert key == LimitKey(KeyType.CDN_MISS, "cdn.simcdn.test/shop.test")
+    assert str(key) == "cdn-miss:cdn.simcdn.test/shop.test"
+
+
+@pytest.mark.parametrize("text", ["planet:x", "site", "site:", "site:a b"])
+def test_malformed_limit_keys_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError):
+        LimitKey.parse(text)
+
+
+def test_guess_origin_groups_by_cname_target_else_address_set() -> None:
+    assert guess_origin("Host.Platform.test.", ["10.0.0.1"]) == "cname=host.platform.test"
+    assert guess_origin(None, ["10.0.0.2", "10.0.0.1", "10.0.0.2"]) == "addr=10.0.0.1,10.0.0.2"
+    assert guess_origin(None, []) is None
+
+
+def test_default_policy_spaces_sites_per_request_and_origins_per_cost_unit() -> None:
+    policy = LimitPolicy()
+    site, origin, bucket = policy.limits(
+        [
+            LimitKey(KeyType.SITE, "a.test"),
+            LimitKey(KeyType.ORIGIN, "o"),
+            LimitKey(KeyType.BUCKET, "simstore/b"),
+        ]
+    )
+    assert site == Limit("site:a.test", KeyParams(1.0, 0.0, 0.25, weighted=False))
+    assert origin.params.charge(4.0) == 2.0  # 2 cost units a second
+    assert bucket.params.burst > origin.params.burst  # object stores may burst
+
+
+def test_per_key_overrides_win_over_the_type_defaults() -> None:
+    crawl_delay = KeyParams(5.0, weighted=False)
+    policy = LimitPolicy(overrides={"site:slow.test": crawl_delay})
+    assert policy.params(LimitKey(KeyType.SITE, "slow.test")) == crawl_delay
+    assert policy.params(LimitKey(KeyType.SITE, "fast.test")).interval == 1.0
+
+
+def test_policy_from_config_merges_over_defaults() -> None:
+    policy = LimitPolicy.from_config({"origin": {"rate": 4, "slot_width": 0.1}})
+    assert policy.types[KeyType.ORIGIN].rate == 4
+    assert policy.types[KeyType.ORIGIN].slot_width == 0.1
+    assert policy.types[KeyType.SITE] == DEFAULT_KEY_TYPE_PARAMS[KeyType.SITE]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"planet": {"rate": 1}}, "unknown limit key type"),
+        ({"site": {"speed": 1}}, "unknown settings"),
+        ({"site": {"rate": 0}}, "rate"),
+        ({"site": {"rate": "fast"}}, "rate"),
+        ({"site": {"burst": -1}}, "burst"),
+        ({"site": {"burst": "x"}}, "burst"),
+        ({"site": {"weighted": "yes"}}, "weighted"),
+    ],
+)
+def test_bad_key_type_config_is_a_clear_error(
+    table: dict[str, dict[str, object]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        LimitPolicy.from_config(table)

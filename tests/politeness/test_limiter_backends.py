@@ -1,0 +1,411 @@
+"""One behavioural suite for every limiter backend: memory, SQLite and PostgreSQL.
+
+PostgreSQL runs against a real server started for the session (tests/pg.py). The clock is
+fake except in the multi-process tests, where processes cannot share one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import multiprocessing
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
+from courtier.politeness.limiter import Limiter, LimiterError, MemoryLimiter, SqliteLimiter
+from courtier.politeness.limiter.postgres import TABLE, PostgresLimiter
+from pg import PostgresCluster, PostgresUnavailable
+
+T0 = 1_800_000_000.0
+
+
+class FakeClock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Backend:
+    """Opens limiters that share one store (as processes would) and resets that store."""
+
+    name: str
+    path: Path
+    dsn: str | None
+
+    def __post_init__(self) -> None:
+        self._memory: MemoryLimiter | None = None
+
+    async def open(self, clock: Callable[[], float] = time.time) -> Limiter:
+        if self.name == "memory":  # one process: every opener shares the one dict
+            if self._memory is None:
+                self._memory = MemoryLimiter(clock)
+            return self._memory
+        if self.name == "sqlite":
+            return SqliteLimiter(self.path, clock=clock)
+        assert self.dsn is not None
+        return await PostgresLimiter.connect(self.dsn, clock=clock, connections=4)
+
+    def reset(self) -> None:
+        if self.name == "memory":
+            self._memory = None
+        elif self.name == "sqlite":
+            with sqlite3.connect(self.path) as db:
+                db.execute("DROP TABLE IF EXISTS limiter_tat")
+        else:
+            with psycopg.connect(str(self.dsn), autocommit=True) as conn:
+                exists = conn.execute("SELECT to_regclass(%s)", (TABLE,)).fetchone()
+                if exists is not None and exists[0] is not None:
+                    conn.execute(f"TRUNCATE {TABLE}")
+
+    @asynccontextmanager
+    async def limiter(self, clock: Callable[[], float] = time.time) -> AsyncIterator[Limiter]:
+        limiter = await self.open(clock)
+        try:
+            yield limiter
+        finally:
+            await limiter.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else None
+    chosen = Backend(request.param, tmp_path / "limiter.sqlite", dsn)
+    chosen.reset()
+    yield chosen
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else None
+    chosen = Backend(request.param, tmp_path / "limiter.sqlite", dsn)
+    chosen.reset()
+    return chosen
+
+
+def key(name: str, interval: float, burst: float = 0.0, width: float = 0.25) -> Limit:
+    return Limit(name, KeyParams(interval, burst, width))
+
+
+def slot(booking: Slot | Refusal) -> Slot:
+    assert isinstance(booking, Slot), booking
+    return booking
+
+
+async def test_first_booking_on_a_key_starts_now(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        assert isinstance(limiter, Limiter)
+        first = slot(await limiter.book([key("site:a.test", 1.0)], 1))
+    assert first == Slot(T0, T0 + 0.25, ("site:a.test",), 1)
+
+
+async def test_bookings_on_one_key_are_spaced_by_the_interval(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        starts = [slot(await limiter.book([key("site:a.test", 1.5)], 1)).start for _ in range(4)]
+        assert await limiter.tats(["site:a.test"]) == {"site:a.test": T0 + 6.0}
+    assert starts == [T0, T0 + 1.5, T0 + 3.0, T0 + 4.5]
+
+
+async def test_an_idle_key_books_from_now_not_from_its_old_tat(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        await limiter.book([key("site:a.test", 1.0)], 1)
+        clock.advance(10.0)
+        assert slot(await limiter.book([key("site:a.test", 1.0)], 1)).start == T0 + 10.0
+
+
+async def test_cost_multiplies_the_interval_of_weighted_keys_only(backend: Backend) -> None:
+    clock = FakeClock()
+    site = Limit("site:a.test", KeyParams(1.0, weighted=False))
+    origin = Limit("origin:o", KeyParams(0.5))
+    async with backend.limiter(clock) as limiter:
+        await limiter.book([site, origin], 4)
+        tats = await limiter.tats(["site:a.test", "origin:o"])
+    assert tats == {"site:a.test": T0 + 1.0, "origin:o": T0 + 2.0}
+
+
+async def test_multi_key_booking_waits_for_the_busiest_key_and_moves_all(
+    backend: Backend,
+) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        for _ in range(3):  # origin:o booked up to T0 + 3
+            await limiter.book([key("origin:o", 1.0)], 1)
+        both = slot(await limiter.book([key("site:a.test", 1.0), key("origin:o", 1.0)], 1))
+        tats = await limiter.tats(["site:a.test", "origin:o"])
+    assert both.start == T0 + 3.0
+    assert both.keys == ("site:a.test", "origin:o")
+    assert tats == {"site:a.test": T0 + 4.0, "origin:o": T0 + 4.0}
+
+
+async def test_burst_tolerance_lets_that_many_seconds_of_requests_start_at_once(
+    backend: Backend,
+) -> None:
+    clock = FakeClock()
+    bucket = key("bucket:simstore/b", 1.0, burst=2.0)
+    async with backend.limiter(clock) as limiter:
+        starts = [slot(await limiter.book([bucket], 1)).start for _ in range(5)]
+    assert starts == [T0, T0, T0, T0 + 1.0, T0 + 2.0]
+
+
+async def test_slot_width_is_the_narrowest_of_the_keys_unless_given(backend: Backend) -> None:
+    clock = FakeClock()
+    keys = [key("site:a.test", 1.0, width=0.5), key("origin:o", 1.0, width=0.1)]
+    async with backend.limiter(clock) as limiter:
+        narrow = slot(await limiter.book(keys, 1))
+        given_slack = slot(await limiter.book(keys, 1, slack=0.75))
+    assert narrow.deadline - narrow.start == pytest.approx(0.1)
+    assert given_slack.deadline - given_slack.start == pytest.approx(0.75)
+
+
+async def test_missed_slot_stays_consumed_and_the_rebooking_queues_behind_it(
+    backend: Backend,
+) -> None:
+    clock = FakeClock()
+    site = key("site:a.test", 1.0, width=0.2)
+    async with backend.limiter(clock) as limiter:
+        await limiter.book([site], 1)
+        late = slot(await limiter.book([site], 1))  # [T0 + 1, T0 + 1.2]
+        clock.advance(1.5)  # the fetcher wakes too late
+        assert late.is_missed(clock())
+        again = slot(await limiter.book([site], 1))
+    assert again.start == T0 + 2.0  # after the forfeited slot, not at "now"
+    assert not again.is_missed(clock())
+    assert again.wait(clock()) == pytest.approx(0.5)
+
+
+async def test_booking_beyond_max_lead_is_refused_and_consumes_nothing(
+    backend: Backend,
+) -> None:
+    clock = FakeClock()
+    site, origin = key("site:a.test", 1.0), key("origin:o", 2.0)
+    async with backend.limiter(clock) as limiter:
+        for _ in range(3):  # origin:o booked up to T0 + 6
+            await limiter.book([origin], 1)
+        refused = await limiter.book([site, origin], 1, max_lead=2.0)
+        assert refused == Refusal(not_before=T0 + 4.0, start=T0 + 6.0, keys=("origin:o",))
+        assert await limiter.tats(["site:a.test", "origin:o"]) == {"origin:o": T0 + 6.0}
+        clock.advance(4.0)
+        accepted = slot(await limiter.book([site, origin], 1, max_lead=2.0))
+    assert accepted.start == T0 + 6.0
+
+
+async def test_keys_with_separators_and_quotes_stay_distinct(backend: Backend) -> None:
+    clock = FakeClock()
+    names = ["origin:addr=10.0.0.1,10.0.0.2", 'origin:q"uote', "origin:back\\slash", "site:{x}"]
+    async with backend.limiter(clock) as limiter:
+        for offset, name in enumerate(names, start=1):
+            await limiter.book([key(name, float(offset))], 1)
+        assert await limiter.tats(names) == {
+            name: T0 + offset for offset, name in enumerate(names, start=1)
+        }
+
+
+async def test_refusal_lists_every_saturated_key_in_the_callers_order(backend: Backend) -> None:
+    clock = FakeClock()
+    limits = [key("site:z.test", 5.0), key("origin:a", 5.0), key("site:m.test", 0.1)]
+    async with backend.limiter(clock) as limiter:
+        await limiter.book(limits, 1)
+        refused = await limiter.book(limits, 1, max_lead=1.0)
+    assert refused == Refusal(T0 + 4.0, T0 + 5.0, ("site:z.test", "origin:a"))
+
+
+async def test_bad_requests_are_rejected_before_touching_the_store(backend: Backend) -> None:
+    async with backend.limiter(FakeClock()) as limiter:
+        with pytest.raises(ValueError, match="at least one"):
+            await limiter.book([], 1)
+        with pytest.raises(ValueError, match="distinct"):
+            await limiter.book([key("site:a.test", 1.0), key("site:a.test", 2.0)], 1)
+        with pytest.raises(ValueError, match="cost"):
+            await limiter.book([key("site:a.test", 1.0)], 0)
+        assert await limiter.tats(["site:a.test"]) == {}
+
+
+async def test_prune_forgets_only_tats_older_than_the_margin(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        await limiter.book([key("site:old.test", 1.0)], 1)
+        clock.advance(100.0)
+        await limiter.book([key("site:new.test", 1.0)], 1)
+        assert await limiter.prune(margin=50.0) == 1
+        assert await limiter.tats(["site:old.test", "site:new.test"]) == {
+            "site:new.test": T0 + 101.0
+        }
+
+
+async def test_concurrent_tasks_get_distinct_evenly_spaced_slots(backend: Backend) -> None:
+    clock = FakeClock()
+    site = Limit("site:a.test", KeyParams(0.5, weighted=False))
+    origin = key("origin:o", 0.25)  # cost 2: 0.5 s as well
+
+    async with backend.limiter(clock) as limiter:
+
+        async def worker() -> list[float]:
+            return [slot(await limiter.book([site, origin], 2)).start for _ in range(10)]
+
+        results = await asyncio.gather(*(worker() for _ in range(8)))
+        tats = await limiter.tats(["site:a.test", "origin:o"])
+    starts = sorted(start for result in results for start in result)
+    assert starts == [T0 + 0.5 * i for i in range(80)]
+    assert tats == {"site:a.test": T0 + 40.0, "origin:o": T0 + 40.0}
+
+
+# --- floor integrity and agreement with the pure function, over random histories ---
+
+KEYS = {
+    "site:a.test": KeyParams(1.0, 0.0, 0.2, weighted=False),
+    "site:b.test": KeyParams(0.5, 0.0, 0.3, weighted=False),
+    "origin:o": KeyParams(0.5, 0.0, 0.25),
+    "bucket:simstore/b": KeyParams(0.1, 1.0, 0.25),
+}
+
+step = st.tuples(
+    st.lists(st.sampled_from(sorted(KEYS)), min_size=1, max_size=3, unique=True),
+    st.sampled_from([1.0, 2.0, 4.0]),
+    st.floats(0.0, 3.0),  # how late the fetcher wakes after the slot opens
+    st.sampled_from([math.inf, 2.0]),  # max lead
+)
+
+
+async def _replay(
+    backend: Backend, steps: list[tuple[list[str], float, float, float]]
+) -> list[tuple[Slot, float]]:
+    """Book every step, sleeping until each slot (plus lateness); rebook missed slots."""
+    clock = FakeClock()
+    model: dict[str, float] = {}
+    started: list[tuple[Slot, float]] = []
+    async with backend.limiter(clock) as limiter:
+        for names, cost, lateness, max_lead in steps:
+            limits = [Limit(name, KEYS[name]) for name in names]
+            for _attempt in range(20):  # only the first wake-up is late
+                expected, updates = book(model, clock(), limits, cost, max_lead=max_lead)
+                got = await limiter.book(limits, cost, max_lead=max_lead)
+                assert got == expected  # every backend is the pure function, exactly
+                model.update(updates)
+                if isinstance(got, Refusal):
+                    clock.now = got.not_before
+                    continue
+                clock.now = max(clock.now, got.start + lateness)
+                lateness = 0.0
+                if not got.is_missed(clock()):
+                    started.append((got, clock()))
+                    break
+            else:
+                raise AssertionError(f"no slot kept after 20 attempts: {names}")
+    return started
+
+
+def _assert_floor(started: list[tuple[Slot, float]]) -> None:
+    """No two actual starts on a key are closer than the charge of the first minus the slack,
+    and over any run of bookings the GCRA budget holds: sum of charges <= span + tau + slack."""
+    for name, params in KEYS.items():
+        on_key = [(booked, at) for booked, at in started if name in booked.keys]
+        for i, (first, first_at) in enumerate(on_key):
+            slack = first.deadline - first.start
+            charged = 0.0
+            for j in range(i + 1, len(on_key)):
+                charged += params.charge(on_key[j - 1][0].cost)
+                gap = on_key[j][1] - first_at
+                assert gap >= charged - params.burst - slack - 1e-6, (name, i, j)
+
+
+@pytest.mark.parametrize("examples", [60])
+def test_floor_integrity_holds_for_random_histories_with_missed_slots(
+    backend: Backend, examples: int
+) -> None:
+    @settings(
+        max_examples=examples if backend.name != "memory" else 200,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+        database=None,
+    )
+    @given(st.lists(step, min_size=1, max_size=25))
+    def check(steps: list[tuple[list[str], float, float, float]]) -> None:
+        backend.reset()
+        _assert_floor(asyncio.run(_replay(backend, steps)))
+
+    check()
+
+
+# --- several processes on one store (SQLite file, PostgreSQL server) ---
+
+
+def _book_in_process(backend: Backend, count: int, results: Any) -> None:
+    async def run() -> list[float]:
+        async with backend.limiter() as limiter:
+            limits = [key("site:shared.test", 0.002), key("origin:shared", 0.001)]
+            return [slot(await limiter.book(limits, 2)).start for _ in range(count)]
+
+    results.put(asyncio.run(run()))
+
+
+def test_concurrent_processes_never_book_overlapping_slots(shared_backend: Backend) -> None:
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    workers = [
+        context.Process(target=_book_in_process, args=(shared_backend, 150, results))
+        for _ in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    collected = [results.get(timeout=60) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    starts = sorted(start for result in collected for start in result)
+    assert len(starts) == 450
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= 0.002 - 1e-9  # both keys' charge is 2 ms; tau = 0
+
+
+# --- backend-specific failures ---
+
+
+async def test_unreachable_postgres_raises_limiter_error() -> None:
+    with pytest.raises(LimiterError, match="cannot set up"):
+        await PostgresLimiter.connect("host=127.0.0.1 port=1 user=x connect_timeout=2")
+
+
+async def test_concurrent_postgres_setups_do_not_collide(postgres_dsn: str) -> None:
+    limiters = await asyncio.gather(
+        *(PostgresLimiter.connect(postgres_dsn, connections=1) for _ in range(4))
+    )
+    for limiter in limiters:
+        await limiter.close()
+
+
+async def test_memory_limiter_resumes_from_a_snapshot() -> None:
+    clock = FakeClock()
+    first = MemoryLimiter(clock)
+    await first.book([key("site:a.test", 2.0)], 1)
+    resumed = MemoryLimiter(clock, tats=first.snapshot())
+    assert slot(await resumed.book([key("site:a.test", 2.0)], 1)).start == T0 + 2.0
+
+
+def test_missing_postgres_binaries_are_reported_not_skipped(tmp_path: Path) -> None:
+    with pytest.raises(PostgresUnavailable, match="initdb is missing"):
+        PostgresCluster(bin_dir=tmp_path)
+
+
+def test_unopenable_sqlite_file_raises_limiter_error(tmp_path: Path) -> None:
+    with pytest.raises(LimiterError, match="cannot open"):
+        SqliteLimiter(tmp_path / "missing-dir" / "limiter.sqlite")
