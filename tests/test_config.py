@@ -34,3 +34,13 @@ def test_unknown_key_in_file_is_an_error(tmp_path: Path):
     path.write_text("[crawl]\nmax_in_fligth = 3\n")
     with pytest.raises(ConfigError, match="max_in_fligth"):
         load(path)
+
+
+def test_list_settings_read_from_file_and_overrides(tmp_path: Path):
+    path = tmp_path / "c.toml"
+    path.write_text('[fetch]\nallowed_types = ["text/html"]\n')
+    assert load(path).fetch.allowed_types == ("text/html",)
+    config = load(None, ['fetch.allowed_types=["image/", "text/"]'])
+    assert config.fetch.allowed_types == ("image/", "text/")
+    with pytest.raises(ConfigError):
+        load(None, ["fetch.allowed_types=3"])

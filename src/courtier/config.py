@@ -46,6 +46,18 @@ class FetchSection:
     """Largest body kept, counted after decompression (a compression bomb stops here)."""
     max_header_bytes: int = 16 * 1024
     """Longest single header line accepted."""
+    max_headers: int = 100
+    """Most response header fields accepted."""
+    allowed_types: tuple[str, ...] = (
+        "text/",
+        "application/xhtml+xml",
+        "application/xml",
+        "application/rss+xml",
+        "application/atom+xml",
+        "application/json",
+        "image/",
+    )
+    """Media types (or prefixes ending in '/') whose bodies are read; others are not downloaded."""
 
     @property
     def user_agent(self) -> str:
@@ -97,6 +109,10 @@ def _coerce(section: str, key: str, current: Any, value: Any) -> Any:
             value = tomllib.loads(f"v = {value}")["v"]
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{section}.{key}: cannot read {value!r}: {exc}") from None
+    if isinstance(current, tuple):
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{section}.{key}: expected a list of strings")
+        return tuple(value)
     if isinstance(current, bool) or not isinstance(current, int | float | str):
         ok = isinstance(value, type(current))
     elif isinstance(current, float):

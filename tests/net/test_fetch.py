@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from courtier.config import FetchSection
-from courtier.net.fetch import Fetcher
+from courtier.net.fetch import Fetcher, type_allowed
 
 BOMB_SIZE = 64 * 1024 * 1024
 LIMIT = 1024 * 1024
@@ -109,3 +109,23 @@ async def test_oversized_header_is_an_error_not_a_crash(server):
     async with Fetcher(settings(), lambda address: True) as fetcher:
         result = await fetcher.fetch(f"http://h.test:{port}/long-header", "h.test", ("127.0.0.1",))
     assert result.status is None and result.error
+
+
+async def test_disallowed_content_type_is_not_downloaded(server):
+    port, seen = server
+    limited = replace(settings(), allowed_types=("image/",))
+    async with Fetcher(limited, lambda address: True) as fetcher:
+        result = await fetcher.fetch(f"http://t.test:{port}/page", "t.test", ("127.0.0.1",))
+    assert result.status == 200
+    assert result.body == b""
+    assert "content type not allowed" in (result.error or "")
+    assert len(seen) == 1
+
+
+def test_content_type_allow_list_matches_media_types_and_prefixes():
+    allowed = ("text/", "application/xhtml+xml")
+    assert type_allowed("text/html; charset=utf-8", allowed)
+    assert type_allowed("Application/XHTML+XML", allowed)
+    assert type_allowed("", allowed)
+    assert not type_allowed("application/octet-stream", allowed)
+    assert not type_allowed("application/xhtml+xml-evil", allowed)

@@ -93,6 +93,20 @@ async def _note_headers_sent(
         timing["sent"] = asyncio.get_running_loop().time()
 
 
+def type_allowed(content_type: str, allowed: tuple[str, ...]) -> bool:
+    """Is the media type of a Content-Type header value in the allow-list?
+
+    A missing Content-Type is allowed: servers omit it for ordinary pages.
+    """
+    media_type = content_type.partition(";")[0].strip().lower()
+    if not media_type:
+        return True
+    return any(
+        media_type.startswith(entry) if entry.endswith("/") else media_type == entry
+        for entry in allowed
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     url: str
@@ -139,6 +153,7 @@ class Fetcher:
             cookie_jar=aiohttp.DummyCookieJar(),
             max_line_size=s.max_header_bytes,
             max_field_size=s.max_header_bytes,
+            max_headers=s.max_headers,
             trust_env=False,
         )
         return self
@@ -164,11 +179,18 @@ class Fetcher:
             async with self._session.get(
                 url, allow_redirects=False, trace_request_ctx=timing
             ) as response:
-                body, truncated = await self._read_body(response)
+                content_type = response.headers.get("Content-Type", "")
+                error = None
+                if type_allowed(content_type, self.settings.allowed_types):
+                    body, truncated = await self._read_body(response)
+                else:
+                    response.close()  # not a type we keep: do not download it
+                    body, truncated = b"", False
+                    error = f"content type not allowed: {content_type[:100]}"
                 return FetchResult(
                     url=url,
                     status=response.status,
-                    content_type=response.headers.get("Content-Type", ""),
+                    content_type=content_type,
                     body=body,
                     location=response.headers.get("Location"),
                     retry_after=response.headers.get("Retry-After"),
@@ -176,6 +198,7 @@ class Fetcher:
                     sent_at=timing.get("sent"),
                     elapsed=clock() - started,
                     truncated=truncated,
+                    error=error,
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             return FetchResult(
