@@ -38,7 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    for name in COMMAND_MODULES:
+        rewrite = getattr(importlib.import_module(f"courtier.cli.{name}"), "rewrite", None)
+        if rewrite is not None:
+            words = rewrite(words)
+    args = parser.parse_args(words)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler = getattr(args, "handler", None)

@@ -31,22 +31,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "robots",
         help="check URLs against robots.txt (a file, or the live site)",
         description="'courtier robots check --robots-file FILE URL...' judges URLs against a "
-        "robots.txt file (URLs from stdin when none are given); 'courtier robots URL' fetches "
-        "the live robots.txt of URL's site through the SSRF guard and explains it.",
+        "robots.txt file; 'courtier robots URL' (short for 'courtier robots explain URL') "
+        "fetches the live robots.txt of URL's site through the SSRF guard and explains it.",
     )
-    parser.add_argument("target", nargs="*", help="'check' then URLs, or one URL to fetch live")
-    parser.add_argument("--robots-file", type=Path, help="robots.txt to read (with 'check')")
-    parser.add_argument(
+    actions = parser.add_subparsers(dest="robots_action", metavar="ACTION")
+    check = actions.add_parser(
+        "check", help="judge URLs against a robots.txt file (URLs from stdin when none given)"
+    )
+    check.add_argument("urls", nargs="*", metavar="URL")
+    check.add_argument("--robots-file", type=Path, required=True, help="robots.txt to read")
+    check.add_argument(
         "--status",
         type=int,
         default=200,
         help="HTTP status the robots.txt was served with (RFC 9309 rules; default 200)",
     )
-    parser.add_argument("--ua", help="user-agent product token (default: the configured one)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    add_network_arguments(parser)
-    add_config_arguments(parser)
-    parser.set_defaults(handler=handle)
+    explain = actions.add_parser(
+        "explain", help="fetch the live robots.txt of URL's site and explain it"
+    )
+    explain.add_argument("url", metavar="URL")
+    add_network_arguments(explain)
+    for sub in (check, explain):
+        sub.add_argument("--ua", help="user-agent product token (default: the configured one)")
+        sub.add_argument("--json", action="store_true", help="one JSON object per line")
+        add_config_arguments(sub)
+        sub.set_defaults(handler=handle)
+
+
+def rewrite(argv: list[str]) -> list[str]:
+    """``courtier robots URL`` means ``courtier robots explain URL``."""
+    if len(argv) < 2 or argv[0] != "robots" or argv[1].startswith("-"):
+        return argv
+    if argv[1] in ("check", "explain"):
+        return argv
+    return [argv[0], "explain", *argv[1:]]
 
 
 def _urls(arguments: list[str]) -> Iterator[str]:
@@ -97,21 +115,15 @@ def handle(args: argparse.Namespace) -> int:
         print(f"courtier robots: {exc}", file=sys.stderr)
         return 2
     token = args.ua or config.fetch.user_agent_token
-    if args.target[:1] == ["check"]:
-        if args.robots_file is None:
-            print("courtier robots check: --robots-file is required", file=sys.stderr)
-            return 2
+    if args.robots_action == "check":
         try:
             body = args.robots_file.read_bytes()
         except OSError as exc:
             print(f"courtier robots check: {exc}", file=sys.stderr)
             return 2
         rules = _rules(args.status, body, config.robots)
-        return _judge(rules, _urls(args.target[1:]), token, args.json)
-    if len(args.target) != 1:
-        print("courtier robots: give 'check URL...' or exactly one URL", file=sys.stderr)
-        return 2
-    return asyncio.run(_live(args.target[0], args, config.fetch, config.robots, token))
+        return _judge(rules, _urls(args.urls), token, args.json)
+    return asyncio.run(_live(args.url, args, config.fetch, config.robots, token))
 
 
 async def _live(
@@ -154,4 +166,5 @@ async def _live(
     print(f"verdict: {rules.status.value} (RFC 9309 rules for status {status})")
     if rules.parser is not None:
         print(body[: settings.max_bytes].decode("utf-8", errors="replace").rstrip())
-    return _judge(rules, [url.fetch_url], token, args.json)
+    code = _judge(rules, [url.fetch_url], token, args.json)
+    return 1 if status is None else code
