@@ -70,6 +70,14 @@ class FetchSection:
 class PolitenessSection:
     site_interval: float = 1.0
     """Seconds between request starts on one site (robots Crawl-delay only ever raises it)."""
+    origin_rate: float = 2.0
+    """Cost units per second for all sites inferred to share an origin (servers)."""
+    origin_burst: float = 0.0
+    """Burst tolerance of an origin key, seconds."""
+    slot_width: float = 0.25
+    """Seconds a request may start after its booked slot opens before it forfeits the slot."""
+    max_lead: float = 10.0
+    """A key is never booked further ahead than this; work beyond waits in the frontier."""
     start_margin: float = 0.02
     """Added to every spacing: network and server jitter must not make two starts look
     closer than the interval from the server's side."""

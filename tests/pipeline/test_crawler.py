@@ -95,10 +95,16 @@ async def loopback_web() -> AsyncIterator[Web]:
     await runner.cleanup()
 
 
-def make_crawler(tmp_path: Path, web_: Web, duration: float) -> Crawler:
+def make_crawler(
+    tmp_path: Path, web_: Web, duration: float, origin_rate: float = 1000.0
+) -> Crawler:
+    # All sites of this web share 127.0.0.1, hence one origin: a generous origin rate keeps
+    # these tests about the site rules; the origin test below sets a real one.
     config = Config(
         crawl=replace(CrawlSection(), flush_interval=0.05),
-        politeness=replace(PolitenessSection(), site_interval=INTERVAL),
+        politeness=replace(
+            PolitenessSection(), site_interval=INTERVAL, origin_rate=origin_rate, slot_width=0.05
+        ),
         robots=RobotsSection(),
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
@@ -169,3 +175,17 @@ def test_site_keys_split_into_hosts():
     assert host_of_site("a.test:8080") == "a.test"
     assert host_of_site("[2001:db8::1]:8080") == "2001:db8::1"
     assert host_of_site("::1") == "::1"
+
+
+async def test_sites_on_one_address_share_the_origin_budget(tmp_path, loopback_web):
+    rate = 10.0  # cost units per second for the shared origin
+    stats = await make_crawler(tmp_path, loopback_web, duration=3.0, origin_rate=rate).run()
+    starts = sorted(t for t, host, _p in loopback_web.hits)
+    costs = {"/robots.txt": 1}
+    units = [costs.get(p, 4 if p in ("/",) else 2) for _t, _h, p in sorted(loopback_web.hits)]
+    # Every 1 s window holds at most the budget plus one request's cost (GCRA's bound).
+    for i, start in enumerate(starts):
+        window = sum(u for t, u in zip(starts[i:], units[i:], strict=True) if t < start + 1.0)
+        assert window <= rate * 1.0 + 4, (start, window)
+    assert stats.slots >= len(loopback_web.hits)
+    assert stats.missed_slots <= 1

@@ -117,7 +117,7 @@ async def run_with_progress(crawler: Crawler, console: Console) -> CrawlStats:
             status.update(
                 f"{stats.requests} requests  {stats.requests / elapsed:.1f}/s  "
                 f"refused {sum(stats.refused.values())}  horizon links {stats.horizon_links}  "
-                f"late starts {stats.late_starts}"
+                f"missed slots {stats.missed_slots}"
             )
     return task.result()
 
@@ -145,7 +145,11 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             "horizon links / sites",
             f"{data['horizon_links']} / {data['store'].get('horizon_sites')}",
         ),
-        ("late starts (missed slots)", f"{data['late_starts']} of {data['slots']}"),
+        (
+            "missed slots (rebook rate)",
+            f"{data['missed_slots']} of {data['slots']} ({data['rebook_rate']:.2%})",
+        ),
+        ("bookings refused for lead", data["lead_refusals"]),
         ("event loop lag p99 / max", f"{data['loop_lag_p99_ms']} / {data['loop_lag_max_ms']} ms"),
         ("frontier", ", ".join(f"{k} {v}" for k, v in data["store"].items())),
     ]

@@ -5,10 +5,13 @@ Theory of operation:
   its backoff state and the earliest monotonic time its next request may start. A site with
   work is armed with one ``loop.call_at`` timer for that time; the event loop's own timer
   heap is the schedule, so an idle or saturated site costs nothing.
-- Spacing is start-to-start: the next start is set from the moment a request actually
-  starts (after DNS), so a late wake-up can never bunch two requests. A wake-up later than
-  ``LATE_SLACK`` is counted (the rebook rate of the GCRA design) and the event loop's lag is
-  sampled, because both say whether the loop keeps its appointments.
+- Every request is booked (GCRA with bounded slack, ``courtier.politeness.gcra``) on its
+  limit keys: its site, and the origin the site's addresses point to. The booking returns a
+  slot; a timer that fires after the slot's deadline forfeits it and books again (counted:
+  the rebook rate), and the event loop's lag is sampled, because both say whether the loop
+  keeps its appointments.
+- Site spacing is start-to-start and anchored on the moment a request's headers go out, so
+  a late start never lets the next one come early.
 - One request in flight per site (configurable), a global cap on requests in flight.
 - Only seed sites are fetched. Links to other sites are recorded as horizon, never fetched.
   Redirects are not followed by the HTTP client: a ``Location`` becomes new work that goes
@@ -33,7 +36,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from courtier.config import Config
 from courtier.frontier.store import (
@@ -55,6 +58,8 @@ from courtier.politeness.backoff import (
     after_response,
     parse_retry_after,
 )
+from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
+from courtier.politeness.keys import CostModel, guess_origin
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
 from courtier.url import Url, UrlError, is_ip_address, parse_url
@@ -63,14 +68,22 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LATE_SLACK = 0.05
-"""A start later than this after its appointed time counts as a missed slot."""
+_ROBOTS = "robots.txt"
+"""Booked work meaning: fetch the site's robots.txt."""
+_UNRESOLVED = "?"
+"""A site whose origin is not known yet."""
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/no-answer this often is given up for this run."""
 MAX_REDIRECTS = 5
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
 """Guard refusals that may pass on their own: retried with backoff, not recorded as final."""
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def _target_of(fetch_url: str) -> str:
+    """Path and query of an absolute http(s) URL (what the request line carries)."""
+    slash = fetch_url.find("/", fetch_url.find("//") + 2)
+    return fetch_url[slash:] if slash >= 0 else "/"
 
 
 def host_of_site(site: str) -> str:
@@ -97,7 +110,12 @@ class SiteRuntime:
     refusal: str | None = None
     """Why the guard last refused this site's host, if it did."""
     timer: asyncio.TimerHandle | None = None
-    appointed: float = 0.0
+    booked: LeasedUrl | str | None = None
+    """The work the next booking is for (a URL, or ``_ROBOTS``)."""
+    slot: Slot | None = None
+    origin: str | None = _UNRESOLVED
+    """Origin id the site books on (``_UNRESOLVED`` until its first DNS answer)."""
+    origin_lookup: bool = False
     refill_requested: bool = False
     store_empty: bool = False
     attempts: Counter[int] = field(default_factory=Counter)
@@ -159,6 +177,9 @@ class Crawler:
         self._stopping = False
         self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._tats: dict[str, float] = {}
+        """GCRA state of every limit key (the embedded default keeps it in memory)."""
+        self._costs = CostModel()
         params = config.politeness
         self._backoff_params = BackoffParams(
             base_interval=params.site_interval,
@@ -276,47 +297,128 @@ class Crawler:
             await asyncio.gather(*pending, return_exceptions=True)
 
     # -- scheduling ---------------------------------------------------------------------
+    #
+    # A site with work books its next request (GCRA over its limit keys), arms one timer for
+    # the slot's start, and starts the request when the timer fires inside the slot. A timer
+    # that fires after the slot's deadline forfeits the slot (it stays consumed) and books
+    # again: the rebook rate. A booking refused for maximum lead books again when it can
+    # succeed; its URL goes back to the front of the site's queue.
 
     def _arm(self, rt: SiteRuntime) -> None:
-        """Set the site's timer for its next allowed start, if it has work and no timer."""
+        """Book the site's next request and arm its timer, if it has work and no timer."""
         if self._stopping or rt.timer is not None or rt.backoff.suspended:
             return
         if rt.in_flight >= self.config.politeness.max_in_flight_per_site:
             return
-        if not rt.queue and rt.robots is not None:
-            if not rt.store_empty:
-                self._request_refill(rt)
-            return
         assert self._loop is not None
-        when = max(rt.next_start, rt.backoff.paused_until, self._loop.time())
+        if rt.booked is not None:
+            self._book(rt, rt.booked)
+            return
+        if rt.origin is _UNRESOLVED:
+            self._start_origin_lookup(rt)
+            return
+        robots = rt.robots
+        if (
+            robots is None
+            or robots.status is RobotsStatus.DISALLOW_ALL  # ask again when it expires
+            or self._loop.time() >= robots.expires_at
+        ):
+            self._book(rt, _ROBOTS)
+            return
+        item = self._next_allowed(rt)
+        if item is None:
+            return
+        self._book(rt, item)
+
+    def _book(self, rt: SiteRuntime, work: LeasedUrl | str) -> None:
+        assert self._loop is not None
+        now = self._loop.time()
+        earliest = max(now, rt.next_start, rt.backoff.paused_until)
         if rt.robots is not None and rt.robots.status is RobotsStatus.DISALLOW_ALL:
             # Unreachable robots.txt: nothing may be fetched until we have asked again.
-            when = max(when, rt.robots.expires_at)
-        rt.appointed = when
-        rt.timer = self._loop.call_at(when, self._launch, rt)
+            earliest = max(earliest, rt.robots.expires_at)
+        if earliest > now:
+            # The site itself must wait (spacing, backoff, robots): book when that is over,
+            # so a long site pause never holds a slot on a key other sites share.
+            rt.booked, rt.slot = work, None
+            rt.timer = self._loop.call_at(earliest, self._retry_booking, rt)
+            return
+        target = "/robots.txt" if work is _ROBOTS else _target_of(cast(LeasedUrl, work).fetch_url)
+        cost = self._costs.cost_of_target(target)
+        limits = self._limits_for(rt)
+        booking, updates = book(
+            self._tats, now, limits, cost, max_lead=self.config.politeness.max_lead
+        )
+        if isinstance(booking, Refusal):
+            # A saturated key: nothing consumed; the work waits (in memory for this one URL,
+            # in the frontier for the rest) until a booking can succeed.
+            self.stats.lead_refusals += 1
+            rt.booked, rt.slot = work, None
+            rt.timer = self._loop.call_at(booking.not_before, self._retry_booking, rt)
+            return
+        self._tats.update(updates)
+        self.stats.slots += 1
+        rt.booked, rt.slot = work, booking
+        rt.timer = self._loop.call_at(booking.start, self._launch, rt)
+
+    def _retry_booking(self, rt: SiteRuntime) -> None:
+        rt.timer = None
+        self._arm(rt)
+
+    def _limits_for(self, rt: SiteRuntime) -> tuple[Limit, ...]:
+        politeness = self.config.politeness
+        site = Limit(
+            f"site:{rt.site}",
+            KeyParams(rt.interval, 0.0, politeness.slot_width, weighted=False),
+        )
+        if rt.origin is None or rt.origin is _UNRESOLVED:
+            return (site,)
+        origin = Limit(
+            f"origin:{rt.origin}",
+            KeyParams(1.0 / politeness.origin_rate, politeness.origin_burst, politeness.slot_width),
+        )
+        return (site, origin)
+
+    def _start_origin_lookup(self, rt: SiteRuntime) -> None:
+        """Resolve the host once before its first booking, to know which origin it books on."""
+        if rt.origin_lookup:
+            return
+        rt.origin_lookup = True
+        assert self._loop is not None
+        task = self._loop.create_task(self._lookup_origin(rt))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _lookup_origin(self, rt: SiteRuntime) -> None:
+        resolution = await self.guard.resolve(rt.host)
+        # A refused host books on its site key alone; the fetch is refused by the guard.
+        rt.origin = guess_origin(None, resolution.addresses) if resolution.allowed else None
+        rt.origin_lookup = False
+        self._arm(rt)
 
     def _launch(self, rt: SiteRuntime) -> None:
         assert self._loop is not None
         rt.timer = None
         if self._stopping:
             return
+        slot, work = rt.slot, rt.booked
+        assert slot is not None and work is not None
         if self._in_flight >= self.config.crawl.max_in_flight:
             self._waiting.append(rt)
             return
-        if rt.robots is None or self._loop.time() >= rt.robots.expires_at:
+        if slot.is_missed(self._loop.time()):
+            self.stats.missed_slots += 1
+            rt.slot = None
+            self._book(rt, work)  # the forfeited slot stays consumed: no bunching
+            return
+        rt.booked, rt.slot = None, None
+        if work is _ROBOTS:
             self._start(rt, self._fetch_robots(rt))
-            return
-        item = self._next_allowed(rt)
-        if item is None:
-            self._arm(rt)
-            return
-        self._start(rt, self._fetch_url(rt, item))
+        else:
+            self._start(rt, self._fetch_url(rt, cast(LeasedUrl, work)))
 
     def _start(self, rt: SiteRuntime, coro: Any) -> None:
         assert self._loop is not None
-        self.stats.slots += 1
-        if self._loop.time() - rt.appointed > LATE_SLACK:
-            self.stats.late_starts += 1
         rt.in_flight += 1
         self._in_flight += 1
         # Reserve the spacing now; the real start (after DNS) moves it later if needed.
@@ -334,7 +436,7 @@ class Crawler:
             self.stats.internal_errors += 1
         self._arm(rt)
         while self._waiting and self._in_flight < self.config.crawl.max_in_flight:
-            self._arm(self._waiting.popleft())
+            self._launch(self._waiting.popleft())
 
     def _next_allowed(self, rt: SiteRuntime) -> LeasedUrl | None:
         """Pop queued URLs until one robots.txt allows; refused ones cost no request."""

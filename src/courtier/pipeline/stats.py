@@ -22,7 +22,11 @@ class CrawlStats:
     """Links (kept as horizon, never fetched) whose host is an address the policy blocks."""
     robots: Counter[str] = field(default_factory=Counter)
     slots: int = 0
-    late_starts: int = 0
+    """Bookings made (each a slot on every limit key of the request)."""
+    missed_slots: int = 0
+    """Slots forfeited because the request could not start inside them (then rebooked)."""
+    lead_refusals: int = 0
+    """Bookings refused because a key was booked more than the maximum lead ahead."""
     lag_samples: list[float] = field(default_factory=list)
     links_found: int = 0
     bad_links: int = 0
@@ -52,8 +56,8 @@ class CrawlStats:
             self.lag_samples.append(max(0.0, lag))
 
     @property
-    def late_rate(self) -> float:
-        return self.late_starts / self.slots if self.slots else 0.0
+    def rebook_rate(self) -> float:
+        return self.missed_slots / self.slots if self.slots else 0.0
 
     def lag_quantile(self, q: float) -> float:
         if not self.lag_samples:
@@ -76,8 +80,9 @@ class CrawlStats:
             "bait_links": dict(self.bait_links),
             "robots": dict(self.robots),
             "slots": self.slots,
-            "late_starts": self.late_starts,
-            "late_rate": round(self.late_rate, 5),
+            "missed_slots": self.missed_slots,
+            "rebook_rate": round(self.rebook_rate, 5),
+            "lead_refusals": self.lead_refusals,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
             "links_found": self.links_found,

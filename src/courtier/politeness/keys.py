@@ -142,7 +142,8 @@ DEFAULT_URL_RULES: Final[tuple[UrlRule, ...]] = (
     UrlRule(r"^/robots\.txt(?:\?|$)", RequestClass.ROBOTS),
     UrlRule(_IMAGE_SUFFIXES, RequestClass.IMAGE),
     UrlRule(
-        r"(?i)/(?:search|find|tags?|categor(?:y|ies)|archives?|page/\d+)(?:[/?.]|$)",
+        r"(?i)/(?:search|find|tags?|categor(?:y|ies)|archives?|page/\d+|lists?|listings?"
+        r"|browse|calendar|events|index)(?:[/?.]|$)",
         RequestClass.INDEX,
     ),
     UrlRule(r"(?i)[?&](?:q|s|query|search|page|sort|filter)=", RequestClass.INDEX),
@@ -166,11 +167,14 @@ class CostModel:
 
     def classify(self, url: Url, content_type: str | None = None) -> RequestClass:
         """The class of a request for ``url``; ``content_type`` refines it once known."""
+        return self.classify_target(url.target, content_type)
+
+    def classify_target(self, target: str, content_type: str | None = None) -> RequestClass:
+        """The class of a request line's path and query (``/list/2?page=3``)."""
         if content_type is not None:
             media = content_type.partition(";")[0].strip().lower()
             if media.startswith("image/"):
                 return RequestClass.IMAGE
-        target = url.target
         for rule in self.rules:
             if rule.matches(target):
                 return rule.klass
@@ -178,6 +182,9 @@ class CostModel:
 
     def cost(self, url: Url, content_type: str | None = None) -> float:
         return float(self.costs[self.classify(url, content_type)])
+
+    def cost_of_target(self, target: str, content_type: str | None = None) -> float:
+        return float(self.costs[self.classify_target(target, content_type)])
 
 
 def request_cost(
