@@ -82,6 +82,21 @@ class PolitenessSection:
     """Added to every spacing: network and server jitter must not make two starts look
     closer than the interval from the server's side."""
     max_in_flight_per_site: int = 1
+    latency_ratio: float = 2.0
+    """Latency feedback: congested when the current latency exceeds baseline x this ..."""
+    latency_min_rise: float = 0.05
+    """... and exceeds the baseline by at least this many seconds."""
+    latency_decrease: float = 0.5
+    """Rate factor multiplier on congestion (multiplicative decrease)."""
+    latency_increase: float = 0.05
+    """Rate factor added per uncongested answer (additive recovery, up to 1)."""
+    latency_floor: float = 0.05
+    latency_cooldown: float = 5.0
+    """Seconds after a decrease before latency may cut the rate again."""
+    origin_pause_sites: int = 2
+    """This many sites of one origin answering 429/503 within origin_pause_window pause the
+    whole origin, not just those sites."""
+    origin_pause_window: float = 60.0
     default_retry_after: float = 60.0
     """Pause after a 429/503 that carries no usable Retry-After."""
     max_backoff: float = 3600.0

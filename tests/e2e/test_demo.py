@@ -33,11 +33,22 @@ def test_demo_audit_passes_the_skeleton_criteria(demo_run):
     assert result["exit_code"] == 0, audit["criteria"]
     assert audit["ok"]
     criteria = {c["name"]: c for c in audit["criteria"]}
-    for name in ("site-gap", "robots", "canary", "outside-seed"):
+    for name in (
+        "site-gap",
+        "robots",
+        "canary",
+        "outside-seed",
+        "crawl-delay",
+        "retry-after",
+        "origin-budget",
+        "latency-feedback",
+        "duplicates",
+    ):
         assert criteria[name]["ok"], criteria[name]
     assert audit["canary_hits"] == 0
     assert result["crawl"]["requests"] > 200
     assert result["crawl"]["internal_errors"] == 0
+    assert result["crawl"]["rebook_rate"] < 0.01
 
 
 def test_ssrf_bait_is_refused_with_reasons(demo_run):

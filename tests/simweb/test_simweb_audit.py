@@ -262,3 +262,13 @@ def test_site_interval_and_tolerance_change_the_verdict(world: World) -> None:
     assert audit_records(records, world, site_interval=0.5, tolerance=0.0).ok
     assert dataclasses.replace(audit_records(records, world), criteria=()).ok
     assert build_world(world.params) == world
+
+
+def test_overload_errors_of_the_rising_latency_site_fail_latency_feedback(world: World) -> None:
+    host = world.site_with(Behaviour.RISING_LATENCY).host
+    calm = [_record(host, f"/list/{i}", 100.0 + 3 * i) for i in range(4)]
+    assert "latency-feedback" not in _failed(audit_records(calm, world))
+    pushed = [*calm, _record(host, "/list/9", 113.0, status=503)]
+    report = audit_records(pushed, world)
+    assert "latency-feedback" in _failed(report)
+    assert report.ok  # informative: it does not decide the skeleton's verdict

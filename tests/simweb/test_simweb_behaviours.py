@@ -8,7 +8,7 @@ import time
 from simweb_helpers import SMALL, Client, logged
 
 from courtier.simweb import World
-from courtier.simweb.behaviours import RISING_BASE, RISING_STEP, SiteTraffic, decide
+from courtier.simweb.behaviours import OVERLOAD_AT, RISING_BASE, SiteTraffic, decide
 from courtier.simweb.world import Behaviour
 
 T0 = 1_800_000_000.0
@@ -45,12 +45,21 @@ def test_unavailable_site_answers_503_only_in_its_first_seconds(world: World) ->
     assert decide(site, SMALL, _traffic(), T0 + SMALL.unavailable_seconds, T0).refusal is None
 
 
-def test_latency_rises_with_the_recent_request_rate(world: World) -> None:
+def test_latency_rises_with_the_recent_request_rate_then_the_site_overloads(
+    world: World,
+) -> None:
     site = world.site_with(Behaviour.RISING_LATENCY)
-    quiet = decide(site, SMALL, _traffic(T0 - 10), T0, T0).delay
-    busy = decide(site, SMALL, _traffic(*(T0 - 1 + i / 10 for i in range(10))), T0, T0).delay
-    assert quiet == RISING_BASE
-    assert busy == RISING_BASE + 10 * RISING_STEP
+    delays = []
+    for recent in range(OVERLOAD_AT):
+        starts = [T0 - 0.5 - i for i in range(recent)]
+        verdict = decide(site, SMALL, _traffic(*sorted(starts)), T0, T0)
+        assert verdict.refusal is None
+        delays.append(verdict.delay)
+    assert delays[0] == RISING_BASE
+    assert delays == sorted(delays) and delays[-1] > 10 * RISING_BASE
+    starts = [T0 - 0.5 - i for i in range(OVERLOAD_AT)]
+    overloaded = decide(site, SMALL, _traffic(*sorted(starts)), T0, T0).refusal
+    assert overloaded is not None and overloaded.status == 503 and overloaded.retry_after == ""
 
 
 def test_ordinary_and_slow_sites_never_refuse(world: World) -> None:

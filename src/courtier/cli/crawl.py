@@ -150,6 +150,10 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             f"{data['missed_slots']} of {data['slots']} ({data['rebook_rate']:.2%})",
         ),
         ("bookings refused for lead", data["lead_refusals"]),
+        (
+            "latency slowdowns / origin pauses",
+            f"{sum(data['latency_slowdowns'].values())} / {data['origin_pauses']}",
+        ),
         ("event loop lag p99 / max", f"{data['loop_lag_p99_ms']} / {data['loop_lag_max_ms']} ms"),
         ("frontier", ", ".join(f"{k} {v}" for k, v in data["store"].items())),
     ]

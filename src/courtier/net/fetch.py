@@ -118,6 +118,8 @@ class FetchResult:
     started_at: float = 0.0
     sent_at: float | None = None
     """Event-loop time when the request headers went out: the start a server sees."""
+    latency: float | None = None
+    """Seconds from the request's headers going out to the response's headers arriving."""
     elapsed: float = 0.0
     truncated: bool = False
     error: str | None = None
@@ -179,6 +181,8 @@ class Fetcher:
             async with self._session.get(
                 url, allow_redirects=False, trace_request_ctx=timing
             ) as response:
+                sent = timing.get("sent")
+                latency = asyncio.get_running_loop().time() - sent if sent is not None else None
                 content_type = response.headers.get("Content-Type", "")
                 error = None
                 if type_allowed(content_type, self.settings.allowed_types):
@@ -195,7 +199,8 @@ class Fetcher:
                     location=response.headers.get("Location"),
                     retry_after=response.headers.get("Retry-After"),
                     started_at=started,
-                    sent_at=timing.get("sent"),
+                    sent_at=sent,
+                    latency=latency,
                     elapsed=clock() - started,
                     truncated=truncated,
                     error=error,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import time
 import zlib
@@ -60,6 +61,7 @@ from courtier.politeness.backoff import (
 )
 from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
 from courtier.politeness.keys import CostModel, guess_origin
+from courtier.politeness.latency import LatencyParams, LatencyState, observe
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
 from courtier.url import Url, UrlError, is_ip_address, parse_url
@@ -72,6 +74,7 @@ _ROBOTS = "robots.txt"
 """Booked work meaning: fetch the site's robots.txt."""
 _UNRESOLVED = "?"
 """A site whose origin is not known yet."""
+_FULL_RATE = LatencyState()
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/no-answer this often is given up for this run."""
 MAX_REDIRECTS = 5
@@ -121,10 +124,12 @@ class SiteRuntime:
     attempts: Counter[int] = field(default_factory=Counter)
 
     margin: float = 0.0
+    latency: LatencyState = field(default_factory=LatencyState)
 
     @property
     def interval(self) -> float:
-        return max(self.backoff.interval, self.crawl_delay) + self.margin
+        base = max(self.backoff.interval, self.crawl_delay)
+        return base / self.latency.factor + self.margin
 
 
 def read_seeds(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:
@@ -180,6 +185,18 @@ class Crawler:
         self._tats: dict[str, float] = {}
         """GCRA state of every limit key (the embedded default keeps it in memory)."""
         self._costs = CostModel()
+        self._origin_latency: dict[str, LatencyState] = {}
+        self._origin_reports: dict[str, dict[str, float]] = {}
+        """Per origin: site -> when it last answered 429/503."""
+        params = config.politeness
+        self._latency_params = LatencyParams(
+            ratio=params.latency_ratio,
+            min_rise=params.latency_min_rise,
+            decrease=params.latency_decrease,
+            increase=params.latency_increase,
+            floor=params.latency_floor,
+            cooldown=params.latency_cooldown,
+        )
         params = config.politeness
         self._backoff_params = BackoffParams(
             base_interval=params.site_interval,
@@ -373,9 +390,14 @@ class Crawler:
         )
         if rt.origin is None or rt.origin is _UNRESOLVED:
             return (site,)
+        factor = self._origin_latency.get(rt.origin, _FULL_RATE).factor
         origin = Limit(
             f"origin:{rt.origin}",
-            KeyParams(1.0 / politeness.origin_rate, politeness.origin_burst, politeness.slot_width),
+            KeyParams(
+                1.0 / (politeness.origin_rate * factor),
+                politeness.origin_burst,
+                politeness.slot_width,
+            ),
         )
         return (site, origin)
 
@@ -540,6 +562,7 @@ class Crawler:
                 self._outcome(item.id, UrlStatus.REFUSED, None)
             return
         self._back_off(rt, result.status, result.retry_after)
+        self._feedback(rt, result)
         status = result.status
         if status is None or status in (429, 503):
             if not self._retry_or_fail(rt, item, status):
@@ -556,6 +579,49 @@ class Crawler:
             self._discovered(rt, item, page)
         self._outcome(item.id, UrlStatus.DONE, status)
         self._document(item, result, page)
+
+    def _feedback(self, rt: SiteRuntime, result: FetchResult) -> None:
+        """Latency feedback on the site and its origin; 429/503 from several sites of one
+        origin pause the whole origin."""
+        assert self._loop is not None
+        now = self._loop.time()
+        status = result.status
+        origin = rt.origin if rt.origin is not _UNRESOLVED else None
+        if status in (429, 503) and origin is not None:
+            self._origin_pushed_back(origin, rt.site, result.retry_after, now)
+        if status is None or status >= 500 or status == 429 or result.latency is None:
+            return
+        params = self._latency_params
+        before = rt.latency.factor
+        rt.latency = observe(rt.latency, result.latency, now, params)
+        if rt.latency.factor < before:
+            self.stats.latency_slowdowns["site"] += 1
+        if origin is not None:
+            state = self._origin_latency.get(origin, _FULL_RATE)
+            self._origin_latency[origin] = observe(state, result.latency, now, params)
+            if self._origin_latency[origin].factor < state.factor:
+                self.stats.latency_slowdowns["origin"] += 1
+
+    def _origin_pushed_back(
+        self, origin: str, site: str, retry_after: str | None, now: float
+    ) -> None:
+        params = self.config.politeness
+        reports = self._origin_reports.setdefault(origin, {})
+        reports[site] = now
+        for other, when in list(reports.items()):
+            if when < now - params.origin_pause_window:
+                del reports[other]
+        if len(reports) < params.origin_pause_sites:
+            return
+        wait = parse_retry_after(retry_after, time.time())
+        until = now + (wait if wait is not None else params.default_retry_after)
+        key = f"origin:{origin}"
+        if self._tats.get(key, -math.inf) < until:
+            # Nobody on this origin may start before ``until``: its TAT says so.
+            self._tats[key] = until
+            self.stats.origin_pauses += 1
+            log.warning("pausing origin %s: %d of its sites pushed back", origin, len(reports))
+        reports.clear()
 
     def _retry_or_fail(self, rt: SiteRuntime, item: LeasedUrl, status: int | None) -> bool:
         """Queue ``item`` again (True) unless it has used its attempts (False: failed)."""

@@ -26,6 +26,10 @@ class CrawlStats:
     missed_slots: int = 0
     """Slots forfeited because the request could not start inside them (then rebooked)."""
     lead_refusals: int = 0
+    latency_slowdowns: Counter[str] = field(default_factory=Counter)
+    """Rate cuts by latency feedback, per key type (site, origin)."""
+    origin_pauses: int = 0
+    """Origins paused because several of their sites answered 429/503."""
     """Bookings refused because a key was booked more than the maximum lead ahead."""
     lag_samples: list[float] = field(default_factory=list)
     links_found: int = 0
@@ -83,6 +87,8 @@ class CrawlStats:
             "missed_slots": self.missed_slots,
             "rebook_rate": round(self.rebook_rate, 5),
             "lead_refusals": self.lead_refusals,
+            "latency_slowdowns": dict(self.latency_slowdowns),
+            "origin_pauses": self.origin_pauses,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
             "links_found": self.links_found,

@@ -33,7 +33,7 @@ from pathlib import Path
 from protego import Protego
 
 from courtier.simweb.log import RequestRecord, read_log
-from courtier.simweb.world import CRAWLER_TOKEN, MEDIA_KINDS, Site, World, request_cost
+from courtier.simweb.world import CRAWLER_TOKEN, MEDIA_KINDS, Behaviour, Site, World, request_cost
 
 DEFAULT_TOLERANCE = 0.05
 EXAMPLES = 10
@@ -186,6 +186,12 @@ def audit_records(
             site_figures.append(_site_figures(site, site_records, robots, tolerance, violation))
     for v in _duplicates(world, by_site):
         violation(v)
+    for host, site_records in by_site.items():
+        if Behaviour.RISING_LATENCY in world.sites[host].behaviours:
+            counts["rising-latency-requests"] += len(site_records)
+            for r in site_records:
+                if r.status == 503:
+                    violation(Violation("overload", host, r.target, r.start, "503 overloaded"))
     origins = _origin_figures(world, by_site)
     duration = max(0.0, last - first) if total else 0.0
     media = sum(n for kind, n in outside.items() if kind in {str(k) for k in MEDIA_KINDS})
@@ -376,6 +382,13 @@ def _criteria(
             not over,
             False,
             f"{len(over)} origins over budget" + (f": {', '.join(over[:5])}" if over else ""),
+        ),
+        Criterion(
+            "latency-feedback",
+            counts["overload"] == 0,
+            False,
+            f"the site whose latency rises with load: {counts['rising-latency-requests']} "
+            f"requests, {counts['overload']} overload errors (it should slow down before)",
         ),
         Criterion(
             "duplicates",

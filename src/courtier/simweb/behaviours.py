@@ -6,8 +6,10 @@ Rules (each site has at most a few of these behaviours, see `world.Behaviour`):
   is whole seconds, rounded up). Refused requests count as traffic too: hammering keeps failing.
 - unavailable-at-start: every request in the first `unavailable_seconds` after the server
   started is refused with 503 and `Retry-After` until the end of that phase.
-- rising-latency: the answer is delayed by a base plus a step per request started in the last
-  `RATE_WINDOW` seconds, capped, so a crawler that speeds up sees latency climb before errors.
+- rising-latency: the answer is delayed by a base plus a step times the square of the number
+  of requests started in the last `RATE_WINDOW` seconds, so latency climbs steeply with load;
+  at `OVERLOAD_AT` recent requests the site is overloaded and answers 503 (no Retry-After).
+  A crawler that slows down when latency rises never sees the errors.
 - slow: a fixed delay.
 The decision is pure: `decide` reads the clock value it is given and the traffic record.
 """
@@ -21,10 +23,10 @@ from email.utils import formatdate
 
 from courtier.simweb.world import Behaviour, Site, WorldParams
 
-RATE_WINDOW = 2.0
+RATE_WINDOW = 4.0
 RISING_BASE = 0.02
-RISING_STEP = 0.05
-RISING_CAP = 2.0
+RISING_STEP = 0.06
+OVERLOAD_AT = 3  # requests in the last RATE_WINDOW seconds: 0.75 requests/s sustained
 _HISTORY = 10.0  # seconds of start times kept per site
 
 
@@ -78,7 +80,9 @@ def decide(
     delay = site.latency
     if Behaviour.RISING_LATENCY in behaviours:
         recent = traffic.count_since(now - RATE_WINDOW)
-        delay = max(delay, min(RISING_CAP, RISING_BASE + RISING_STEP * recent))
+        if recent >= OVERLOAD_AT and refusal is None:
+            refusal = Refusal(503, "", now)
+        delay = max(delay, RISING_BASE + RISING_STEP * min(recent, OVERLOAD_AT) ** 2)
     return Verdict(refusal, delay)
 
 

@@ -163,6 +163,9 @@ class SimHttp:
         bucket = _bucket(site, path)
         if verdict.refusal is not None:
             refusal = verdict.refusal
+            if not refusal.retry_after:  # overloaded: an error with no promise of when
+                page = Page(refusal.status, b"Overloaded.\n", TEXT)
+                return _Answer(page, headers, bucket=bucket)
             headers.append(("Retry-After", refusal.retry_after))
             page = Page(refusal.status, b"Slow down, please.\n", TEXT)
             return _Answer(page, headers, bucket=bucket, retry_until=refusal.retry_until)
