@@ -78,6 +78,8 @@ async def loopback_web() -> AsyncIterator[Web]:
             if path == "/":
                 return _page(*(f"/chain/{i}" for i in range(12)))
             return _page()
+        if host.startswith("busy") and path == "/":
+            return web.Response(status=503, text="busy", headers={"Retry-After": "2"})
         if host == "down.test":
             if path == "/robots.txt":
                 raise web.HTTPInternalServerError()
@@ -96,7 +98,11 @@ async def loopback_web() -> AsyncIterator[Web]:
 
 
 def make_crawler(
-    tmp_path: Path, web_: Web, duration: float, origin_rate: float = 1000.0
+    tmp_path: Path,
+    web_: Web,
+    duration: float,
+    origin_rate: float = 1000.0,
+    hosts: tuple[str, ...] = ("a.test", "b.test", "down.test"),
 ) -> Crawler:
     # All sites of this web share 127.0.0.1, hence one origin: a generous origin rate keeps
     # these tests about the site rules; the origin test below sets a real one.
@@ -108,11 +114,9 @@ def make_crawler(
         robots=RobotsSection(),
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
-    names = ["a.test", "b.test", "down.test", "outside.test"]
+    names = [*hosts, "outside.test"]
     guard = Guard(policy, StaticResolver({name: ["127.0.0.1"] for name in names}))
-    seeds, errors = read_seeds(
-        [f"http://a.test:{web_.port}/", f"b.test:{web_.port}", f"down.test:{web_.port}", "# c"]
-    )
+    seeds, errors = read_seeds([f"http://{host}:{web_.port}/" for host in hosts] + ["# c"])
     assert not errors
     return Crawler(
         config,
@@ -189,3 +193,16 @@ async def test_sites_on_one_address_share_the_origin_budget(tmp_path, loopback_w
         assert window <= rate * 1.0 + 4, (start, window)
     assert stats.slots >= len(loopback_web.hits)
     assert stats.missed_slots <= 1
+
+
+async def test_several_sites_of_one_origin_pushing_back_pause_the_whole_origin(
+    tmp_path, loopback_web
+):
+    hosts = ("busy1.test", "busy2.test", "b.test")
+    stats = await make_crawler(tmp_path, loopback_web, duration=3.5, hosts=hosts).run()
+    assert stats.origin_pauses >= 1
+    refusals = sorted(t for t, h, p in loopback_web.hits if h.startswith("busy") and p == "/")
+    second = refusals[1]
+    # (requests already on their way when the pause began may still land just after it)
+    during = [(t, h, p) for t, h, p in loopback_web.hits if second + 0.1 < t < second + 1.9]
+    assert during == []  # b.test shares the origin: it waits too
