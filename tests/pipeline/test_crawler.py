@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -78,6 +79,13 @@ async def loopback_web() -> AsyncIterator[Web]:
             if path == "/":
                 return _page(*(f"/chain/{i}" for i in range(12)))
             return _page()
+        if host == "rising.test" and path != "/robots.txt":
+            now = time.monotonic()
+            recent = [t for t, h, _p in state.hits[:-1] if h == host and t > now - 4.0]
+            if len(recent) >= 3:
+                return web.Response(status=503, text="overloaded")
+            await asyncio.sleep(0.02 + 0.06 * len(recent) ** 2)
+            return _page(*(f"/r/{i}" for i in range(30)))
         if host.startswith("busy") and path == "/":
             return web.Response(status=503, text="busy", headers={"Retry-After": "2"})
         if host == "down.test":
@@ -103,13 +111,14 @@ def make_crawler(
     duration: float,
     origin_rate: float = 1000.0,
     hosts: tuple[str, ...] = ("a.test", "b.test", "down.test"),
+    interval: float = INTERVAL,
 ) -> Crawler:
     # All sites of this web share 127.0.0.1, hence one origin: a generous origin rate keeps
     # these tests about the site rules; the origin test below sets a real one.
     config = Config(
         crawl=replace(CrawlSection(), flush_interval=0.05),
         politeness=replace(
-            PolitenessSection(), site_interval=INTERVAL, origin_rate=origin_rate, slot_width=0.05
+            PolitenessSection(), site_interval=interval, origin_rate=origin_rate, slot_width=0.05
         ),
         robots=RobotsSection(),
     )
@@ -206,3 +215,15 @@ async def test_several_sites_of_one_origin_pushing_back_pause_the_whole_origin(
     # (requests already on their way when the pause began may still land just after it)
     during = [(t, h, p) for t, h, p in loopback_web.hits if second + 0.1 < t < second + 1.9]
     assert during == []  # b.test shares the origin: it waits too
+
+
+async def test_a_site_whose_latency_rises_with_load_is_slowed_before_it_errors(
+    tmp_path, loopback_web
+):
+    crawler = make_crawler(
+        tmp_path, loopback_web, duration=9.0, hosts=("rising.test",), interval=1.0
+    )
+    stats = await crawler.run()
+    assert stats.by_status.get("5xx", 0) == 0
+    assert stats.latency_slowdowns["site"] >= 1
+    assert len(loopback_web.paths("rising.test")) >= 4

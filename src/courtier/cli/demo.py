@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--sites", type=int, help="override: number of seed sites")
     parser.add_argument("--seed", type=int, default=1, help="world seed number (default 1)")
     parser.add_argument(
+        "--page-bytes", type=int, help="override: size of a simulated HTML page in bytes"
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path("demo-out"), help="output directory (default demo-out)"
     )
     parser.add_argument("--json", action="store_true", help="print summary and audit as JSON")
@@ -72,6 +75,11 @@ def handle(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"courtier demo: {exc}", file=sys.stderr)
             return 2
+    if args.page_bytes is not None:
+        if args.page_bytes < 1000:
+            print("courtier demo: --page-bytes must be at least 1000", file=sys.stderr)
+            return 2
+        params = dataclasses.replace(params, page_bytes=args.page_bytes)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     for name in _DEMO_FILES:

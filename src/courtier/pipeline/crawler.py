@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import signal
@@ -185,6 +186,8 @@ class Crawler:
         self._tats: dict[str, float] = {}
         """GCRA state of every limit key (the embedded default keeps it in memory)."""
         self._costs = CostModel()
+        self._lookups = asyncio.Semaphore(64)
+        """Origin lookups at once: a start-up burst must not flood the resolver."""
         self._origin_latency: dict[str, LatencyState] = {}
         self._origin_reports: dict[str, dict[str, float]] = {}
         """Per origin: site -> when it last answered 429/503."""
@@ -196,6 +199,13 @@ class Crawler:
             increase=params.latency_increase,
             floor=params.latency_floor,
             cooldown=params.latency_cooldown,
+        )
+        # With one request in flight per site, every answer was sent at the site's current
+        # rate, so a site needs no cooldown between cuts; an origin (many sites in flight) does.
+        self._site_latency_params = (
+            dataclasses.replace(self._latency_params, cooldown=0.0)
+            if params.max_in_flight_per_site == 1
+            else self._latency_params
         )
         params = config.politeness
         self._backoff_params = BackoffParams(
@@ -332,7 +342,10 @@ class Crawler:
             self._book(rt, rt.booked)
             return
         if rt.origin is _UNRESOLVED:
-            self._start_origin_lookup(rt)
+            if rt.backoff.paused_until > self._loop.time():
+                rt.timer = self._loop.call_at(rt.backoff.paused_until, self._retry_booking, rt)
+            else:
+                self._start_origin_lookup(rt)
             return
         robots = rt.robots
         if (
@@ -412,10 +425,17 @@ class Crawler:
         task.add_done_callback(self._tasks.discard)
 
     async def _lookup_origin(self, rt: SiteRuntime) -> None:
-        resolution = await self.guard.resolve(rt.host)
+        async with self._lookups:
+            resolution = await self.guard.resolve(rt.host)
+        rt.origin_lookup = False
+        if not resolution.allowed and resolution.reason in TRANSIENT_REFUSALS:
+            # Unknown is not "no origin": never book on the site key alone because DNS was
+            # slow. Back off and ask again.
+            self._back_off(rt, None, None)
+            self._arm(rt)
+            return
         # A refused host books on its site key alone; the fetch is refused by the guard.
         rt.origin = guess_origin(None, resolution.addresses) if resolution.allowed else None
-        rt.origin_lookup = False
         self._arm(rt)
 
     def _launch(self, rt: SiteRuntime) -> None:
@@ -591,14 +611,15 @@ class Crawler:
             self._origin_pushed_back(origin, rt.site, result.retry_after, now)
         if status is None or status >= 500 or status == 429 or result.latency is None:
             return
-        params = self._latency_params
         before = rt.latency.factor
-        rt.latency = observe(rt.latency, result.latency, now, params)
+        rt.latency = observe(rt.latency, result.latency, now, self._site_latency_params)
         if rt.latency.factor < before:
             self.stats.latency_slowdowns["site"] += 1
+            # The slower spacing applies to the very next request, counted from this one.
+            rt.next_start = max(rt.next_start, rt.last_sent + rt.interval)
         if origin is not None:
             state = self._origin_latency.get(origin, _FULL_RATE)
-            self._origin_latency[origin] = observe(state, result.latency, now, params)
+            self._origin_latency[origin] = observe(state, result.latency, now, self._latency_params)
             if self._origin_latency[origin].factor < state.factor:
                 self.stats.latency_slowdowns["origin"] += 1
 
