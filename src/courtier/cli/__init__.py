@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from courtier import __version__
 
 # Order is the order shown in --help.
-COMMAND_MODULES = ("crawl", "demo", "simweb", "url", "net", "robots")
+COMMAND_MODULES = ("crawl", "demo", "simweb", "url", "net", "robots", "origins")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,216 @@
+"""``courtier origins``: which sites share servers, and why.
+
+``courtier origins list`` prints every site's origin from a crawl's store; ``courtier origins
+explain HOST`` prints the evidence behind one site's origin, the other sites of that origin and
+the history of its changes; ``courtier origins infer --hosts FILE`` looks the hosts up (DNS
+through ``--dns``, header probes with ``--probe``) and stores the result. ``--json`` prints one
+object per site with the keys ``site``, ``origin``, ``confidence`` and ``evidence``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from courtier.cli.crawl import add_config_arguments, add_network_arguments
+from courtier.config import ConfigError, load
+from courtier.net.policy import AddressPolicy
+from courtier.origins.cluster import Assignment
+from courtier.origins.dns_evidence import DnsEvidenceSource
+from courtier.origins.infer import InferenceResult, OriginInference
+from courtier.origins.probe import HttpHeaderProbe
+from courtier.origins.store import OriginStore, OriginStoreError, StoredOrigin
+from courtier.url import UrlError, canonical_host, parse_url
+
+DEFAULT_STORE = Path("crawl-out/frontier.sqlite3")
+EXPLAIN_PEERS = 10
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "origins",
+        help="which sites share servers (inferred origins) and why",
+        description="Show or infer the origins of sites: groups of sites that share servers, "
+        "inferred from DNS (CNAME chains, addresses, PTR names), response headers and TLS.",
+    )
+    actions = parser.add_subparsers(dest="origins_action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every site's origin, confidence and signals")
+    explain = actions.add_parser("explain", help="the evidence behind one site's origin")
+    explain.add_argument("host", metavar="HOST")
+    infer = actions.add_parser("infer", help="infer the origins of hosts and store them")
+    infer.add_argument(
+        "--hosts", type=Path, required=True, help="file of hostnames or URLs, one per line"
+    )
+    add_network_arguments(infer)
+    infer.add_argument(
+        "--probe", action="store_true", help="probe headers where DNS is indeterminate"
+    )
+    infer.add_argument("--port", type=int, default=80, help="HTTP port of header probes")
+    infer.add_argument(
+        "--concurrency", type=int, default=64, help="DNS queries in flight (default 64)"
+    )
+    add_config_arguments(infer)
+    for sub in (listing, explain, infer):
+        sub.add_argument(
+            "--store",
+            type=Path,
+            default=DEFAULT_STORE,
+            help=f"crawl store (default {DEFAULT_STORE})",
+        )
+        sub.add_argument("--json", action="store_true", help="one JSON object per site")
+        sub.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.origins_action == "infer":
+        return _infer(args)
+    try:
+        store = OriginStore(args.store, create=False)
+    except OriginStoreError as exc:
+        print(f"courtier origins: {exc}", file=sys.stderr)
+        return 2
+    with store:
+        try:
+            if args.origins_action == "list":
+                return _list(store, args.json)
+            return _explain(store, args.host, args.json)
+        except OriginStoreError as exc:
+            print(f"courtier origins: {exc}", file=sys.stderr)
+            return 2
+
+
+def signals(assignment: Assignment) -> str:
+    """The evidence kinds behind an assignment, strongest first, for one-line output."""
+    ordered = sorted(assignment.evidence, key=lambda e: -abs(e.weight))
+    return ",".join(dict.fromkeys(e.kind.value for e in ordered)) or "-"
+
+
+def _list(store: OriginStore, as_json: bool) -> int:
+    for stored in store.all():
+        a = stored.assignment
+        if as_json:
+            print(json.dumps(a.to_json()))
+        else:
+            print(f"{a.site}\t{a.origin}\t{a.confidence:.2f}\t{signals(a)}")
+    return 0
+
+
+def _explain(store: OriginStore, raw: str, as_json: bool) -> int:
+    try:
+        host = canonical_host(raw)
+    except UrlError as exc:
+        print(f"courtier origins explain: {raw}: {exc}", file=sys.stderr)
+        return 2
+    stored = store.get(host)
+    if stored is None:
+        print(f"courtier origins explain: no origin stored for {host}", file=sys.stderr)
+        return 1
+    a = stored.assignment
+    peers = [s.assignment.site for s in store.all() if s.assignment.origin == a.origin]
+    peers = [p for p in peers if p != host]
+    changes = store.changes(host)
+    if as_json:
+        record = a.to_json()
+        record["checked_at"] = stored.checked_at
+        record["recheck_at"] = stored.recheck_at
+        record["sites_in_origin"] = len(peers) + 1
+        record["changes"] = [
+            {"old": c.change.old, "new": c.change.new, "at": c.changed_at} for c in changes
+        ]
+        print(json.dumps(record))
+        return 0
+    _print_explanation(stored, peers, [(c.change.describe(), c.changed_at) for c in changes])
+    return 0
+
+
+def _print_explanation(
+    stored: StoredOrigin, peers: list[str], changes: list[tuple[str, float]]
+) -> None:
+    a = stored.assignment
+    print(f"site:       {a.site}")
+    print(f"origin:     {a.origin}")
+    print(f"confidence: {a.confidence:.2f}")
+    print(f"checked:    {_when(stored.checked_at)} (re-check due {_when(stored.recheck_at)})")
+    print("evidence:")
+    for e in a.evidence:
+        print(f"  {e.weight:+.2f} {e.kind.value:<16} {e.value}")
+        if e.detail:
+            print(f"        {e.detail}")
+    shown = ", ".join(peers[:EXPLAIN_PEERS])
+    more = f" and {len(peers) - EXPLAIN_PEERS} more" if len(peers) > EXPLAIN_PEERS else ""
+    print(f"shares it with: {len(peers)} other sites{': ' + shown + more if peers else ''}")
+    for text, at in changes:
+        print(f"  {_when(at)} {text}")
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+def read_hosts(path: Path) -> tuple[list[str], list[str]]:
+    """Canonical hosts from a file of hosts or URLs, and the lines that were neither."""
+    hosts: list[str] = []
+    bad: list[str] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            hosts.append(parse_url(text).host if "://" in text else canonical_host(text))
+        except UrlError:
+            bad.append(text)
+    return list(dict.fromkeys(hosts)), bad
+
+
+def _infer(args: argparse.Namespace) -> int:
+    if args.dns is None:
+        print("courtier origins infer: --dns HOST:PORT is required", file=sys.stderr)
+        return 2
+    try:
+        config = load(args.config, args.overrides)
+        hosts, bad = read_hosts(args.hosts)
+        policy = AddressPolicy(allow=args.allow_net)
+        dns = DnsEvidenceSource(args.dns, concurrency=args.concurrency)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"courtier origins infer: {exc}", file=sys.stderr)
+        return 2
+    for line in bad:
+        print(f"courtier origins infer: not a host or URL, skipped: {line[:200]}", file=sys.stderr)
+    if not hosts:
+        print("courtier origins infer: no hosts to infer", file=sys.stderr)
+        return 1
+
+    def allowed(address: str) -> bool:
+        return policy.check(address).allowed
+
+    async def run() -> InferenceResult:
+        if not args.probe:
+            return await OriginInference(dns, address_allowed=allowed).add(hosts)
+        agent = config.fetch.user_agent
+        async with HttpHeaderProbe(allowed, port=args.port, user_agent=agent) as probe:
+            return await OriginInference(dns, probe=probe, address_allowed=allowed).add(hosts)
+
+    result = asyncio.run(run())
+    try:
+        with OriginStore(args.store) as store:
+            changes = store.save(result.assignments.values(), time.time(), result.recheck_at)
+    except OriginStoreError as exc:
+        print(f"courtier origins infer: {exc}", file=sys.stderr)
+        return 2
+    for site in hosts:
+        if args.json:
+            print(json.dumps(result.assignments[site].to_json()))
+    origins = Counter(a.origin for a in result.assignments.values())
+    moved = sum(1 for c in changes if c.old is not None)
+    print(
+        f"courtier origins infer: {len(hosts)} sites in {len(origins)} origins "
+        f"({sum(1 for n in origins.values() if n > 1)} shared), {result.probed} probed, "
+        f"{moved} changed origin; stored in {args.store}",
+        file=sys.stderr,
+    )
+    return 0

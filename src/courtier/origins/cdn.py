@@ -1,0 +1,111 @@
+"""CDN edges: names and response headers that say "this address is shared by strangers".
+
+Rules:
+- A name is a CDN edge name when it ends in a known CDN suffix, or when the first label of its
+  registrable domain ends in ``cdn`` or is ``cdn`` and digits (``kxcdn.com``, ``b-cdn.net``,
+  ``cdn77.org``, ``simcdn.test``). A site called ``cdn-photos.example`` is not a CDN, and
+  words such as ``edge`` are not enough: platforms call their own load balancers that.
+- Response headers mark a CDN edge when they carry a cache-status header a CDN adds
+  (``X-Cache``, ``CF-Cache-Status``, ...), a CDN's request-id header (``CF-Ray``,
+  ``X-Amz-Cf-Id``, ...), or a ``Server`` naming a CDN product.
+- Extra suffixes can be configured; they add to the built-in list, never replace it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from courtier.url import registrable_domain
+
+# Suffixes of CNAME targets and PTR names that belong to CDN edges (public knowledge of the
+# large CDNs; a platform's own names never end in these).
+KNOWN_CDN_SUFFIXES: tuple[str, ...] = (
+    "akamai.net",
+    "akamaiedge.net",
+    "akamaihd.net",
+    "akamaitechnologies.com",
+    "edgekey.net",
+    "edgesuite.net",
+    "cloudfront.net",
+    "cloudflare.net",
+    "fastly.net",
+    "fastlylb.net",
+    "azureedge.net",
+    "azurefd.net",
+    "edgecastcdn.net",
+    "llnwd.net",
+    "stackpathdns.com",
+    "cdn77.org",
+    "cachefly.net",
+    "incapdns.net",
+    "impervadns.net",
+    "gcdn.co",
+    "cdngc.net",
+)
+
+# Headers only a caching edge adds (lowercase names).
+CDN_HEADER_NAMES: frozenset[str] = frozenset(
+    {
+        "x-cache",
+        "x-cache-hits",
+        "x-cache-status",
+        "cf-cache-status",
+        "cf-ray",
+        "x-amz-cf-id",
+        "x-amz-cf-pop",
+        "x-served-by",
+        "x-fastly-request-id",
+        "x-akamai-transformed",
+        "x-azure-ref",
+        "x-edge-location",
+        "x-cdn",
+        "cdn-cache",
+        "cdn-pullzone",
+    }
+)
+
+# The label a CDN's registrable domain ends in "cdn" or is "cdn" and digits (simcdn, kxcdn,
+# b-cdn, cdn77); a site merely called "cdn-something" is not a CDN.
+_CDN_LABEL = re.compile(r"(cdn|^cdn\d+)$")
+
+_CDN_SERVER = re.compile(
+    r"(cdn|cloudflare|cloudfront|akamai|fastly|varnish|edgecast|bunny|stackpath)", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CdnRules:
+    """Which names are CDN edges. ``extra_suffixes`` adds to ``KNOWN_CDN_SUFFIXES``."""
+
+    extra_suffixes: tuple[str, ...] = field(default=())
+
+    def name_reason(self, name: str) -> str | None:
+        """Why ``name`` (a CNAME target or PTR name) is a CDN edge name, or None."""
+        name = name.lower().rstrip(".")
+        for suffix in (*KNOWN_CDN_SUFFIXES, *self.extra_suffixes):
+            if name == suffix or name.endswith("." + suffix):
+                return f"{name} is under the CDN suffix {suffix}"
+        domain = registrable_domain(name)
+        if domain is not None and _CDN_LABEL.search(domain.split(".", 1)[0]):
+            return f"{name} is under {domain}, a CDN's domain"
+        return None
+
+    def first_name_reason(self, names: Iterable[str]) -> str | None:
+        for name in names:
+            reason = self.name_reason(name)
+            if reason is not None:
+                return reason
+        return None
+
+
+def headers_cdn_reason(headers: Sequence[tuple[str, str]]) -> str | None:
+    """Why these response headers come from a CDN edge, or None."""
+    for name, value in headers:
+        lower = name.lower()
+        if lower in CDN_HEADER_NAMES:
+            return f"response header {name} is added by CDN edges"
+        if lower == "server" and _CDN_SERVER.search(value):
+            return f"Server: {value} is a CDN edge"
+    return None

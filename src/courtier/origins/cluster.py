@@ -1,0 +1,374 @@
+"""The clusterer: sites into origins (groups of sites that share servers), with the reasons.
+
+A pure function of the facts gathered per site; no I/O, no clock.
+
+Rules, strongest first:
+1. A site whose DNS lookup failed stays on its own (``dns-failure``).
+2. CDN edges are not origins. A CNAME chain is read up to its first CDN name; the links before
+   it are the platform's own names and still count. A site that is itself a CDN name, whose
+   chain reaches a CDN, whose addresses have CDN PTR names, or whose responses carry CDN
+   headers contributes no address.
+3. Sites sharing a CNAME chain link are one origin (``cname``, strong).
+4. Sites sharing an address that has a (non-CDN) PTR name are one origin: the PTR names the
+   server (``ptr-address``, strong).
+5. A shared address with no PTR name is indeterminate: it might be a shared server or a proxy
+   in front of several platforms. Header fingerprints decide, per address:
+   - no site there has a distinctive fingerprint: the address is taken for a shared server,
+     with low confidence (``shared-address``);
+   - one distinctive signature: its sites are one origin (``headers``); the others there join
+     it unless their server software contradicts it (``header-conflict``, they stay apart);
+   - several signatures: the address fronts several platforms; each signature is its own
+     origin, the sites without one stay apart.
+6. Conflicts never split a DNS grouping: a site whose distinctive signature differs from the
+   rest of its origin gets ``header-conflict`` evidence, which lowers its confidence.
+7. TLS certificates only raise or lower confidence (``courtier.origins.tls_evidence``).
+
+Origin ids are derived from the evidence: ``cname:<name>``, ``ptr:<name>``, ``hdr:<signature>``,
+``addr:<address>`` (the key shared by most of the origin's sites, in that order of preference;
+among CNAME links, the one deepest in the chain), or ``site:<host>`` for a site on its own. The
+same facts always give the same ids, in any order.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from courtier.origins.cdn import CdnRules
+from courtier.origins.dns_evidence import DnsFacts
+from courtier.origins.evidence import Evidence, Kind, combined_confidence
+from courtier.origins.header_evidence import HeaderFingerprint
+from courtier.origins.tls_evidence import TlsFacts, tls_relation
+
+CNAME_WEIGHT = 0.95
+PTR_WEIGHT = 0.9
+HEADER_WEIGHT = 0.85
+SHARED_ADDRESS_WEIGHT = 0.5
+OWN_ADDRESS_WEIGHT = 0.8
+CDN_WEIGHT = 0.6
+DNS_FAILURE_WEIGHT = 0.3
+HEADER_CONFLICT_WEIGHT = -0.25
+TLS_PEERS_COMPARED = 8  # a site's certificate is compared with this many others of its origin
+
+_KEY_PRIORITY = {"cname": 4, "ptr": 3, "hdr": 2, "addr": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class SiteFacts:
+    """Everything known about one site. ``headers`` and ``tls`` are None when not probed."""
+
+    host: str
+    dns: DnsFacts
+    headers: HeaderFingerprint | None = None
+    tls: TlsFacts | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    site: str
+    origin: str
+    confidence: float
+    evidence: tuple[Evidence, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "site": self.site,
+            "origin": self.origin,
+            "confidence": round(self.confidence, 3),
+            "evidence": [e.to_json() for e in self.evidence],
+        }
+
+
+class _Union:
+    def __init__(self, items: Iterable[str]) -> None:
+        self.parent = {item: item for item in items}
+
+    def find(self, item: str) -> str:
+        root = item
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[item] != root:
+            self.parent[item], item = root, self.parent[item]
+        return root
+
+    def union(self, items: Iterable[str]) -> None:
+        iterator = iter(items)
+        first = next(iterator, None)
+        if first is None:
+            return
+        root = self.find(first)
+        for item in iterator:
+            other = self.find(item)
+            if other != root:
+                self.parent[other] = root
+
+
+class _Clustering:
+    def __init__(self, facts: Mapping[str, SiteFacts], rules: CdnRules) -> None:
+        self.facts = facts
+        self.rules = rules
+        self.union = _Union(facts)
+        self.evidence: dict[str, list[Evidence]] = defaultdict(list)
+        self.keys: dict[str, set[str]] = defaultdict(set)
+        self.cdn: dict[str, str] = {}
+        self.depth: dict[str, int] = defaultdict(int)  # key -> deepest position in a chain
+
+    def run(self) -> dict[str, Assignment]:
+        usable = [f for f in self.facts.values() if self._usable(f)]
+        self._by_cname(usable)
+        self._by_address([f for f in usable if f.host not in self.cdn])
+        return self._assign()
+
+    def _usable(self, site: SiteFacts) -> bool:
+        if site.dns.error is not None:
+            self.evidence[site.host].append(
+                Evidence(
+                    Kind.DNS_FAILURE,
+                    site.dns.error.split(":", 1)[0],
+                    DNS_FAILURE_WEIGHT,
+                    site.dns.error,
+                )
+            )
+            return False
+        reason = (
+            self.rules.name_reason(site.host)
+            or self.rules.first_name_reason(site.dns.cname_chain)
+            or self.rules.first_name_reason(site.dns.ptr_names)
+            or (site.headers.cdn if site.headers is not None else None)
+        )
+        if reason is not None:
+            self.cdn[site.host] = reason
+            self.evidence[site.host].append(Evidence(Kind.CDN, "edge", CDN_WEIGHT, reason))
+        return True
+
+    def _platform_links(self, dns: DnsFacts) -> list[str]:
+        links = []
+        for name in dns.cname_chain:
+            if self.rules.name_reason(name) is not None:
+                break
+            links.append(name)
+        return links
+
+    def _by_cname(self, sites: list[SiteFacts]) -> None:
+        groups: dict[str, list[str]] = defaultdict(list)
+        for site in sites:
+            for depth, link in enumerate(self._platform_links(site.dns)):
+                groups[link].append(site.host)
+                self.depth[f"cname:{link}"] = max(self.depth[f"cname:{link}"], depth)
+        for link, hosts in groups.items():
+            if len(hosts) < 2:
+                continue
+            self.union.union(hosts)
+            detail = f"{len(hosts)} sites CNAME to {link}"
+            for host in hosts:
+                self.evidence[host].append(Evidence(Kind.CNAME, link, CNAME_WEIGHT, detail))
+                self.keys[host].add(f"cname:{link}")
+
+    def _by_address(self, sites: list[SiteFacts]) -> None:
+        groups: dict[str, list[SiteFacts]] = defaultdict(list)
+        ptr: dict[str, tuple[str, ...]] = {}
+        for site in sites:
+            for address in site.dns.addresses:
+                groups[address].append(site)
+                if site.dns.ptr.get(address):
+                    ptr[address] = site.dns.ptr[address]
+        for address, members in groups.items():
+            if len(members) < 2:
+                continue
+            names = ptr.get(address, ())
+            if names:
+                self._named_server(address, names, members)
+            else:
+                self._indeterminate(address, members)
+        for site in sites:
+            if all(len(groups[a]) < 2 for a in site.dns.addresses) and not self.keys[site.host]:
+                detail = "no other site resolves to " + ", ".join(site.dns.addresses)
+                self.evidence[site.host].append(
+                    Evidence(
+                        Kind.OWN_ADDRESS, ",".join(site.dns.addresses), OWN_ADDRESS_WEIGHT, detail
+                    )
+                )
+
+    def _named_server(self, address: str, names: tuple[str, ...], members: list[SiteFacts]) -> None:
+        hosts = [m.host for m in members]
+        self.union.union(hosts)
+        detail = f"{len(hosts)} sites resolve to {address}, the server {names[0]} (PTR)"
+        for host in hosts:
+            self.evidence[host].append(
+                Evidence(Kind.PTR_ADDRESS, f"{address} {names[0]}", PTR_WEIGHT, detail)
+            )
+            self.keys[host].add(f"ptr:{names[0]}")
+
+    def _indeterminate(self, address: str, members: list[SiteFacts]) -> None:
+        by_signature: dict[str, list[SiteFacts]] = defaultdict(list)
+        others: list[SiteFacts] = []
+        for member in members:
+            signature = member.headers.signature if member.headers is not None else None
+            if signature is None:
+                others.append(member)
+            else:
+                by_signature[signature].append(member)
+        if not by_signature:
+            self._shared_address(address, members)
+            return
+        for signature, holders in by_signature.items():
+            self.union.union(m.host for m in holders)
+            fingerprint = holders[0].headers
+            assert fingerprint is not None
+            detail = (
+                f"{len(holders)} sites on {address} answer with one fingerprint: "
+                f"{fingerprint.describe()}"
+            )
+            for holder in holders:
+                self.evidence[holder.host].append(
+                    Evidence(Kind.HEADERS, signature, HEADER_WEIGHT, detail)
+                )
+                self.keys[holder.host].update((f"hdr:{signature}", f"addr:{address}"))
+        if len(by_signature) == 1:
+            holders = next(iter(by_signature.values()))
+            self._join_or_conflict(address, holders, others)
+        else:
+            detail = f"{address} serves {len(by_signature)} different platforms: a shared proxy"
+            for member in members:
+                self.evidence[member.host].append(
+                    Evidence(Kind.HEADER_CONFLICT, address, HEADER_CONFLICT_WEIGHT, detail)
+                )
+
+    def _shared_address(self, address: str, members: list[SiteFacts]) -> None:
+        hosts = [m.host for m in members]
+        self.union.union(hosts)
+        detail = f"{len(hosts)} sites resolve to {address} (no PTR name, no distinctive headers)"
+        for host in hosts:
+            self.evidence[host].append(
+                Evidence(Kind.SHARED_ADDRESS, address, SHARED_ADDRESS_WEIGHT, detail)
+            )
+            self.keys[host].add(f"addr:{address}")
+
+    def _join_or_conflict(
+        self, address: str, holders: list[SiteFacts], others: list[SiteFacts]
+    ) -> None:
+        reference = holders[0].headers
+        assert reference is not None
+        joining = [holders[0].host]
+        for other in others:
+            if other.headers is not None and other.headers.conflicts_with(reference):
+                detail = (
+                    f"on {address} but its Server {other.headers.server!r} "
+                    f"is not {reference.server!r}"
+                )
+                self.evidence[other.host].append(
+                    Evidence(Kind.HEADER_CONFLICT, address, HEADER_CONFLICT_WEIGHT, detail)
+                )
+                continue
+            joining.append(other.host)
+            detail = (
+                f"shares {address} with {len(holders)} sites of one platform; "
+                "its own headers are not distinctive"
+            )
+            self.evidence[other.host].append(
+                Evidence(Kind.SHARED_ADDRESS, address, SHARED_ADDRESS_WEIGHT, detail)
+            )
+            self.keys[other.host].add(f"addr:{address}")
+        self.union.union(joining)
+
+    def _assign(self) -> dict[str, Assignment]:
+        clusters: dict[str, list[str]] = defaultdict(list)
+        for host in sorted(self.facts):
+            clusters[self.union.find(host)].append(host)
+        used: set[str] = set()
+        result: dict[str, Assignment] = {}
+        for members in sorted(clusters.values(), key=lambda m: m[0]):
+            origin = self._origin_id(members)
+            if origin in used:
+                origin = f"{origin}#{members[0]}"
+            used.add(origin)
+            self._header_conflicts(members)
+            self._tls(members)
+            for host in members:
+                evidence = tuple(self.evidence[host])
+                result[host] = Assignment(host, origin, combined_confidence(evidence), evidence)
+        return result
+
+    def _origin_id(self, members: list[str]) -> str:
+        if len(members) == 1:
+            return f"site:{members[0]}"
+        counts: dict[str, int] = defaultdict(int)
+        for host in members:
+            for key in self.keys[host]:
+                counts[key] += 1
+        # Most sites first; then the strongest kind; then the chain link closest to the servers,
+        # which stays the same when a new tenant CNAMEs straight to it.
+        return max(
+            counts,
+            key=lambda k: (counts[k], _KEY_PRIORITY[k.split(":", 1)[0]], self.depth.get(k, 0), k),
+        )
+
+    def _header_conflicts(self, members: list[str]) -> None:
+        """Within a DNS grouping, a minority signature contradicts the rest (rule 6)."""
+        signatures: dict[str, list[str]] = defaultdict(list)
+        for host in members:
+            headers = self.facts[host].headers
+            if headers is not None and headers.signature is not None:
+                signatures[headers.signature].append(host)
+        if len(signatures) < 2:
+            return
+        majority = max(signatures, key=lambda s: (len(signatures[s]), s))
+        for signature, hosts in signatures.items():
+            if signature == majority:
+                continue
+            detail = (
+                f"DNS groups it with {len(members)} sites, but its headers differ from most of them"
+            )
+            for host in hosts:
+                self.evidence[host].append(
+                    Evidence(Kind.HEADER_CONFLICT, signature, HEADER_CONFLICT_WEIGHT, detail)
+                )
+
+    def _tls(self, members: list[str]) -> None:
+        with_tls = [(h, self.facts[h].tls) for h in members if self.facts[h].tls is not None]
+        if len(with_tls) < 2:
+            return
+        for host, facts in with_tls:
+            assert facts is not None
+            peers = [p for p in with_tls[: TLS_PEERS_COMPARED + 1] if p[0] != host]
+            relations = []
+            for peer_host, peer_facts in peers[:TLS_PEERS_COMPARED]:
+                assert peer_facts is not None
+                relation = tls_relation(host, facts, peer_host, peer_facts)
+                if relation is not None:
+                    relations.append(relation)
+            positive = [r for r in relations if r.weight > 0]
+            if positive:
+                self.evidence[host].append(max(positive, key=lambda r: r.weight))
+            elif relations:
+                self.evidence[host].append(relations[0])
+
+
+def cluster(facts: Iterable[SiteFacts], rules: CdnRules | None = None) -> dict[str, Assignment]:
+    """Assign every site an origin, a confidence and the evidence for it (see module rules)."""
+    table = {f.host: f for f in sorted(facts, key=lambda f: f.host)}
+    return _Clustering(table, rules or CdnRules()).run()
+
+
+@dataclass(frozen=True, slots=True)
+class OriginChange:
+    site: str
+    old: str | None
+    new: str
+
+    def describe(self) -> str:
+        if self.old is None:
+            return f"{self.site}: origin {self.new}"
+        return f"{self.site}: origin {self.old} -> {self.new}"
+
+
+def origin_changes(
+    previous: Mapping[str, str], current: Mapping[str, Assignment]
+) -> list[OriginChange]:
+    """Sites whose origin differs from ``previous`` (new sites included, old=None)."""
+    return [
+        OriginChange(site, previous.get(site), a.origin)
+        for site, a in sorted(current.items())
+        if previous.get(site) != a.origin
+    ]

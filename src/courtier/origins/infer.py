@@ -1,0 +1,160 @@
+"""Origin inference: gather evidence for hosts with bounded concurrency, then cluster.
+
+Rules:
+- DNS first, for every host (``DnsEvidenceSource``, concurrency bounded there).
+- Header probes only where DNS is indeterminate and a probe can change the answer: a host with
+  no CNAME chain and no PTR name on its addresses, sharing an address with another known host.
+  A host is probed once; a host whose addresses are not all allowed is never probed.
+- Every call re-clusters all known hosts (new hosts can join or split existing origins) and
+  returns the sites whose origin changed; each change is logged on ``courtier.origins``.
+- ``recheck`` looks up again the hosts whose DNS facts have outlived their TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from courtier.origins.cdn import CdnRules
+from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
+from courtier.origins.dns_evidence import DnsFacts
+from courtier.origins.header_evidence import HeaderFingerprint
+from courtier.origins.probe import Probe
+
+logger = logging.getLogger("courtier.origins")
+
+Clock = Callable[[], float]
+
+
+class DnsSource(Protocol):
+    """Where DNS facts come from: ``DnsEvidenceSource``, or a table in tests."""
+
+    async def lookup(self, host: str) -> DnsFacts:
+        """The facts of ``host``; never raises (a failure is ``DnsFacts.error``)."""
+        ...
+
+    def forget_ptr(self) -> None:
+        """Drop any PTR answers kept between lookups."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceResult:
+    assignments: Mapping[str, Assignment]
+    changes: tuple[OriginChange, ...]
+    recheck_at: Mapping[str, float]
+    probed: int
+
+
+class OriginInference:
+    """The facts of every host seen so far, and the origins they give (see the module rules)."""
+
+    def __init__(
+        self,
+        dns: DnsSource,
+        *,
+        probe: Probe | None = None,
+        address_allowed: Callable[[str], bool] = lambda _address: False,
+        probe_concurrency: int = 32,
+        rules: CdnRules | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        self._dns = dns
+        self._probe = probe
+        self._allowed = address_allowed
+        self._probe_slots = asyncio.Semaphore(probe_concurrency)
+        self._rules = rules or CdnRules()
+        self._clock = clock
+        self._facts: dict[str, SiteFacts] = {}
+        self._probed: set[str] = set()
+        self._checked_at: dict[str, float] = {}
+        self._assignments: dict[str, Assignment] = {}
+
+    @property
+    def assignments(self) -> Mapping[str, Assignment]:
+        return self._assignments
+
+    def facts(self) -> Mapping[str, SiteFacts]:
+        """The facts of every known host, as the clusterer last saw them."""
+        return dict(self._facts)
+
+    def origin_of(self, host: str) -> str | None:
+        """The origin id of a known host (the politeness engine's ``origin`` key), or None."""
+        assignment = self._assignments.get(host)
+        return None if assignment is None else assignment.origin
+
+    def recheck_at(self) -> dict[str, float]:
+        return {host: self._checked_at[host] + facts.dns.ttl for host, facts in self._facts.items()}
+
+    async def add(self, hosts: Iterable[str]) -> InferenceResult:
+        """Look up hosts not seen before, probe where needed, re-cluster everything."""
+        new = [h for h in dict.fromkeys(hosts) if h not in self._facts]
+        await self._lookup(new)
+        return await self._finish()
+
+    async def recheck(self) -> InferenceResult:
+        """Look up again every host whose DNS facts have expired, then re-cluster."""
+        now = self._clock()
+        due = [host for host, at in self.recheck_at().items() if at <= now]
+        self._dns.forget_ptr()
+        await self._lookup(due)
+        return await self._finish()
+
+    async def _lookup(self, hosts: list[str]) -> None:
+        found = await asyncio.gather(*(self._dns.lookup(h) for h in hosts))
+        now = self._clock()
+        for facts in found:
+            old = self._facts.get(facts.host)
+            keep_headers = old is not None and old.dns.addresses == facts.addresses
+            if not keep_headers:
+                self._probed.discard(facts.host)
+            headers = old.headers if old is not None and keep_headers else None
+            tls = old.tls if old is not None else None
+            self._facts[facts.host] = SiteFacts(facts.host, facts, headers, tls)
+            self._checked_at[facts.host] = now
+
+    async def _finish(self) -> InferenceResult:
+        probed = await self._probe_indeterminate()
+        previous = {site: a.origin for site, a in self._assignments.items()}
+        self._assignments = cluster(self._facts.values(), self._rules)
+        changes = origin_changes(previous, self._assignments)
+        for change in changes:
+            if change.old is not None:
+                logger.info("origin changed: %s", change.describe())
+        return InferenceResult(dict(self._assignments), tuple(changes), self.recheck_at(), probed)
+
+    def _needs_probe(self, facts: DnsFacts, shared: Counter[str]) -> bool:
+        if facts.error is not None or facts.cname_chain or facts.ptr:
+            return False
+        if not any(shared[a] > 1 for a in facts.addresses):
+            return False
+        return all(self._allowed(a) for a in facts.addresses)
+
+    async def _probe_indeterminate(self) -> int:
+        if self._probe is None:
+            return 0
+        shared = Counter(a for f in self._facts.values() for a in f.dns.addresses)
+        todo = [
+            f
+            for host, f in self._facts.items()
+            if host not in self._probed and self._needs_probe(f.dns, shared)
+        ]
+        results = await asyncio.gather(*(self._probe_one(f) for f in todo))
+        for facts, headers in zip(todo, results, strict=True):
+            self._probed.add(facts.host)
+            self._facts[facts.host] = replace(facts, headers=headers)
+        return len(todo)
+
+    async def _probe_one(self, facts: SiteFacts) -> HeaderFingerprint | None:
+        assert self._probe is not None
+        async with self._probe_slots:
+            try:
+                return await self._probe(facts.host, facts.dns.addresses)
+            except Exception:  # a probe that breaks its contract must not stop inference
+                logger.exception("origin probe of %s failed", facts.host)
+                return None

@@ -1,0 +1,162 @@
+"""Origins in the crawl's SQLite store: site -> origin, confidence, evidence, when checked.
+
+Contract: the tables live in the same file as the frontier (``--store``), created here with
+``IF NOT EXISTS`` so this module never touches the frontier's own tables. One connection, used
+from one thread. ``save`` writes one batch in one transaction and records every change of a
+site's origin in ``origin_changes`` (a site seen for the first time is a change from nothing).
+``recheck_at`` is when the site's DNS facts expire (the smallest TTL of its answers).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from courtier.origins.cluster import Assignment, OriginChange
+from courtier.origins.evidence import Evidence
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS origin_sites (
+    site TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    evidence TEXT NOT NULL,
+    checked_at REAL NOT NULL,
+    recheck_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS origin_sites_origin ON origin_sites (origin);
+CREATE INDEX IF NOT EXISTS origin_sites_recheck ON origin_sites (recheck_at);
+CREATE TABLE IF NOT EXISTS origin_changes (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL,
+    old_origin TEXT,
+    new_origin TEXT NOT NULL,
+    changed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS origin_changes_site ON origin_changes (site);
+"""
+
+
+class OriginStoreError(Exception):
+    """The store file cannot be read as an origin store."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOrigin:
+    assignment: Assignment
+    checked_at: float
+    recheck_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChange:
+    change: OriginChange
+    changed_at: float
+
+
+class OriginStore:
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+        if not create and not Path(path).exists():
+            raise OriginStoreError(f"no store at {path}")
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path))
+            self._db.execute("PRAGMA busy_timeout = 5000")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise OriginStoreError(f"{path}: {exc}") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> OriginStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def origins(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT site, origin FROM origin_sites").fetchall())
+
+    def save(
+        self,
+        assignments: Iterable[Assignment],
+        checked_at: float,
+        recheck_at: Mapping[str, float],
+    ) -> list[OriginChange]:
+        """Upsert a batch; return (and log in ``origin_changes``) the sites whose origin moved."""
+        batch = list(assignments)
+        previous = self.origins()
+        changes = [
+            OriginChange(a.site, previous.get(a.site), a.origin)
+            for a in batch
+            if previous.get(a.site) != a.origin
+        ]
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO origin_sites (site, origin, confidence, evidence, checked_at, "
+                "recheck_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO UPDATE SET "
+                "origin = excluded.origin, confidence = excluded.confidence, "
+                "evidence = excluded.evidence, checked_at = excluded.checked_at, "
+                "recheck_at = excluded.recheck_at",
+                [
+                    (
+                        a.site,
+                        a.origin,
+                        a.confidence,
+                        json.dumps([e.to_json() for e in a.evidence]),
+                        checked_at,
+                        recheck_at.get(a.site, checked_at),
+                    )
+                    for a in batch
+                ],
+            )
+            self._db.executemany(
+                "INSERT INTO origin_changes (site, old_origin, new_origin, changed_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(c.site, c.old, c.new, checked_at) for c in changes],
+            )
+        return changes
+
+    def get(self, site: str) -> StoredOrigin | None:
+        row = self._db.execute(
+            "SELECT site, origin, confidence, evidence, checked_at, recheck_at "
+            "FROM origin_sites WHERE site = ?",
+            (site,),
+        ).fetchone()
+        return None if row is None else _stored(row)
+
+    def all(self) -> list[StoredOrigin]:
+        rows = self._db.execute(
+            "SELECT site, origin, confidence, evidence, checked_at, recheck_at "
+            "FROM origin_sites ORDER BY origin, site"
+        ).fetchall()
+        return [_stored(row) for row in rows]
+
+    def due(self, now: float) -> list[str]:
+        """Sites whose facts have expired and should be looked up again."""
+        rows = self._db.execute(
+            "SELECT site FROM origin_sites WHERE recheck_at <= ? ORDER BY recheck_at", (now,)
+        ).fetchall()
+        return [site for (site,) in rows]
+
+    def changes(self, site: str | None = None) -> list[StoredChange]:
+        query = "SELECT site, old_origin, new_origin, changed_at FROM origin_changes"
+        args: tuple[str, ...] = ()
+        if site is not None:
+            query += " WHERE site = ?"
+            args = (site,)
+        rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        return [StoredChange(OriginChange(s, old, new), at) for s, old, new, at in rows]
+
+
+def _stored(row: tuple[str, str, float, str, float, float]) -> StoredOrigin:
+    site, origin, confidence, evidence_text, checked_at, recheck_at = row
+    try:
+        evidence = tuple(Evidence.from_json(item) for item in json.loads(evidence_text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OriginStoreError(f"bad evidence stored for {site}: {exc}") from exc
+    return StoredOrigin(Assignment(site, origin, confidence, evidence), checked_at, recheck_at)

@@ -1,0 +1,1 @@
+"""Fixtures for the origin tests; ``facts`` (this directory) builds site facts by hand."""

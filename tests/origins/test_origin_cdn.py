@@ -1,0 +1,65 @@
+"""CDN edges are recognised from names (CNAME targets, PTR names) and from response headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from courtier.origins.cdn import CdnRules, headers_cdn_reason
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "d1234abcd.cloudfront.net",
+        "www.example.com.edgekey.net",
+        "shop.global.ssl.fastly.net",
+        "example.com.cdn.cloudflare.net.",
+        "a23-45-67-89.deploy.static.akamaitechnologies.com",
+        "cdn.simcdn.test",
+        "zone-1.kxcdn.com",
+        "files.cdn77.org",
+        "pull.b-cdn.net",
+    ],
+)
+def test_cdn_edge_names_are_recognised(name: str) -> None:
+    assert CdnRules().name_reason(name) is not None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "edge.platform-a.test",
+        "tenants.platform-a.test",
+        "web1.example.com",
+        "shops.myplatform.io",
+        "cdn-nectar-saffron30.test",
+        "www.cdnblog.example",
+    ],
+)
+def test_platform_names_are_not_cdn_edges(name: str) -> None:
+    assert CdnRules().name_reason(name) is None
+
+
+def test_configured_suffixes_add_to_the_known_ones() -> None:
+    rules = CdnRules(extra_suffixes=("edgeco.example",))
+    assert rules.name_reason("x.edgeco.example") is not None
+    assert rules.name_reason("d1.cloudfront.net") is not None
+    assert CdnRules().name_reason("x.edgeco.example") is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("Server", "nginx"), ("X-Cache", "HIT")],
+        [("CF-Ray", "8a1b2c3d4e5f-FRA"), ("Server", "cloudflare")],
+        [("Server", "SimCDN")],
+        [("Server", "AkamaiGHost")],
+        [("X-Amz-Cf-Id", "abc==")],
+    ],
+)
+def test_cdn_response_headers_are_recognised(headers: list[tuple[str, str]]) -> None:
+    assert headers_cdn_reason(headers) is not None
+
+
+def test_ordinary_server_headers_are_not_a_cdn() -> None:
+    assert headers_cdn_reason([("Server", "Apache/2.4.58"), ("X-Powered-By", "PHP/8.2")]) is None

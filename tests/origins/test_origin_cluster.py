@@ -1,0 +1,235 @@
+"""The clusterer: strong DNS evidence merges, headers decide shared addresses, CDNs never merge."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from origin_facts import failed, fingerprint, plinth, site
+
+from courtier.origins.cdn import CdnRules
+from courtier.origins.cluster import Assignment, OriginChange, cluster, origin_changes
+from courtier.origins.evidence import Kind
+from courtier.origins.tls_evidence import TlsFacts, tls_facts
+
+PTR = {"192.0.2.10": ("web1.host.example",), "192.0.2.11": ("web2.host.example",)}
+
+
+def kinds(a: Assignment) -> set[Kind]:
+    return {e.kind for e in a.evidence}
+
+
+def test_sites_sharing_a_cname_target_are_one_origin() -> None:
+    chain = ("tenants.platform.example", "edge.platform.example")
+    result = cluster(
+        [
+            site("a.test", "192.0.2.10", cname=chain),
+            site("b.test", "192.0.2.10", cname=chain),
+            site("c.test", "198.51.100.7"),
+        ]
+    )
+    assert result["a.test"].origin == result["b.test"].origin == "cname:edge.platform.example"
+    assert Kind.CNAME in kinds(result["a.test"])
+    assert result["c.test"].origin == "site:c.test"
+
+
+def test_the_origin_id_stays_when_a_tenant_cnames_straight_to_the_deepest_link() -> None:
+    chain = ("tenants.platform.example", "edge.platform.example")
+    before = cluster([site(h, "192.0.2.10", cname=chain) for h in ("a.test", "b.test")])
+    after = cluster(
+        [
+            *(site(h, "192.0.2.10", cname=chain) for h in ("a.test", "b.test")),
+            site("c.test", "192.0.2.10", cname=("edge.platform.example",)),
+        ]
+    )
+    assert origin_changes({s: a.origin for s, a in before.items()}, after) == [
+        OriginChange("c.test", None, "cname:edge.platform.example")
+    ]
+
+
+def test_a_shared_address_with_a_ptr_name_is_one_origin() -> None:
+    result = cluster(
+        [
+            site("a.test", "192.0.2.10", ptr={"192.0.2.10": PTR["192.0.2.10"]}),
+            site("b.test", "192.0.2.10", ptr={"192.0.2.10": PTR["192.0.2.10"]}),
+        ]
+    )
+    assert result["a.test"].origin == result["b.test"].origin == "ptr:web1.host.example"
+    assert result["a.test"].confidence >= 0.9
+
+
+def test_a_site_on_its_own_address_is_its_own_origin() -> None:
+    result = cluster([site("a.test", "192.0.2.1"), site("b.test", "192.0.2.2")])
+    assert result["a.test"].origin == "site:a.test"
+    assert result["b.test"].origin == "site:b.test"
+    assert kinds(result["a.test"]) == {Kind.OWN_ADDRESS}
+
+
+def test_an_unexplained_shared_address_merges_with_low_confidence_when_not_probed() -> None:
+    result = cluster([site("a.test", "192.0.2.5"), site("b.test", "192.0.2.5")])
+    assert result["a.test"].origin == result["b.test"].origin == "addr:192.0.2.5"
+    assert kinds(result["a.test"]) == {Kind.SHARED_ADDRESS}
+    assert result["a.test"].confidence < 0.6
+
+
+def test_a_shared_header_signature_on_a_shared_address_is_one_origin() -> None:
+    result = cluster([site(h, "192.0.2.5", headers=plinth(h)) for h in ("a.test", "b.test")])
+    assert result["a.test"].origin == result["b.test"].origin
+    assert result["a.test"].origin.startswith("hdr:")
+    assert Kind.HEADERS in kinds(result["a.test"])
+    assert result["a.test"].confidence >= 0.85
+
+
+def test_a_site_whose_server_contradicts_the_platform_stays_apart() -> None:
+    result = cluster(
+        [
+            site("a.test", "192.0.2.5", headers=plinth("a.test")),
+            site("b.test", "192.0.2.5", headers=plinth("b.test")),
+            site("odd.test", "192.0.2.5", headers=fingerprint("odd.test", server="Apache")),
+            site("quiet.test", "192.0.2.5"),
+        ]
+    )
+    assert result["odd.test"].origin == "site:odd.test"
+    assert Kind.HEADER_CONFLICT in kinds(result["odd.test"])
+    # Not probed: nothing contradicts the shared address, so it joins, with low confidence.
+    assert result["quiet.test"].origin == result["a.test"].origin
+    assert result["quiet.test"].confidence < result["a.test"].confidence
+
+
+def test_two_platforms_behind_one_address_are_two_origins() -> None:
+    other = fingerprint("x", ("X-Other-Platform", "1"), server="OtherServer")
+    result = cluster(
+        [
+            site("a.test", "192.0.2.5", headers=plinth("a.test")),
+            site("b.test", "192.0.2.5", headers=plinth("b.test")),
+            site("c.test", "192.0.2.5", headers=other),
+            site("d.test", "192.0.2.5", headers=other),
+        ]
+    )
+    assert result["a.test"].origin == result["b.test"].origin
+    assert result["c.test"].origin == result["d.test"].origin
+    assert result["a.test"].origin != result["c.test"].origin
+    assert Kind.HEADER_CONFLICT in kinds(result["a.test"])
+
+
+def test_sites_behind_one_cdn_are_not_merged() -> None:
+    result = cluster(
+        [
+            site("a.test", "203.0.113.9", cname=("d111.cloudfront.net",)),
+            site("b.test", "203.0.113.9", cname=("d222.cloudfront.net",)),
+            site("c.test", "203.0.113.9", cname=("d111.cloudfront.net",)),
+        ]
+    )
+    assert len({a.origin for a in result.values()}) == 3
+    assert all(Kind.CDN in kinds(a) for a in result.values())
+
+
+def test_a_platform_name_before_the_cdn_in_the_chain_still_merges() -> None:
+    chain = ("shops.platform.example", "platform.example.cdn.cloudflare.net")
+    result = cluster(
+        [site("a.test", "203.0.113.9", cname=chain), site("b.test", "203.0.113.9", cname=chain)]
+    )
+    assert result["a.test"].origin == result["b.test"].origin == "cname:shops.platform.example"
+
+
+def test_cdn_headers_on_a_shared_address_prevent_a_merge() -> None:
+    edge = fingerprint("x", ("CF-Ray", "1-FRA"), ("X-Shop", "1"), server="cloudflare")
+    result = cluster([site(h, "203.0.113.9", headers=edge) for h in ("a.test", "b.test")])
+    assert result["a.test"].origin != result["b.test"].origin
+
+
+def test_cdn_ptr_names_prevent_a_merge() -> None:
+    ptr = {"203.0.113.9": ("a203-0-113-9.deploy.static.akamaitechnologies.com",)}
+    result = cluster([site(h, "203.0.113.9", ptr=ptr) for h in ("a.test", "b.test")])
+    assert result["a.test"].origin != result["b.test"].origin
+
+
+def test_configured_cdn_suffixes_are_honoured() -> None:
+    facts = [site(h, "203.0.113.9", cname=("edge.edgeco.example",)) for h in ("a.test", "b.test")]
+    assert cluster(facts)["a.test"].origin == cluster(facts)["b.test"].origin
+    rules = CdnRules(extra_suffixes=("edgeco.example",))
+    assert cluster(facts, rules)["a.test"].origin != cluster(facts, rules)["b.test"].origin
+
+
+def test_a_site_whose_dns_failed_stays_alone() -> None:
+    result = cluster([failed("gone.test"), site("a.test", "192.0.2.5")])
+    assert result["gone.test"].origin == "site:gone.test"
+    assert kinds(result["gone.test"]) == {Kind.DNS_FAILURE}
+
+
+def test_headers_contradicting_dns_lower_confidence_but_do_not_split() -> None:
+    chain = ("tenants.platform.example",)
+    other = fingerprint("x", ("X-Other-Platform", "1"), server="OtherServer")
+    facts = [
+        site(f"t{i}.test", "192.0.2.10", cname=chain, headers=plinth(f"t{i}")) for i in range(3)
+    ]
+    facts.append(site("odd.test", "192.0.2.10", cname=chain, headers=other))
+    result = cluster(facts)
+    assert result["odd.test"].origin == result["t0.test"].origin
+    assert Kind.HEADER_CONFLICT in kinds(result["odd.test"])
+    assert result["odd.test"].confidence < result["t0.test"].confidence
+
+
+def _cert(serial: str, der: bytes, *names: str, issuer: str = "CA") -> TlsFacts:
+    return tls_facts(
+        {
+            "issuer": ((("organizationName", issuer),),),
+            "serialNumber": serial,
+            "subjectAltName": tuple(("DNS", n) for n in names),
+        },
+        der,
+    )
+
+
+def test_one_certificate_alone_never_merges_sites() -> None:
+    cert = _cert("1", b"shared", "a.test", "b.test")
+    result = cluster(
+        [
+            site("a.test", "192.0.2.1", tls=cert),
+            site("b.test", "192.0.2.2", tls=cert),
+        ]
+    )
+    assert result["a.test"].origin != result["b.test"].origin
+
+
+def test_a_shared_certificate_raises_and_different_issuers_lower_confidence() -> None:
+    shared = _cert("1", b"shared", "a.test", "b.test")
+    plain = cluster([site(h, "192.0.2.5") for h in ("a.test", "b.test")])
+    backed = cluster([site(h, "192.0.2.5", tls=shared) for h in ("a.test", "b.test")])
+    mixed = cluster(
+        [
+            site("a.test", "192.0.2.5", tls=_cert("1", b"one", "a.test", issuer="CA one")),
+            site("b.test", "192.0.2.5", tls=_cert("2", b"two", "b.test", issuer="CA two")),
+        ]
+    )
+    assert backed["a.test"].confidence > plain["a.test"].confidence
+    assert Kind.TLS in kinds(backed["a.test"])
+    assert mixed["a.test"].confidence < plain["a.test"].confidence
+    assert Kind.TLS_CONFLICT in kinds(mixed["a.test"])
+
+
+def test_a_new_host_on_a_known_address_changes_the_origin_and_the_change_is_reported() -> None:
+    before = cluster([site("a.test", "192.0.2.5")])
+    after = cluster([site("a.test", "192.0.2.5"), site("new.test", "192.0.2.5")])
+    changes = origin_changes({s: a.origin for s, a in before.items()}, after)
+    assert {(c.site, c.old, c.new) for c in changes} == {
+        ("a.test", "site:a.test", "addr:192.0.2.5"),
+        ("new.test", None, "addr:192.0.2.5"),
+    }
+
+
+def test_the_same_facts_give_the_same_origins_whatever_their_order() -> None:
+    facts = [
+        site("a.test", "192.0.2.5", headers=plinth("a.test")),
+        site("b.test", "192.0.2.5", headers=plinth("b.test")),
+        site("c.test", "192.0.2.10", cname=("x.platform.example",)),
+        site("d.test", "192.0.2.11", cname=("x.platform.example",)),
+        site("e.test", "192.0.2.12"),
+    ]
+    assert cluster(facts) == cluster(list(reversed(facts)))
+
+
+@given(st.lists(st.integers(min_value=1, max_value=250), min_size=1, max_size=30, unique=True))
+def test_sites_on_distinct_addresses_without_cnames_are_never_merged(octets: list[int]) -> None:
+    facts = [site(f"s{o}.test", f"198.51.100.{o}", headers=plinth(f"s{o}")) for o in octets]
+    result = cluster(facts)
+    assert len({a.origin for a in result.values()}) == len(octets)

@@ -1,0 +1,131 @@
+"""Orchestration: probe only where DNS is indeterminate, never past the guard, re-check on TTL."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import pytest
+from origin_facts import plinth
+
+from courtier.origins.dns_evidence import DnsFacts
+from courtier.origins.header_evidence import HeaderFingerprint
+from courtier.origins.infer import OriginInference
+
+
+class TableDns:
+    """DNS facts from a table that tests can change; counts lookups."""
+
+    def __init__(self, table: Mapping[str, DnsFacts]) -> None:
+        self.table = dict(table)
+        self.lookups: list[str] = []
+
+    async def lookup(self, host: str) -> DnsFacts:
+        self.lookups.append(host)
+        return self.table.get(host, DnsFacts(host, error="nxdomain: not in the table"))
+
+    def forget_ptr(self) -> None:
+        pass
+
+
+class RecordingProbe:
+    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.fail = fail
+
+    async def __call__(self, host: str, addresses: tuple[str, ...]) -> HeaderFingerprint | None:
+        self.calls.append((host, addresses))
+        if host in self.fail:
+            raise RuntimeError("probe exploded")
+        return plinth(host)
+
+
+def _dns(host: str, *addresses: str, cname: tuple[str, ...] = (), ttl: float = 300.0) -> DnsFacts:
+    return DnsFacts(host, cname, addresses, {}, ttl)
+
+
+WORLD = {
+    "t1.test": _dns("t1.test", "10.0.0.5"),
+    "t2.test": _dns("t2.test", "10.0.0.5"),
+    "c1.test": _dns("c1.test", "10.0.0.9", cname=("p.platform.test",)),
+    "c2.test": _dns("c2.test", "10.0.0.9", cname=("p.platform.test",)),
+    "solo.test": _dns("solo.test", "10.0.0.7"),
+    "bad1.test": _dns("bad1.test", "10.0.0.5", "192.168.1.1"),
+    "bad2.test": _dns("bad2.test", "192.168.1.1"),
+}
+
+
+def _allowed(address: str) -> bool:
+    return address.startswith("10.")
+
+
+async def test_only_hosts_on_an_unexplained_shared_address_are_probed() -> None:
+    probe = RecordingProbe()
+    inference = OriginInference(TableDns(WORLD), probe=probe, address_allowed=_allowed)
+    result = await inference.add(["t1.test", "t2.test", "c1.test", "c2.test", "solo.test"])
+    assert sorted(host for host, _ in probe.calls) == ["t1.test", "t2.test"]
+    assert result.probed == 2
+    assert result.assignments["t1.test"].origin == result.assignments["t2.test"].origin
+    assert result.assignments["c1.test"].origin == "cname:p.platform.test"
+
+
+async def test_a_host_with_any_refused_address_is_never_probed() -> None:
+    probe = RecordingProbe()
+    inference = OriginInference(TableDns(WORLD), probe=probe, address_allowed=_allowed)
+    await inference.add(["t1.test", "bad1.test", "bad2.test"])
+    probed = {host for host, _ in probe.calls}
+    assert "bad1.test" not in probed and "bad2.test" not in probed
+    assert all(_allowed(a) for _, addresses in probe.calls for a in addresses)
+
+
+async def test_a_host_is_probed_once_and_a_newcomer_regroups_the_known_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    probe = RecordingProbe()
+    inference = OriginInference(TableDns(WORLD), probe=probe, address_allowed=_allowed)
+    first = await inference.add(["t1.test", "solo.test"])
+    assert probe.calls == []  # alone on its address: nothing to decide
+    assert first.assignments["t1.test"].origin == "site:t1.test"
+    with caplog.at_level(logging.INFO, logger="courtier.origins"):
+        second = await inference.add(["t2.test", "t1.test"])
+    assert sorted(host for host, _ in probe.calls) == ["t1.test", "t2.test"]
+    assert {(c.site, c.old) for c in second.changes} == {
+        ("t1.test", "site:t1.test"),
+        ("t2.test", None),
+    }
+    assert "t1.test: origin site:t1.test -> hdr:" in caplog.text
+    await inference.add(["t1.test", "t2.test"])
+    assert len(probe.calls) == 2
+
+
+async def test_expired_facts_are_looked_up_again_and_a_move_drops_old_headers() -> None:
+    now = [1000.0]
+    dns = TableDns(WORLD | {"t1.test": _dns("t1.test", "10.0.0.5", ttl=60.0)})
+    probe = RecordingProbe()
+    inference = OriginInference(dns, probe=probe, address_allowed=_allowed, clock=lambda: now[0])
+    await inference.add(["t1.test", "t2.test"])
+    dns.lookups.clear()
+    now[0] += 61.0
+    dns.table["t1.test"] = _dns("t1.test", "10.0.0.6", ttl=60.0)
+    result = await inference.recheck()
+    assert dns.lookups == ["t1.test"]
+    assert result.assignments["t1.test"].origin == "site:t1.test"
+    assert inference.origin_of("t2.test") == "site:t2.test"
+    assert inference.origin_of("unknown.test") is None
+
+
+async def test_a_failing_probe_does_not_stop_inference() -> None:
+    probe = RecordingProbe(fail=frozenset({"t1.test"}))
+    inference = OriginInference(TableDns(WORLD), probe=probe, address_allowed=_allowed)
+    result = await inference.add(["t1.test", "t2.test"])
+    # t1 has no headers: it joins the one signature on its address, with low confidence.
+    assert result.assignments["t1.test"].origin == result.assignments["t2.test"].origin
+    assert result.assignments["t1.test"].confidence < result.assignments["t2.test"].confidence
+
+
+async def test_without_a_probe_dns_alone_decides() -> None:
+    inference = OriginInference(TableDns(WORLD), address_allowed=_allowed)
+    result = await inference.add(["t1.test", "t2.test", "nowhere.test"])
+    assert result.probed == 0
+    assert result.assignments["t1.test"].origin == "addr:10.0.0.5"
+    assert result.assignments["nowhere.test"].origin == "site:nowhere.test"
