@@ -1,8 +1,9 @@
 """Crawl configuration: defaults < TOML file < ``-s section.key=value`` overrides.
 
-The file is grouped by stage (``[crawl]``, ``[fetch]``, ``[politeness]``, ``[robots]``,
-``[frontier]``). Every value has a default here, so a crawl needs no file at all. Unknown
-sections or keys are an error: a typo must not silently fall back to a default.
+The file is grouped by stage (``[crawl]``, ``[fetch]``, ``[politeness]``, ``[robots]``) and
+has one table of limits per key type (``[limits.site]``, ``[limits.origin]``, ...). Every
+value has a default here, so a crawl needs no file at all. Unknown sections or keys are an
+error: a typo must not silently fall back to a default.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import dataclasses
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from courtier import __version__
+from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams
+from courtier.politeness.keys import DEFAULT_KEY_TYPE_PARAMS, KeyType, LimitPolicy
 
 
 class ConfigError(ValueError):
@@ -67,15 +71,49 @@ class FetchSection:
 
 
 @dataclass(frozen=True, slots=True)
-class PolitenessSection:
-    site_interval: float = 1.0
-    """Seconds between request starts on one site (robots Crawl-delay only ever raises it)."""
-    origin_rate: float = 2.0
-    """Cost units per second for all sites inferred to share an origin (servers)."""
-    origin_burst: float = 0.0
-    """Burst tolerance of an origin key, seconds."""
-    slot_width: float = 0.25
+class KeyLimits:
+    """Limits of one key type: ``[limits.<type>]`` in the file, ``-s limits.<type>.rate=..``."""
+
+    rate: float
+    """Cost units per second (requests per second for site keys, which are not weighted)."""
+    burst: float = 0.0
+    """Burst tolerance, seconds: how far ahead of its schedule a request may start."""
+    slot_width: float = DEFAULT_SLOT_WIDTH
     """Seconds a request may start after its booked slot opens before it forfeits the slot."""
+
+    def __post_init__(self) -> None:
+        KeyParams.from_rate(self.rate, self.burst, self.slot_width)  # validates
+
+    @classmethod
+    def default(cls, key_type: KeyType) -> KeyLimits:
+        params = DEFAULT_KEY_TYPE_PARAMS[key_type]
+        return cls(params.rate, params.burst, params.slot_width)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsSection:
+    """Per key type (DESIGN.md "Limits"): a site; all sites sharing an origin's servers; an
+    object-store bucket; a CDN, and its cache misses (counted against the origin); an image
+    service."""
+
+    site: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.SITE))
+    origin: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.ORIGIN))
+    bucket: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.BUCKET))
+    cdn: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.CDN))
+    cdn_miss: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.CDN_MISS))
+    imgsvc: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.IMGSVC))
+
+    def policy(self) -> LimitPolicy:
+        """The limiter's view: these limits by key type."""
+        table = {
+            key_type.value: dataclasses.asdict(getattr(self, key_type.value.replace("-", "_")))
+            for key_type in KeyType
+        }
+        return LimitPolicy.from_config(table)
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessSection:
     max_lead: float = 10.0
     """A key is never booked further ahead than this; work beyond waits in the frontier."""
     start_margin: float = 0.02
@@ -121,6 +159,12 @@ class Config:
     fetch: FetchSection = field(default_factory=FetchSection)
     politeness: PolitenessSection = field(default_factory=PolitenessSection)
     robots: RobotsSection = field(default_factory=RobotsSection)
+    limits: LimitsSection = field(default_factory=LimitsSection)
+
+    @property
+    def site_interval(self) -> float:
+        """Seconds between request starts on one site (Crawl-delay only ever raises it)."""
+        return 1.0 / self.limits.site.rate
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {f.name: dataclasses.asdict(getattr(self, f.name)) for f in fields(self)}
@@ -150,23 +194,36 @@ def _coerce(section: str, key: str, current: Any, value: Any) -> Any:
     return value
 
 
-def apply(config: Config, values: Mapping[str, Mapping[str, Any]]) -> Config:
+def _apply_table(name: str, current: Any, table: Any) -> Any:
+    """``current`` (a settings dataclass) with ``table`` applied, recursively, type-checked."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"[{name}] must be a table")
+    known = {f.name: f for f in fields(current)}
+    updates = {}
+    for key, value in table.items():
+        attribute = str(key).replace("-", "_")
+        if attribute not in known:
+            options = ", ".join(sorted(known))
+            raise ConfigError(f"unknown setting {name}.{key} (known: {options})")
+        old = getattr(current, attribute)
+        if dataclasses.is_dataclass(old):
+            updates[attribute] = _apply_table(f"{name}.{key}", old, value)
+        else:
+            updates[attribute] = _coerce(name, str(key), old, value)
+    try:
+        return replace(current, **updates)
+    except ValueError as exc:
+        raise ConfigError(f"[{name}]: {exc}") from None
+
+
+def apply(config: Config, values: Mapping[str, Any]) -> Config:
     """Return ``config`` with ``values`` ({section: {key: value}}) applied, type-checked."""
     sections = {f.name for f in fields(config)}
     changes: dict[str, Any] = {}
     for section, table in values.items():
         if section not in sections:
             raise ConfigError(f"unknown section [{section}] (known: {', '.join(sorted(sections))})")
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"[{section}] must be a table")
-        current = getattr(config, section)
-        known = {f.name for f in fields(current)}
-        updates = {}
-        for key, value in table.items():
-            if key not in known:
-                raise ConfigError(f"unknown key {section}.{key}")
-            updates[key] = _coerce(section, key, getattr(current, key), value)
-        changes[section] = replace(current, **updates)
+        changes[section] = _apply_table(section, getattr(config, section), table)
     return replace(config, **changes)
 
 
@@ -180,8 +237,11 @@ def load(path: Path | None = None, overrides: Iterable[str] = ()) -> Config:
             raise ConfigError(f"{path}: {exc}") from None
     for item in overrides:
         name, sep, value = item.partition("=")
-        section, dot, key = name.strip().partition(".")
-        if not sep or not dot:
+        words = name.strip().split(".")
+        if not sep or len(words) < 2 or not all(words):
             raise ConfigError(f"override {item!r} is not of the form section.key=value")
-        config = apply(config, {section: {key: value.strip()}})
+        nested: Any = value.strip()
+        for word in reversed(words[1:]):
+            nested = {word: nested}
+        config = apply(config, {words[0]: nested})
     return config

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from courtier.config import Config, CrawlSection, PolitenessSection, RobotsSection
+from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection
 from courtier.frontier.store import SiteState, SqliteFrontier
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
@@ -117,10 +117,11 @@ def make_crawler(
     # these tests about the site rules; the origin test below sets a real one.
     config = Config(
         crawl=replace(CrawlSection(), flush_interval=0.05),
-        politeness=replace(
-            PolitenessSection(), site_interval=interval, origin_rate=origin_rate, slot_width=0.05
+        limits=replace(
+            LimitsSection(),
+            site=KeyLimits(1.0 / interval, slot_width=0.05),
+            origin=KeyLimits(origin_rate, slot_width=0.05),
         ),
-        robots=RobotsSection(),
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     names = [*hosts, "outside.test"]

@@ -30,7 +30,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="override one setting (repeatable), e.g. -s politeness.site_interval=2",
+        help="override one setting (repeatable), e.g. -s limits.origin.rate=4",
     )
 
 

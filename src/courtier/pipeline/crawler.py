@@ -61,7 +61,7 @@ from courtier.politeness.backoff import (
     parse_retry_after,
 )
 from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
-from courtier.politeness.keys import CostModel, guess_origin
+from courtier.politeness.keys import CostModel, KeyType, LimitKey, guess_origin
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
@@ -186,6 +186,7 @@ class Crawler:
         self._tats: dict[str, float] = {}
         """GCRA state of every limit key (the embedded default keeps it in memory)."""
         self._costs = CostModel()
+        self._policy = config.limits.policy()
         self._lookups = asyncio.Semaphore(64)
         """Origin lookups at once: a start-up burst must not flood the resolver."""
         self._origin_latency: dict[str, LatencyState] = {}
@@ -209,7 +210,7 @@ class Crawler:
         )
         params = config.politeness
         self._backoff_params = BackoffParams(
-            base_interval=params.site_interval,
+            base_interval=config.site_interval,
             default_retry_after=params.default_retry_after,
             max_backoff=params.max_backoff,
             suspend_after=params.suspend_after_errors,
@@ -286,7 +287,7 @@ class Crawler:
         schemes = {u.site: u.scheme for u in self.seeds}
         assert self._loop is not None
         start = self._loop.time()
-        interval = self.config.politeness.site_interval
+        interval = self.config.site_interval
         for site in self._scope:
             self._sites[site] = SiteRuntime(
                 site=site,
@@ -396,23 +397,21 @@ class Crawler:
         self._arm(rt)
 
     def _limits_for(self, rt: SiteRuntime) -> tuple[Limit, ...]:
-        politeness = self.config.politeness
+        # The site key's interval is the site's own: Crawl-delay, backoff and latency
+        # feedback on top of [limits.site]; the other keys take [limits.<type>] as they are,
+        # an origin slowed by its own latency feedback.
+        limits = self.config.limits
         site = Limit(
             f"site:{rt.site}",
-            KeyParams(rt.interval, 0.0, politeness.slot_width, weighted=False),
+            KeyParams(rt.interval, limits.site.burst, limits.site.slot_width, weighted=False),
         )
         if rt.origin is None or rt.origin is _UNRESOLVED:
             return (site,)
+        params = self._policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
         factor = self._origin_latency.get(rt.origin, _FULL_RATE).factor
-        origin = Limit(
-            f"origin:{rt.origin}",
-            KeyParams(
-                1.0 / (politeness.origin_rate * factor),
-                politeness.origin_burst,
-                politeness.slot_width,
-            ),
-        )
-        return (site, origin)
+        if factor < 1.0:
+            params = dataclasses.replace(params, interval=params.interval / factor)
+        return (site, Limit(f"origin:{rt.origin}", params))
 
     def _start_origin_lookup(self, rt: SiteRuntime) -> None:
         """Resolve the host once before its first booking, to know which origin it books on."""
