@@ -1,0 +1,376 @@
+"""The frontier store interface: what every backend (SQLite, PostgreSQL) promises.
+
+Rules every backend keeps:
+- **Batches.** Every method that writes runs in exactly one transaction, whatever the number
+  of rows; the engine collects work and hands it over in batches, never one URL at a time.
+- **One row per canonical URL.** Writing a URL that is already known changes nothing (apart
+  from the lane upgrade below), so the store is the last line of deduplication; the bounded
+  cache in ``courtier.frontier.dedup`` only saves the writes.
+- **Status, lane, next due time.** A URL is *due* when its ``next_due`` has passed and it is
+  not leased. A new URL is due at once. A fetched URL falls due again after its refresh
+  interval (``courtier.frontier.refresh``: the fingerprint of the content decides whether the
+  interval grows or shrinks). A URL refused (robots.txt) or failed before any successful fetch
+  never falls due again; one that fails after a success keeps its schedule.
+- **Lanes serve in order.** ``FASTLANE`` (an operator's one-off recrawl) before ``FRESHLANE``
+  (configured fast sources and the links they reveal) before ``REFRESH`` before
+  ``DISCOVERY``; within a lane, the earliest due first, then the oldest row. After a fetch a
+  URL goes back to ``FRESHLANE`` if it is a configured fast source, else to ``REFRESH``: a
+  fastlane request is one-off.
+- **Leases.** Leasing marks URLs leased and takes them out of the due set in the same
+  transaction, so nothing is handed out twice. ``release_leases`` puts leased URLs back (due
+  at once): that is how a stopped crawl resumes and how a dead worker's URLs return.
+- **Host links.** ``host_links`` aggregates links between hosts (horizon and seed alike),
+  which is the graph PageRank ranks.
+
+Times are seconds on the caller's clock (the engine passes ``time.time()``); no backend reads
+a clock itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final, Protocol
+
+from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
+
+DEFAULT_REFRESH_POLICY: Final = RefreshPolicy()
+
+
+class FrontierError(RuntimeError):
+    """The store cannot do what was asked (bad file, lost server, malformed argument)."""
+
+
+class UrlStatus(IntEnum):
+    QUEUED = 0  # known, never fetched
+    LEASED = 1  # handed to a fetcher, outcome pending
+    DONE = 2  # last fetch answered (any HTTP status)
+    REFUSED = 3  # not fetched: robots.txt or policy said no
+    FAILED = 4  # last fetch failed for good (after the engine's retries)
+
+
+class SiteState:
+    SEED = "seed"
+    HORIZON = "horizon"
+    REQUESTED = "requested"
+    SUSPENDED = "suspended"
+
+
+class UrlLane(IntEnum):
+    """Scheduling lanes; a lower value is served first."""
+
+    FASTLANE = 0
+    FRESHLANE = 1
+    REFRESH = 2
+    DISCOVERY = 3
+
+
+@dataclass(frozen=True, slots=True)
+class NewUrl:
+    canonical: str
+    fetch_url: str
+    site: str
+    depth: int
+    redirects: int = 0
+    lane: UrlLane = UrlLane.DISCOVERY
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedUrl:
+    id: int
+    fetch_url: str
+    site: str
+    depth: int
+    redirects: int
+    lane: UrlLane = UrlLane.DISCOVERY
+
+
+@dataclass(frozen=True, slots=True)
+class DueUrl:
+    id: int
+    canonical: str
+    fetch_url: str
+    site: str
+    depth: int
+    redirects: int
+    lane: UrlLane
+    next_due: float
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one leased URL ended. ``fingerprint`` is the content fingerprint of a successful
+    fetch (``courtier.frontier.fingerprint``); None when there is no content to compare."""
+
+    url_id: int
+    status: UrlStatus
+    http_status: int | None
+    fetched_at: float
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HorizonLink:
+    canonical: str
+    site: str
+    from_site: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostEdge:
+    """``links`` links seen from pages of host ``src`` to pages of host ``dst``."""
+
+    src: str
+    dst: str
+    links: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What one ingest wrote: rows really inserted and the sites that received them."""
+
+    offered: int
+    inserted: int
+    sites: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PageSchedule:
+    """Everything the store keeps for scheduling one URL (for inspection and tests)."""
+
+    id: int
+    canonical: str
+    site: str
+    depth: int
+    status: UrlStatus
+    lane: UrlLane
+    next_due: float | None
+    refresh_interval: float | None
+    fingerprint: str | None
+    unchanged_fetches: int
+    importance: Importance
+    freshlane: bool
+    fetched_at: float | None
+    http_status: int | None
+
+
+# -- the refresh rule every backend applies to an outcome -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    """The stored refresh state of a URL before an outcome is applied."""
+
+    fingerprint: str | None
+    refresh_interval: float | None
+    unchanged_fetches: int
+    importance: Importance
+    freshlane: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleUpdate:
+    status: UrlStatus
+    lane: UrlLane
+    fingerprint: str | None
+    refresh_interval: float | None
+    unchanged_fetches: int
+    next_due: float | None
+
+
+def schedule_after(row: ScheduleRow, outcome: Outcome, policy: RefreshPolicy) -> ScheduleUpdate:
+    """The URL's state after ``outcome`` (pure; the module rules say why).
+
+    - DONE with a fingerprint: the refresh policy grows or shrinks the interval;
+    - DONE without one (a redirect, an error page, a body we do not fingerprint): the interval
+      holds (the class's initial interval on a first fetch);
+    - a configured fast source keeps its fixed interval whatever the content did;
+    - FAILED: the schedule holds when the URL was fetched before, else it is never due;
+    - REFUSED: never due.
+    """
+    lane = UrlLane.FRESHLANE if row.freshlane else UrlLane.REFRESH
+    keep = ScheduleUpdate(
+        outcome.status,
+        lane,
+        row.fingerprint,
+        row.refresh_interval,
+        row.unchanged_fetches,
+        None,
+    )
+    if outcome.status is UrlStatus.QUEUED or outcome.status is UrlStatus.LEASED:
+        raise FrontierError(f"outcome of URL {outcome.url_id} cannot be {outcome.status.name}")
+    if outcome.status is UrlStatus.REFUSED:
+        return keep
+    if outcome.status is UrlStatus.FAILED:
+        if row.refresh_interval is None:
+            return keep
+        return _with_due(keep, outcome.fetched_at + row.refresh_interval)
+    if not math.isfinite(outcome.fetched_at):
+        raise FrontierError(f"outcome of URL {outcome.url_id} has no finite fetch time")
+    bounds = policy.bounds(row.importance)
+    if outcome.fingerprint is None:
+        interval = row.refresh_interval if row.refresh_interval is not None else bounds.initial
+        if row.freshlane:
+            return _with_due(keep, outcome.fetched_at + interval, interval)
+        interval = bounds.clamp(interval)
+        return _with_due(keep, outcome.fetched_at + interval, interval)
+    if row.freshlane and row.refresh_interval is not None:
+        unchanged = row.unchanged_fetches + 1 if outcome.fingerprint == row.fingerprint else 0
+        return ScheduleUpdate(
+            UrlStatus.DONE,
+            lane,
+            outcome.fingerprint,
+            row.refresh_interval,
+            unchanged,
+            outcome.fetched_at + row.refresh_interval,
+        )
+    previous = None
+    if row.fingerprint is not None and row.refresh_interval is not None:
+        previous = RefreshState(row.fingerprint, row.refresh_interval, 0.0, row.unchanged_fetches)
+    state = after_fetch(previous, outcome.fingerprint, outcome.fetched_at, row.importance, policy)
+    return ScheduleUpdate(
+        UrlStatus.DONE,
+        lane,
+        state.fingerprint,
+        state.interval,
+        state.unchanged_fetches,
+        state.next_due,
+    )
+
+
+def _with_due(
+    update: ScheduleUpdate, next_due: float, interval: float | None = None
+) -> ScheduleUpdate:
+    return ScheduleUpdate(
+        update.status,
+        update.lane,
+        update.fingerprint,
+        update.refresh_interval if interval is None else interval,
+        update.unchanged_fetches,
+        next_due,
+    )
+
+
+def check_limit(limit: int) -> None:
+    if limit < 0:
+        raise FrontierError(f"limit must be >= 0, got {limit}")
+
+
+def upgrades_by_canonical(urls: Iterable[NewUrl]) -> dict[str, NewUrl]:
+    """Per canonical URL, the offer with the most urgent lane (first one on a tie)."""
+    best: dict[str, NewUrl] = {}
+    for url in urls:
+        known = best.get(url.canonical)
+        if known is None or url.lane < known.lane:
+            best[url.canonical] = url
+    return best
+
+
+# -- the interface -----------------------------------------------------------------------
+
+
+class FrontierStore(Protocol):
+    """One frontier store; every method is synchronous and runs on the caller's thread (the
+    engine calls them from a single store thread)."""
+
+    def close(self) -> None:
+        """Release the connection(s). Nothing written before is lost."""
+
+    # sites ----------------------------------------------------------------------------
+
+    def add_sites(self, sites: Iterable[str], state: str, now: float) -> None:
+        """Add ``sites`` in ``state``. A known site keeps its state, except that a horizon site
+        moves to any other state given (promotion, a request by name); a seed never falls back
+        to the horizon."""
+
+    def sites_in_state(self, *states: str) -> list[str]:
+        """The sites currently in any of ``states`` (no particular order)."""
+
+    def set_site_state(self, site: str, state: str) -> None:
+        """Force ``site`` into ``state`` (suspend, resume); unknown sites are ignored."""
+
+    def site_states(self) -> dict[str, str]:
+        """Every known site and its state (the input of a ranking cycle)."""
+
+    # writing --------------------------------------------------------------------------
+
+    def write_batch(
+        self,
+        new_urls: Sequence[NewUrl],
+        outcomes: Sequence[Outcome],
+        horizon: Sequence[HorizonLink],
+        now: float,
+        *,
+        host_edges: Sequence[HostEdge] = (),
+    ) -> list[str]:
+        """Apply one batch in one transaction: insert new URLs (known ones are left alone,
+        except that a queued URL offered in a more urgent lane moves to it), apply outcomes as
+        ``record_fetch`` does, record horizon URLs (their sites become horizon sites, each
+        horizon link adds one to the ``from_site -> site`` host link) and add ``host_edges``
+        to the host graph. Returns the sorted sites that received at least one new URL."""
+
+    def ingest(self, new_urls: Sequence[NewUrl], now: float) -> Ingested:
+        """Insert discovered URLs in one transaction (as ``write_batch`` does) and say how many
+        rows were really inserted: the denominator of write amplification."""
+
+    def record_fetch(self, outcomes: Sequence[Outcome]) -> None:
+        """Apply fetch outcomes in one transaction: status, HTTP status, fetch time, and the
+        next due time, interval and fingerprint by ``schedule_after`` with the store's refresh
+        policy. Outcomes for unknown ids are ignored."""
+
+    def recrawl(self, urls: Sequence[NewUrl], now: float) -> int:
+        """Fastlane: make ``urls`` due at ``now`` in the fastlane, inserting unknown ones. A URL
+        already leased is being fetched and is left alone. Returns the URLs scheduled."""
+
+    def set_freshlane(self, urls: Sequence[NewUrl], interval: float, now: float) -> int:
+        """Configure fast sources: ``urls`` (inserted if unknown) are refetched every
+        ``interval`` seconds in the freshlane, starting at ``now``. Returns the URLs set."""
+
+    def set_importance(
+        self, canonicals: Iterable[str], importance: Importance, now: float
+    ) -> list[str]:
+        """Set the refresh class of known URLs (critical flags, the popular set of a feed). A
+        stricter class pulls the schedule under its ceiling at once (``refresh.reclassify``,
+        never due before ``now``). Returns the canonicals that are not in the store."""
+
+    def evict_deeper(self, site: str, max_depth: int) -> int:
+        """Surface mode: delete ``site``'s queued URLs deeper than ``max_depth``; the count."""
+
+    # crawling -------------------------------------------------------------------------
+
+    def due(self, limit_per_host: int, hosts: Sequence[str], now: float) -> dict[str, list[DueUrl]]:
+        """Read-only: for each host of ``hosts`` with work, up to ``limit_per_host`` URLs due at
+        ``now``, lane first, then earliest due, then oldest. Hosts with nothing due are absent."""
+
+    def lease_due(
+        self, limit_per_host: int, hosts: Sequence[str], now: float
+    ) -> dict[str, list[LeasedUrl]]:
+        """``due`` and mark the result leased in the same transaction (concurrent workers on
+        a shared store never receive the same URL)."""
+
+    def lease(self, site: str, limit: int, now: float | None = None) -> list[LeasedUrl]:
+        """Queued (never fetched) URLs of ``site``, shallowest first, marked leased (at
+        ``now`` when given; a lease of unknown age counts as old for ``release_leases``)."""
+
+    def release_leases(self, leased_before: float | None = None) -> int:
+        """Return leased URLs (all, or those leased before ``leased_before``) to the due set,
+        due at once; the count released."""
+
+    # reading --------------------------------------------------------------------------
+
+    def sites_with_queued(self) -> list[str]:
+        """Sites that have at least one queued (never fetched) URL."""
+
+    def counts(self) -> dict[str, int]:
+        """URL counts per status name, plus ``horizon_sites`` and ``horizon_urls``."""
+
+    def horizon_sites(self, limit: int = 20) -> list[tuple[str, int]]:
+        """Link destinations with the most inbound host links, most first."""
+
+    def host_links(self) -> list[HostEdge]:
+        """The whole host graph (seed and horizon hosts), for ranking."""
+
+    def schedule_of(self, canonical: str) -> PageSchedule | None:
+        """The scheduling state of one URL, or None if unknown."""

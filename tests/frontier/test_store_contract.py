@@ -1,0 +1,390 @@
+"""One behavioural suite for every frontier store: SQLite and PostgreSQL.
+
+PostgreSQL runs against a real server started for the session (tests/pg.py); each test gets
+its own schema. ``Backend.open`` opens another store on the same data, as a restarted crawl
+or a second worker would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from courtier.frontier import store as first_store
+from courtier.frontier.base import (
+    FrontierError,
+    FrontierStore,
+    HorizonLink,
+    HostEdge,
+    NewUrl,
+    Outcome,
+    SiteState,
+    UrlLane,
+    UrlStatus,
+)
+from courtier.frontier.postgres_store import PostgresFrontier
+from courtier.frontier.refresh import DAY, HOUR, Importance, RefreshPolicy
+from courtier.frontier.sqlite_store import SCHEMA_VERSION, SqliteFrontier
+
+POLICY = RefreshPolicy()
+T0 = 1_800_000_000.0
+
+
+def _url(
+    path: str, site: str = "a.test", depth: int = 0, lane: UrlLane = UrlLane.DISCOVERY
+) -> NewUrl:
+    return NewUrl(f"http://{site}{path}", f"http://{site}{path}", site, depth, 0, lane)
+
+
+Opener = Callable[[], FrontierStore]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    opened: list[FrontierStore] = []
+    if request.param == "sqlite":
+        path = tmp_path / "frontier.sqlite3"
+
+        def opener() -> FrontierStore:
+            opened.append(SqliteFrontier(path))
+            return opened[-1]
+
+        yield opener
+        for store in opened:
+            store.close()
+        return
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+
+    def pg_opener() -> FrontierStore:
+        opened.append(PostgresFrontier(dsn, schema=schema))
+        return opened[-1]
+
+    yield pg_opener
+    for store in opened:
+        store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+
+
+@pytest.fixture
+def store(open_store: Opener) -> FrontierStore:
+    return open_store()
+
+
+def _fetch(store: FrontierStore, site: str, now: float, limit: int = 100) -> list[int]:
+    return [u.id for u in store.lease_due(limit, [site], now).get(site, [])]
+
+
+# -- the behaviour the engine already relies on -------------------------------------------
+
+
+def test_lease_hands_out_shallowest_first_and_never_twice(store: FrontierStore):
+    store.write_batch(
+        [_url("/deep", depth=3), _url("/", depth=0), _url("/mid", depth=1)], [], [], T0
+    )
+    first = store.lease("a.test", 2)
+    assert [u.fetch_url for u in first] == ["http://a.test/", "http://a.test/mid"]
+    assert [u.fetch_url for u in store.lease("a.test", 5)] == ["http://a.test/deep"]
+    assert store.lease("a.test", 5) == []
+    assert store.due(10, ["a.test"], T0 + 1) == {}
+
+
+def test_duplicate_urls_are_written_once_and_report_which_sites_got_new_work(
+    store: FrontierStore,
+):
+    assert store.write_batch([_url("/"), _url("/", site="b.test"), _url("/")], [], [], T0) == [
+        "a.test",
+        "b.test",
+    ]
+    assert store.write_batch([_url("/"), _url("/x", site="b.test")], [], [], T0) == ["b.test"]
+    ingested = store.ingest([_url("/"), _url("/y"), _url("/y")], T0)
+    assert (ingested.offered, ingested.inserted, ingested.sites) == (3, 1, ("a.test",))
+    assert store.counts()["queued"] == 4
+    assert store.sites_with_queued() != []
+
+
+def test_released_leases_resume_after_a_stop(open_store: Opener):
+    store = open_store()
+    store.write_batch([_url("/"), _url("/x")], [], [], T0)
+    leased = store.lease("a.test", 10, T0)
+    store.write_batch([], [Outcome(leased[0].id, UrlStatus.DONE, 200, T0 + 1)], [], T0 + 1)
+    store.close()
+    store = open_store()
+    assert store.release_leases() == 1
+    assert [u.fetch_url for u in store.lease("a.test", 10)] == ["http://a.test/x"]
+
+
+def test_horizon_links_are_recorded_with_host_graph_counts(store: FrontierStore):
+    store.add_sites(["a.test"], SiteState.SEED, T0)
+    links = [
+        HorizonLink("http://out.test/", "out.test", "a.test"),
+        HorizonLink("http://out.test/", "out.test", "a.test"),
+        HorizonLink("http://other.test/", "other.test", "a.test"),
+    ]
+    store.write_batch([], [], links, T0)
+    assert store.horizon_sites() == [("out.test", 2), ("other.test", 1)]
+    assert set(store.sites_in_state(SiteState.HORIZON)) == {"out.test", "other.test"}
+    assert store.counts()["horizon_urls"] == 2
+    # A horizon site that becomes a seed is promoted; a seed never falls back to horizon.
+    store.add_sites(["out.test"], SiteState.SEED, T0 + 1)
+    store.write_batch([], [], [HorizonLink("http://a.test/", "a.test", "x.test")], T0 + 1)
+    assert set(store.sites_in_state(SiteState.SEED)) == {"a.test", "out.test"}
+    store.set_site_state("a.test", SiteState.SUSPENDED)
+    assert store.site_states()["a.test"] == SiteState.SUSPENDED
+
+
+def test_seed_to_seed_links_join_horizon_links_in_the_host_graph(store: FrontierStore):
+    store.write_batch(
+        [],
+        [],
+        [HorizonLink("http://out.test/", "out.test", "a.test")],
+        T0,
+        host_edges=[HostEdge("a.test", "b.test", 3), HostEdge("a.test", "b.test", 2)],
+    )
+    store.write_batch([], [], [], T0, host_edges=[HostEdge("b.test", "a.test", 1)])
+    assert store.host_links() == [
+        HostEdge("a.test", "b.test", 5),
+        HostEdge("a.test", "out.test", 1),
+        HostEdge("b.test", "a.test", 1),
+    ]
+
+
+def test_a_failed_batch_leaves_nothing_half_written(store: FrontierStore):
+    with pytest.raises(FrontierError):
+        store.write_batch([_url("/")], [], [], T0, host_edges=[HostEdge("a.test", "b.test", -1)])
+    assert store.counts()["queued"] == 0
+    assert store.write_batch([_url("/")], [], [], T0) == ["a.test"]
+
+
+# -- the due query -------------------------------------------------------------------------
+
+
+def test_due_groups_by_host_and_caps_each_host_at_the_batch_size(store: FrontierStore):
+    store.write_batch([_url(f"/{i}") for i in range(5)], [], [], T0)
+    store.write_batch([_url(f"/{i}", site="b.test") for i in range(2)], [], [], T0 + 5)
+    due = store.due(3, ["a.test", "b.test", "c.test"], T0 + 10)
+    assert {host: len(urls) for host, urls in due.items()} == {"a.test": 3, "b.test": 2}
+    assert [u.canonical for u in due["a.test"]] == [f"http://a.test/{i}" for i in range(3)]
+    # Not yet due: b.test's URLs were found after the query time.
+    assert set(store.due(3, ["a.test", "b.test"], T0 + 1)) == {"a.test"}
+    assert store.due(0, ["a.test"], T0 + 10) == {}
+    with pytest.raises(FrontierError):
+        store.due(-1, ["a.test"], T0)
+
+
+def test_lanes_are_served_fastlane_freshlane_refresh_then_discovery(store: FrontierStore):
+    store.write_batch([_url("/fetched")], [], [], T0)
+    store.write_batch([_url("/discovered")], [], [], T0 + 1)
+    fetched = store.lease_due(1, ["a.test"], T0)["a.test"][0]
+    store.record_fetch([Outcome(fetched.id, UrlStatus.DONE, 200, T0, "fp")])
+    store.set_freshlane([_url("/fresh")], 60.0, T0)
+    store.recrawl([_url("/now")], T0)
+    later = T0 + POLICY.ordinary.initial + 1
+    due = store.due(10, ["a.test"], later)["a.test"]
+    assert [(u.canonical.rsplit("/", 1)[1], u.lane) for u in due] == [
+        ("now", UrlLane.FASTLANE),
+        ("fresh", UrlLane.FRESHLANE),
+        ("fetched", UrlLane.REFRESH),
+        ("discovered", UrlLane.DISCOVERY),
+    ]
+    leased = store.lease_due(2, ["a.test"], later)["a.test"]
+    assert [u.lane for u in leased] == [UrlLane.FASTLANE, UrlLane.FRESHLANE]
+
+
+def test_leased_urls_leave_the_due_set_and_two_workers_never_share_one(open_store: Opener):
+    first, second = open_store(), open_store()
+    first.write_batch([_url(f"/{i}") for i in range(6)], [], [], T0)
+    a = _fetch(first, "a.test", T0, limit=4)
+    b = _fetch(second, "a.test", T0, limit=4)
+    assert len(a) == 4 and len(b) == 2 and not set(a) & set(b)
+    assert first.due(10, ["a.test"], T0) == {}
+    assert first.counts()["leased"] == 6
+
+
+def test_stale_leases_return_while_fresh_ones_stay(store: FrontierStore):
+    store.write_batch([_url("/old"), _url("/new")], [], [], T0)
+    store.lease_due(1, ["a.test"], T0)
+    store.lease_due(1, ["a.test"], T0 + 100)
+    assert store.release_leases(leased_before=T0 + 50) == 1
+    due = store.due(10, ["a.test"], T0 + 200)["a.test"]
+    assert [u.canonical for u in due] == ["http://a.test/old"]
+    assert due[0].next_due == T0  # due since it was leased, ahead of newer work
+
+
+# -- refresh scheduling ------------------------------------------------------------------
+
+
+def test_unchanged_content_backs_off_and_a_change_comes_back_sooner(store: FrontierStore):
+    store.write_batch([_url("/")], [], [], T0)
+    now = T0
+    intervals = []
+    for fingerprint in ["x", "x", "x", "y"]:
+        (url_id,) = _fetch(store, "a.test", now + 1)
+        store.record_fetch([Outcome(url_id, UrlStatus.DONE, 200, now + 1, fingerprint)])
+        schedule = store.schedule_of("http://a.test/")
+        assert schedule is not None
+        intervals.append(schedule.refresh_interval)
+        assert schedule.next_due == pytest.approx(now + 1 + schedule.refresh_interval)
+        assert schedule.lane is UrlLane.REFRESH and schedule.status is UrlStatus.DONE
+        now = schedule.next_due
+    initial = POLICY.ordinary.initial
+    assert intervals == pytest.approx(
+        [
+            initial,
+            initial * POLICY.grow,
+            initial * POLICY.grow**2,
+            initial * POLICY.grow**2 * POLICY.shrink,
+        ]
+    )
+    assert store.due(10, ["a.test"], now - 1) == {}
+    assert set(store.due(10, ["a.test"], now)) == {"a.test"}
+
+
+def test_failures_and_refusals_never_fall_due_unless_the_page_was_fetched_before(
+    store: FrontierStore,
+):
+    store.write_batch([_url("/refused"), _url("/failed"), _url("/known")], [], [], T0)
+    ids = {u.fetch_url.rsplit("/", 1)[1]: u.id for u in store.lease("a.test", 10, T0)}
+    store.record_fetch(
+        [
+            Outcome(ids["refused"], UrlStatus.REFUSED, None, T0),
+            Outcome(ids["failed"], UrlStatus.FAILED, 500, T0),
+            Outcome(ids["known"], UrlStatus.DONE, 200, T0, "fp"),
+        ]
+    )
+    later = T0 + POLICY.ordinary.initial
+    (known,) = _fetch(store, "a.test", later)
+    store.record_fetch([Outcome(known, UrlStatus.FAILED, None, later)])
+    schedule = store.schedule_of("http://a.test/known")
+    assert schedule is not None
+    assert schedule.status is UrlStatus.FAILED and schedule.fingerprint == "fp"
+    assert schedule.next_due == later + POLICY.ordinary.initial  # the schedule holds
+    assert store.due(10, ["a.test"], T0 + 1000 * DAY)["a.test"][0].id == known
+    assert len(store.due(10, ["a.test"], T0 + 1000 * DAY)["a.test"]) == 1
+    assert store.counts()["refused"] == 1
+
+
+def test_a_fastlane_recrawl_jumps_the_queue_once(store: FrontierStore):
+    store.write_batch([_url(f"/{i}") for i in range(3)], [], [], T0)
+    (first,) = _fetch(store, "a.test", T0, limit=1)
+    store.record_fetch([Outcome(first, UrlStatus.DONE, 200, T0, "fp")])
+    assert store.recrawl([_url("/0"), _url("/new", site="b.test")], T0 + 10) == 2
+    assert store.due(1, ["a.test"], T0 + 10)["a.test"][0].canonical == "http://a.test/0"
+    assert store.due(1, ["b.test"], T0 + 10)["b.test"][0].lane is UrlLane.FASTLANE
+    (again,) = _fetch(store, "a.test", T0 + 10, limit=1)
+    assert again == first
+    assert store.recrawl([_url("/0")], T0 + 11) == 0  # leased: already being fetched
+    store.record_fetch([Outcome(first, UrlStatus.DONE, 200, T0 + 11, "fp")])
+    schedule = store.schedule_of("http://a.test/0")
+    assert schedule is not None and schedule.lane is UrlLane.REFRESH
+
+
+def test_freshlane_sources_refetch_on_their_own_interval_and_their_links_jump_ahead(
+    store: FrontierStore,
+):
+    store.write_batch([_url("/old")], [], [], T0)
+    assert store.set_freshlane([_url("/")], 60.0, T0) == 1
+    (root,) = _fetch(store, "a.test", T0, limit=1)
+    store.record_fetch([Outcome(root, UrlStatus.DONE, 200, T0 + 1, "v1")])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None
+    assert (schedule.lane, schedule.next_due, schedule.freshlane) == (
+        UrlLane.FRESHLANE,
+        T0 + 61,
+        True,
+    )
+    # A link found there, already queued in discovery, moves to the freshlane.
+    store.write_batch(
+        [_url("/old", lane=UrlLane.FRESHLANE), _url("/story", lane=UrlLane.FRESHLANE)],
+        [],
+        [],
+        T0 + 2,
+    )
+    due = store.due(3, ["a.test"], T0 + 61)["a.test"]
+    assert [u.canonical.rsplit("/", 1)[1] for u in due] == ["old", "story", ""]
+    with pytest.raises(FrontierError):
+        store.set_freshlane([_url("/")], 0.0, T0)
+
+
+def test_a_critical_flag_pulls_a_long_interval_under_its_ceiling(store: FrontierStore):
+    store.write_batch([_url("/")], [], [], T0)
+    (url_id,) = _fetch(store, "a.test", T0)
+    for step in range(12):  # unchanged for a long time: the interval reaches its ceiling
+        store.record_fetch([Outcome(url_id, UrlStatus.DONE, 200, T0 + step, "same")])
+    before = store.schedule_of("http://a.test/")
+    assert before is not None and before.refresh_interval == POLICY.ordinary.ceiling
+    flag_time = T0 + 100 * DAY
+    missing = store.set_importance(
+        ["http://a.test/", "http://a.test/nope"], Importance.CRITICAL, flag_time
+    )
+    assert missing == ["http://a.test/nope"]
+    after = store.schedule_of("http://a.test/")
+    assert after is not None and after.importance is Importance.CRITICAL
+    assert after.refresh_interval == POLICY.critical.ceiling
+    assert after.next_due == flag_time  # overdue under the new ceiling: due now, not earlier
+    (again,) = _fetch(store, "a.test", flag_time)
+    store.record_fetch([Outcome(again, UrlStatus.DONE, 200, flag_time, "new")])
+    changed = store.schedule_of("http://a.test/")
+    assert changed is not None
+    assert changed.refresh_interval == POLICY.critical.ceiling * POLICY.shrink
+    assert POLICY.critical.floor <= changed.refresh_interval <= 7 * DAY
+    assert changed.refresh_interval >= HOUR
+
+
+def test_surface_eviction_removes_only_deep_queued_urls(store: FrontierStore):
+    store.write_batch([_url("/", depth=0), _url("/a", depth=2), _url("/b", depth=4)], [], [], T0)
+    store.write_batch([_url("/c", site="b.test", depth=9)], [], [], T0)
+    leased = store.lease("a.test", 1, T0)
+    assert store.evict_deeper("a.test", 1) == 2
+    assert store.counts() | {} == store.counts()
+    assert store.counts()["queued"] == 1 and store.counts()["leased"] == len(leased)
+
+
+# -- SQLite only: opening the first store's files -----------------------------------------
+
+
+def test_a_store_written_by_the_first_schema_opens_and_keeps_its_work(tmp_path: Path):
+    path = tmp_path / "old.sqlite3"
+    old = first_store.SqliteFrontier(path)
+    old.write_batch(
+        [
+            first_store.NewUrl(f"http://a.test/{i}", f"http://a.test/{i}", "a.test", i)
+            for i in range(3)
+        ],
+        [],
+        [first_store.HorizonLink("http://out.test/", "out.test", "a.test")],
+        T0,
+    )
+    done, leased = old.lease("a.test", 2)
+    old.write_batch(
+        [], [first_store.Outcome(done.id, first_store.UrlStatus.DONE, 200, T0 + 5)], [], T0 + 5
+    )
+    old.close()
+
+    store = SqliteFrontier(path)
+    try:
+        assert store.release_leases() == 1
+        due = store.due(10, ["a.test"], T0 + 10)["a.test"]
+        assert [u.id for u in due] == [leased.id, 2 + 1]
+        later = T0 + 5 + POLICY.ordinary.initial
+        refresh = [u for u in store.due(10, ["a.test"], later)["a.test"] if u.id == done.id]
+        assert refresh and refresh[0].lane is UrlLane.REFRESH
+        assert store.horizon_sites() == [("out.test", 1)]
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_store_from_a_newer_courtier_is_refused_with_a_clear_error(tmp_path: Path):
+    path = tmp_path / "new.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(FrontierError, match="newer"):
+        SqliteFrontier(path)
