@@ -1,13 +1,7 @@
 from pathlib import Path
 
-from courtier.frontier.store import (
-    HorizonLink,
-    NewUrl,
-    Outcome,
-    SiteState,
-    SqliteFrontier,
-    UrlStatus,
-)
+from courtier.frontier.base import HorizonLink, NewUrl, Outcome, SiteState, UrlStatus
+from courtier.frontier.sqlite_store import SqliteFrontier
 
 
 def _url(path: str, site: str = "a.test", depth: int = 0) -> NewUrl:

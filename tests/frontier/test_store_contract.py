@@ -15,7 +15,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from courtier.frontier import store as first_store
 from courtier.frontier.base import (
     FrontierError,
     FrontierStore,
@@ -349,31 +348,52 @@ def test_surface_eviction_removes_only_deep_queued_urls(store: FrontierStore):
 # -- SQLite only: opening the first store's files -----------------------------------------
 
 
+# The first store's schema (schema version 0), as files written before the store grew refresh
+# scheduling still hold it.
+_FIRST_SCHEMA = """
+CREATE TABLE sites (site TEXT PRIMARY KEY, state TEXT NOT NULL, added_at REAL NOT NULL);
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY, canonical TEXT NOT NULL UNIQUE, fetch_url TEXT NOT NULL,
+    site TEXT NOT NULL, depth INTEGER NOT NULL, redirects INTEGER NOT NULL DEFAULT 0,
+    status INTEGER NOT NULL DEFAULT 0, discovered_at REAL NOT NULL, fetched_at REAL,
+    http_status INTEGER
+);
+CREATE INDEX urls_by_site_status ON urls (site, status, depth, id);
+CREATE TABLE horizon_urls (
+    canonical TEXT PRIMARY KEY, site TEXT NOT NULL, first_seen REAL NOT NULL,
+    inlinks INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE host_links (
+    src TEXT NOT NULL, dst TEXT NOT NULL, links INTEGER NOT NULL, PRIMARY KEY (src, dst)
+) WITHOUT ROWID;
+"""
+
+
 def test_a_store_written_by_the_first_schema_opens_and_keeps_its_work(tmp_path: Path):
     path = tmp_path / "old.sqlite3"
-    old = first_store.SqliteFrontier(path)
-    old.write_batch(
-        [
-            first_store.NewUrl(f"http://a.test/{i}", f"http://a.test/{i}", "a.test", i)
-            for i in range(3)
-        ],
-        [],
-        [first_store.HorizonLink("http://out.test/", "out.test", "a.test")],
-        T0,
-    )
-    done, leased = old.lease("a.test", 2)
-    old.write_batch(
-        [], [first_store.Outcome(done.id, first_store.UrlStatus.DONE, 200, T0 + 5)], [], T0 + 5
-    )
-    old.close()
+    with sqlite3.connect(path) as old:
+        old.executescript(_FIRST_SCHEMA)
+        old.executemany(
+            "INSERT INTO urls (id, canonical, fetch_url, site, depth, status, discovered_at,"
+            " fetched_at, http_status) VALUES (?, ?, ?, 'a.test', ?, ?, ?, ?, ?)",
+            [
+                (1, "http://a.test/0", "http://a.test/0", 0, 2, T0, T0 + 5, 200),  # done
+                (2, "http://a.test/1", "http://a.test/1", 1, 1, T0, None, None),  # leased
+                (3, "http://a.test/2", "http://a.test/2", 2, 0, T0, None, None),  # queued
+            ],
+        )
+        old.execute("INSERT INTO horizon_urls VALUES ('http://out.test/', 'out.test', ?, 1)", (T0,))
+        old.execute("INSERT INTO host_links VALUES ('a.test', 'out.test', 1)")
+        old.execute("INSERT INTO sites VALUES ('out.test', 'horizon', ?)", (T0,))
+    done, leased = 1, 2
 
     store = SqliteFrontier(path)
     try:
         assert store.release_leases() == 1
         due = store.due(10, ["a.test"], T0 + 10)["a.test"]
-        assert [u.id for u in due] == [leased.id, 2 + 1]
+        assert [u.id for u in due] == [leased, 3]
         later = T0 + 5 + POLICY.ordinary.initial
-        refresh = [u for u in store.due(10, ["a.test"], later)["a.test"] if u.id == done.id]
+        refresh = [u for u in store.due(10, ["a.test"], later)["a.test"] if u.id == done]
         assert refresh and refresh[0].lane is UrlLane.REFRESH
         assert store.horizon_sites() == [("out.test", 1)]
     finally:

@@ -1,6 +1,6 @@
 import pytest
 
-from courtier.frontier.store import SiteState
+from courtier.frontier.base import SiteState
 from courtier.graph.promotion import (
     HostLink,
     PromotionRules,

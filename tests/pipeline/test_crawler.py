@@ -15,7 +15,8 @@ import pytest
 from aiohttp import web
 
 from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection
-from courtier.frontier.store import SiteState, SqliteFrontier
+from courtier.frontier.base import SiteState
+from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from courtier.frontier.store import SiteState
+from courtier.frontier.base import SiteState
 from courtier.graph.pagerank import (
     DEFAULT_DAMPING,
     DEFAULT_MAX_ITERATIONS,

@@ -41,15 +41,16 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from courtier.config import Config
-from courtier.frontier.store import (
+from courtier.frontier.base import (
     HorizonLink,
     LeasedUrl,
     NewUrl,
     Outcome,
     SiteState,
-    SqliteFrontier,
     UrlStatus,
 )
+from courtier.frontier.dedup import DedupCache
+from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.pipeline.parse import Link, ParsedPage, parse_page
@@ -171,7 +172,9 @@ class Crawler:
         self.stats = CrawlStats()
         self._sites: dict[str, SiteRuntime] = {}
         self._scope: set[str] = set()
-        self._known: set[str] = set()
+        self._known = DedupCache(2_000_000)
+        """Recently seen links: most repeats never reach the store (whose unique key still
+        deduplicates what the cache has forgotten)."""
         self._new_urls: list[NewUrl] = []
         self._outcomes: list[Outcome] = []
         self._horizon: list[HorizonLink] = []
@@ -678,12 +681,9 @@ class Crawler:
             self._add_link(rt, image, item.depth + 1, 0)
 
     def _add_link(self, rt: SiteRuntime, link: Link, depth: int, redirects: int) -> None:
-        if link.canonical in self._known:
+        if not self._known.first_sighting(link.canonical):
             self.stats.dedup_hits += 1
             return
-        if len(self._known) > 2_000_000:
-            self._known.clear()  # bounded: the store's unique key still deduplicates
-        self._known.add(link.canonical)
         if link.site in self._scope:
             self._new_urls.append(
                 NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects)
