@@ -73,3 +73,19 @@ def test_messy_spellings_of_seed_hosts_give_one_site_key_each(demo_run):
         assert host == host.lower() and not host.endswith(".") and host.isascii()
     # The audit saw no URL fetched twice under different spellings.
     assert {c["name"]: c for c in result["audit"]["criteria"]}["duplicates"]["ok"]
+
+
+def test_the_crawl_books_on_inferred_origins(demo_run):
+    result, out = demo_run
+    world = build_world(dataclasses.replace(SIZE_PRESETS["small"], seed=5))
+    with sqlite3.connect(out / "frontier.sqlite3") as db:
+        inferred = dict(db.execute("SELECT site, origin FROM origin_sites"))
+    by_truth: dict[str, set[str]] = {}
+    for host in world.seed_hosts:
+        if host in inferred:
+            by_truth.setdefault(world.sites[host].origin, set()).add(inferred[host])
+    # Every platform's tenants share one inferred origin; no two true origins share one.
+    assert all(len(ids) == 1 for ids in by_truth.values()), by_truth
+    owners = [next(iter(ids)) for ids in by_truth.values()]
+    assert len(owners) == len(set(owners))
+    assert result["crawl"]["origins"] == len(set(inferred.values()))

@@ -16,7 +16,18 @@ from collections.abc import Sequence
 from courtier import __version__
 
 # Order is the order shown in --help.
-COMMAND_MODULES = ("crawl", "demo", "simweb", "url", "net", "robots", "origins")
+COMMAND_MODULES = (
+    "crawl",
+    "demo",
+    "simweb",
+    "url",
+    "net",
+    "robots",
+    "origins",
+    "rank",
+    "seed",
+    "recrawl",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,6 +17,8 @@ from courtier.config import Config, ConfigError, load
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import DnsResolver
+from courtier.origins.dns_evidence import DnsEvidenceSource
+from courtier.origins.infer import OriginInference
 from courtier.pipeline.crawler import Crawler, read_seeds
 from courtier.pipeline.stats import CrawlStats
 
@@ -102,6 +104,7 @@ def make_crawler(
         address_allowed=lambda address: policy.check(address).allowed,
         seeds=seeds,
         duration=duration,
+        origins=OriginInference(DnsEvidenceSource(dns)),
     )
 
 

@@ -55,12 +55,18 @@ def _name_text(name: object) -> str:
 class DnsEvidenceSource:
     """Looks up ``DnsFacts`` through dnspython's async resolver (see the module rules)."""
 
-    def __init__(self, nameserver: str, *, concurrency: int = 64, timeout: float = 2.0) -> None:
+    def __init__(
+        self, nameserver: str | None, *, concurrency: int = 64, timeout: float = 2.0
+    ) -> None:
+        """``nameserver`` None means the system's resolvers (/etc/resolv.conf)."""
         if concurrency < 1 or timeout <= 0:
             raise ValueError("concurrency must be >= 1 and timeout > 0")
-        address, port = parse_nameserver(nameserver)
-        resolver = dns.asyncresolver.Resolver(configure=False)
-        resolver.nameservers = [dns.nameserver.Do53Nameserver(address, port)]
+        if nameserver is None:
+            resolver = dns.asyncresolver.Resolver(configure=True)
+        else:
+            address, port = parse_nameserver(nameserver)
+            resolver = dns.asyncresolver.Resolver(configure=False)
+            resolver.nameservers = [dns.nameserver.Do53Nameserver(address, port)]
         resolver.timeout = timeout
         resolver.lifetime = timeout
         resolver.cache = None

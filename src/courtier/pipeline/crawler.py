@@ -53,6 +53,8 @@ from courtier.frontier.dedup import DedupCache
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
+from courtier.origins.infer import InferenceResult, OriginInference
+from courtier.origins.store import OriginStore
 from courtier.pipeline.parse import Link, ParsedPage, parse_page
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import (
@@ -161,6 +163,7 @@ class Crawler:
         address_allowed: Callable[[str], bool],
         seeds: list[Url],
         duration: float | None = None,
+        origins: OriginInference | None = None,
     ) -> None:
         self.config = config
         self.store_path = store_path
@@ -169,6 +172,9 @@ class Crawler:
         self.address_allowed = address_allowed
         self.seeds = seeds
         self.duration = duration
+        self.origins = origins
+        """Origin inference (DNS evidence); without it a site's origin is its address set."""
+        self._origins_ready = asyncio.Event()
         self.stats = CrawlStats()
         self._sites: dict[str, SiteRuntime] = {}
         self._scope: set[str] = set()
@@ -253,6 +259,7 @@ class Crawler:
             await self._start_up()
             async with Fetcher(self.config.fetch, self.address_allowed) as self.fetcher:
                 background = [
+                    asyncio.create_task(self._infer_origins()),
                     asyncio.create_task(self._flush_loop()),
                     asyncio.create_task(self._refill_loop()),
                     asyncio.create_task(self._lag_monitor()),
@@ -427,6 +434,15 @@ class Crawler:
         task.add_done_callback(self._tasks.discard)
 
     async def _lookup_origin(self, rt: SiteRuntime) -> None:
+        if self.origins is not None:
+            await self._origins_ready.wait()
+            inferred = self.origins.origin_of(rt.host)
+            if inferred is not None:
+                rt.origin_lookup = False
+                rt.origin = inferred
+                self._arm(rt)
+                return
+        # No inference, or none for this host (its DNS failed): its address set decides.
         async with self._lookups:
             resolution = await self.guard.resolve(rt.host)
         rt.origin_lookup = False
@@ -755,6 +771,31 @@ class Crawler:
 
     def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
         return {site: self.frontier.lease(site, limit) for site in sites}
+
+    async def _infer_origins(self) -> None:
+        """Infer origins of the seed sites before their first booking, then keep them fresh:
+        DNS answers expire, and a site whose origin changes books on its new one."""
+        if self.origins is None:
+            self._origins_ready.set()
+            return
+        hosts = sorted({rt.host for rt in self._sites.values()})
+        try:
+            result = await self.origins.add(hosts)
+        finally:
+            self._origins_ready.set()
+        while True:
+            self.stats.origins = len({a.origin for a in result.assignments.values()})
+            await self._db(self._save_origins, result)
+            for change in result.changes:
+                for rt in self._sites.values():
+                    if rt.host == change.site and rt.origin is not _UNRESOLVED:
+                        rt.origin = change.new
+            await asyncio.sleep(self.config.crawl.origin_recheck)
+            result = await self.origins.recheck()
+
+    def _save_origins(self, result: InferenceResult) -> None:
+        with OriginStore(self.store_path) as store:
+            store.save(result.assignments.values(), time.time(), result.recheck_at)
 
     async def _flush_loop(self) -> None:
         while True:

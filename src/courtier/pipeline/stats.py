@@ -29,6 +29,8 @@ class CrawlStats:
     latency_slowdowns: Counter[str] = field(default_factory=Counter)
     """Rate cuts by latency feedback, per key type (site, origin)."""
     origin_pauses: int = 0
+    origins: int = 0
+    """Distinct origins the seed sites were inferred to run on."""
     """Origins paused because several of their sites answered 429/503."""
     """Bookings refused because a key was booked more than the maximum lead ahead."""
     lag_samples: list[float] = field(default_factory=list)
@@ -89,6 +91,7 @@ class CrawlStats:
             "lead_refusals": self.lead_refusals,
             "latency_slowdowns": dict(self.latency_slowdowns),
             "origin_pauses": self.origin_pauses,
+            "origins": self.origins,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
             "links_found": self.links_found,

@@ -1,0 +1,238 @@
+"""``courtier seed``: the hosts a controlled crawl may fetch, and the pages it must keep fresh.
+
+- ``seed add --store PATH HOST...`` requests hosts by name: each enters the store in state
+  ``requested`` (crawled like a seed) with its root URL ``<scheme>://<site>/`` queued at depth
+  0. A horizon host moves to ``requested``; a seed host stays seed; a suspended host stays
+  suspended (resuming is an operator's decision, not a side effect) and the command exits 1.
+- ``seed flag --store PATH URL...`` marks pages critical: the shortest refresh floor and
+  ceiling (``courtier.frontier.refresh``). A flagged page not yet in the store is queued at
+  depth 0 when its site is in the seed; a page of a site outside the seed is refused.
+- ``seed list --store PATH [--state S ...] [--json]`` lists sites and their state (default:
+  seed, requested and suspended).
+
+Rules shared by the commands of the controlled crawl (``seed``, ``rank``, ``recrawl``):
+- Every host and URL from the user goes through ``courtier.url`` (a bare host is read as
+  ``http://HOST/``); any invalid one is reported and nothing is written (exit 2).
+- Only ``seed add`` may create a store; the other commands need an existing one (exit 2), so
+  a mistyped ``--store`` never yields an empty answer that looks real.
+- The crawl engine reads the seed once at start-up: changes here take effect on its next
+  start (running crawls are not disturbed; SQLite lets both write the same file).
+- Machine output (``--json``) is one JSON object per line on stdout; messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from courtier.frontier.base import FrontierError, NewUrl, SiteState
+from courtier.frontier.refresh import Importance
+from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.url import Url, UrlError, parse_url
+
+IN_SCOPE = frozenset({SiteState.SEED, SiteState.REQUESTED})
+LISTED_BY_DEFAULT = (SiteState.SEED, SiteState.REQUESTED, SiteState.SUSPENDED)
+ALL_STATES = (SiteState.SEED, SiteState.REQUESTED, SiteState.SUSPENDED, SiteState.HORIZON)
+
+
+class UsageError(ValueError):
+    """Bad input from the user: reported on stderr, exit code 2, nothing written."""
+
+
+# -- helpers shared with ``courtier rank`` and ``courtier recrawl`` -------------------------
+
+
+def open_store(path: Path, *, create: bool = False) -> SqliteFrontier:
+    """Open the SQLite frontier at ``path``; a missing file is a usage error unless ``create``."""
+    if not create and not path.is_file():
+        raise UsageError(f"no frontier store at {path} (run a crawl first, or check --store)")
+    try:
+        return SqliteFrontier(path)
+    except FrontierError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def parse_host(text: str) -> Url:
+    """A host (``example.com``, ``example.com:8080``) or URL, as the root URL of its site."""
+    raw = text.strip()
+    if not raw:
+        raise UsageError("empty host")
+    try:
+        url = parse_url(raw if "://" in raw else f"http://{raw}/")
+        return parse_url(f"{url.scheme}://{url.site}/")
+    except UrlError as exc:
+        raise UsageError(f"bad host {text!r}: {exc}") from exc
+
+
+def parse_page_urls(texts: Iterable[str]) -> list[Url]:
+    """Parse every URL; all errors are collected into one UsageError."""
+    urls: list[Url] = []
+    errors: list[str] = []
+    for text in texts:
+        try:
+            urls.append(parse_url(text.strip()))
+        except UrlError as exc:
+            errors.append(f"bad URL {text!r}: {exc}")
+    if errors:
+        raise UsageError("; ".join(errors))
+    return urls
+
+
+def out_of_scope(urls: Sequence[Url], states: dict[str, str]) -> list[Url]:
+    """The URLs whose site the crawl would never fetch (not seed or requested)."""
+    return [url for url in urls if states.get(url.site) not in IN_SCOPE]
+
+
+def emit(document: dict[str, object]) -> None:
+    print(json.dumps(document, ensure_ascii=False))
+
+
+def fail(command: str, message: str, code: int = 2) -> int:
+    print(f"courtier {command}: {message}", file=sys.stderr)
+    return code
+
+
+# -- the commands ---------------------------------------------------------------------------
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "seed",
+        help="request hosts for the crawl, flag critical pages, list the seed",
+        description="Manage the seed of a controlled crawl in its frontier store. Changes "
+        "take effect when the crawl next starts.",
+    )
+    commands = parser.add_subparsers(dest="seed_command", metavar="SUBCOMMAND", required=True)
+
+    add = commands.add_parser(
+        "add",
+        help="request hosts by name (state requested, root URL queued)",
+        description="Request hosts: each enters the store as 'requested' (crawled like a "
+        "seed) with its root URL queued at depth 0. Creates the store if it does not exist. "
+        "Exits 1 if a host is suspended (it stays suspended).",
+    )
+    add.add_argument("hosts", nargs="+", metavar="HOST", help="host, host:port or URL")
+    _store_and_json(add)
+    add.set_defaults(handler=run_add)
+
+    flag = commands.add_parser(
+        "flag",
+        help="flag pages as critical (shortest refresh interval)",
+        description="Flag pages as critical: their refresh interval is kept between 1 hour "
+        "and 7 days. A page not yet known is queued when its site is in the seed.",
+    )
+    flag.add_argument("urls", nargs="+", metavar="URL", help="page URLs")
+    _store_and_json(flag)
+    flag.set_defaults(handler=run_flag)
+
+    listing = commands.add_parser(
+        "list",
+        help="list sites and their state",
+        description="List sites and their state (default: seed, requested, suspended).",
+    )
+    listing.add_argument(
+        "--state",
+        dest="states",
+        action="append",
+        choices=ALL_STATES,
+        help="list sites in this state (repeatable)",
+    )
+    _store_and_json(listing)
+    listing.set_defaults(handler=run_list)
+
+
+def _store_and_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, required=True, help="the crawl's frontier store")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
+
+
+def run_add(args: argparse.Namespace) -> int:
+    try:
+        roots = list({url.site: url for url in (parse_host(h) for h in args.hosts)}.values())
+        store = open_store(args.store, create=True)
+    except UsageError as exc:
+        return fail("seed add", str(exc))
+    try:
+        now = time.time()
+        # Root URLs first, then the state: an interruption in between leaves an inert URL
+        # (its site is not in scope yet) rather than a requested site with nothing to fetch.
+        store.write_batch([NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in roots], [], [], now)
+        store.add_sites([u.site for u in roots], SiteState.REQUESTED, now)
+        states = store.site_states()
+    finally:
+        store.close()
+    blocked = 0
+    for url in roots:
+        state = states.get(url.site, "unknown")
+        in_scope = state in IN_SCOPE
+        blocked += not in_scope
+        if args.json:
+            emit(
+                {"site": url.site, "state": state, "root_url": url.fetch_url, "in_scope": in_scope}
+            )
+        elif in_scope:
+            print(f"{url.site}\t{state}\t{url.fetch_url}")
+        else:
+            print(f"{url.site}\t{state}\tnot requested: the site is {state}")
+    return 1 if blocked else 0
+
+
+def run_flag(args: argparse.Namespace) -> int:
+    try:
+        urls = list({u.canonical: u for u in parse_page_urls(args.urls)}.values())
+        store = open_store(args.store)
+    except UsageError as exc:
+        return fail("seed flag", str(exc))
+    try:
+        now = time.time()
+        known = {u.canonical for u in urls if store.schedule_of(u.canonical) is not None}
+        unknown = [u for u in urls if u.canonical not in known]
+        refused = out_of_scope(unknown, store.site_states())
+        if refused:
+            listed = ", ".join(u.canonical for u in refused)
+            return fail(
+                "seed flag",
+                f"not in the store and their site is not in the seed: {listed} "
+                "(add the site with 'courtier seed add' first); nothing flagged",
+                1,
+            )
+        store.write_batch(
+            [NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in unknown], [], [], now
+        )
+        missing = store.set_importance([u.canonical for u in urls], Importance.CRITICAL, now)
+    finally:
+        store.close()
+    if missing:  # written a moment ago: only a concurrent eviction could remove them
+        return fail("seed flag", f"vanished from the store: {', '.join(missing)}", 1)
+    for url in urls:
+        queued = url.canonical not in known
+        if args.json:
+            emit({"url": url.canonical, "importance": Importance.CRITICAL.value, "queued": queued})
+        else:
+            print(f"{url.canonical}\tcritical" + ("\t(queued)" if queued else ""))
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    wanted = tuple(args.states or LISTED_BY_DEFAULT)
+    try:
+        store = open_store(args.store)
+    except UsageError as exc:
+        return fail("seed list", str(exc))
+    try:
+        states = store.site_states()
+    finally:
+        store.close()
+    rows = sorted((site, state) for site, state in states.items() if state in wanted)
+    for site, state in rows:
+        if args.json:
+            emit({"site": site, "state": state})
+        else:
+            print(f"{site}\t{state}")
+    if not args.json:
+        print(f"{len(rows)} sites", file=sys.stderr)
+    return 0
