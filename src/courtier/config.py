@@ -37,6 +37,8 @@ class CrawlSection:
     """URLs a site holds in memory at once; the rest wait in the frontier store."""
     flush_interval: float = 0.5
     """Seconds between batched store writes."""
+    due_recheck: float = 30.0
+    """Seconds between looks for newly due work (refresh, fastlane) on idle sites."""
     origin_recheck: float = 60.0
     """Seconds between re-checks of origin evidence whose DNS answers have expired."""
 

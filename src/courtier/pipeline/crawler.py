@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import math
 import signal
@@ -261,6 +262,7 @@ class Crawler:
                 background = [
                     asyncio.create_task(self._infer_origins()),
                     asyncio.create_task(self._flush_loop()),
+                    asyncio.create_task(self._due_loop()),
                     asyncio.create_task(self._refill_loop()),
                     asyncio.create_task(self._lag_monitor()),
                 ]
@@ -615,7 +617,13 @@ class Crawler:
                 self._parse_pool, parse_page, result.body, result.url
             )
             self._discovered(rt, item, page)
-        self._outcome(item.id, UrlStatus.DONE, status)
+        fingerprint = None
+        if page is not None:
+            fingerprint = page.fingerprint
+        elif 200 <= status < 300 and result.body:
+            # Not parsed (images, feeds, text): the raw bytes' MD5, cheap enough for the loop.
+            fingerprint = hashlib.md5(result.body, usedforsecurity=False).hexdigest()
+        self._outcome(item.id, UrlStatus.DONE, status, fingerprint)
         self._document(item, result, page)
 
     def _feedback(self, rt: SiteRuntime, result: FetchResult) -> None:
@@ -719,8 +727,14 @@ class Crawler:
             if not verdict.allowed:
                 self.stats.bait_links[verdict.reason] += 1
 
-    def _outcome(self, url_id: int, status: UrlStatus, http_status: int | None) -> None:
-        self._outcomes.append(Outcome(url_id, status, http_status, time.time()))
+    def _outcome(
+        self,
+        url_id: int,
+        status: UrlStatus,
+        http_status: int | None,
+        fingerprint: str | None = None,
+    ) -> None:
+        self._outcomes.append(Outcome(url_id, status, http_status, time.time(), fingerprint))
 
     def _document(self, item: LeasedUrl, result: FetchResult, page: ParsedPage | None) -> None:
         record: dict[str, Any] = {
@@ -770,7 +784,18 @@ class Crawler:
                     self._arm(rt)
 
     def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
-        return {site: self.frontier.lease(site, limit) for site in sites}
+        # Due work of every lane, in serving order: fastlane, freshlane, refresh, discovery.
+        return self.frontier.lease_due(limit, sites, time.time())
+
+    async def _due_loop(self) -> None:
+        """Look again for sites whose store had nothing due: refresh work falls due with time,
+        and ``courtier recrawl`` (fastlane) can add work from another process."""
+        while True:
+            await asyncio.sleep(self.config.crawl.due_recheck)
+            for rt in self._sites.values():
+                if rt.store_empty and not rt.queue:
+                    rt.store_empty = False
+                    self._request_refill(rt)
 
     async def _infer_origins(self) -> None:
         """Infer origins of the seed sites before their first booking, then keep them fresh:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser
 
+from courtier.frontier.fingerprint import html_fingerprint
 from courtier.url import UrlError, parse_url
 
 
@@ -28,6 +29,8 @@ class ParsedPage:
     images: list[Link] = field(default_factory=list)
     bad_links: int = 0
     """References that are not crawlable http(s) URLs (other schemes, malformed hosts)."""
+    fingerprint: str | None = None
+    """Boilerplate-stripped content fingerprint (adaptive refresh compares it)."""
 
 
 _LINK_SELECTOR = "a[href], area[href]"
@@ -47,8 +50,8 @@ def _resolve(raw: str, base: str, seen: set[str], out: list[Link], page: ParsedP
 
 
 def parse_page(body: bytes, base_url: str) -> ParsedPage:
-    """Title, outgoing links and image references of an HTML page."""
-    page = ParsedPage()
+    """Title, outgoing links, image references and content fingerprint of an HTML page."""
+    page = ParsedPage(fingerprint=html_fingerprint(body))
     tree = LexborHTMLParser(body)
     title = tree.css_first("title")
     if title is not None:
