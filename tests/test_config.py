@@ -78,3 +78,18 @@ def test_the_readme_configuration_example_loads(tmp_path: Path):
     path = tmp_path / "readme.toml"
     path.write_text(block.group(1))
     assert load(path) == load()  # the README shows the defaults
+
+
+def test_costs_and_url_rules_from_the_file(tmp_path: Path):
+    from courtier.politeness.keys import RequestClass
+
+    path = tmp_path / "c.toml"
+    path.write_text('[costs]\nindex = 6\nrules = ["^/api/ => index", "\\\\.pdf$ => image"]\n')
+    model = load(path).costs.model()
+    assert model.cost_of_target("/api/items") == 6.0
+    assert model.classify_target("/docs/a.pdf") is RequestClass.IMAGE
+    assert model.cost_of_target("/search?q=x") == 6.0  # built-in rules still apply after
+    for bad in ('rules = ["^/x/"]', 'rules = ["^/x/ => expensive"]', 'rules = ["( => index"]'):
+        path.write_text(f"[costs]\n{bad}\n")
+        with pytest.raises(ConfigError):
+            load(path)

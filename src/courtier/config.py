@@ -18,7 +18,16 @@ from typing import Any
 
 from courtier import __version__
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams
-from courtier.politeness.keys import DEFAULT_KEY_TYPE_PARAMS, KeyType, LimitPolicy
+from courtier.politeness.keys import (
+    DEFAULT_COSTS,
+    DEFAULT_KEY_TYPE_PARAMS,
+    DEFAULT_URL_RULES,
+    CostModel,
+    KeyType,
+    LimitPolicy,
+    RequestClass,
+    UrlRule,
+)
 
 
 class ConfigError(ValueError):
@@ -117,6 +126,38 @@ class LimitsSection:
 
 
 @dataclass(frozen=True, slots=True)
+class CostsSection:
+    """What one request costs a server, by class (DESIGN.md "Limits"), and the URL rules that
+    classify requests: ``"REGEX => CLASS"``, searched in the path and query, tried in order
+    before the built-in rules. The response's type refines the class once it is known."""
+
+    index: float = DEFAULT_COSTS[RequestClass.INDEX]
+    detail: float = DEFAULT_COSTS[RequestClass.DETAIL]
+    image: float = DEFAULT_COSTS[RequestClass.IMAGE]
+    robots: float = DEFAULT_COSTS[RequestClass.ROBOTS]
+    rules: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.model()  # validates costs and rules
+
+    def model(self) -> CostModel:
+        rules = []
+        for rule in self.rules:
+            pattern, arrow, klass = rule.rpartition("=>")
+            try:
+                rules.append(UrlRule(pattern.strip(), RequestClass(klass.strip())))
+            except ValueError as exc:
+                classes = ", ".join(c.value for c in RequestClass)
+                raise ValueError(
+                    f"rule {rule!r}: want 'REGEX => CLASS' ({classes}): {exc}"
+                ) from None
+            if not arrow:
+                raise ValueError(f"rule {rule!r} is not of the form 'REGEX => CLASS'")
+        costs = {klass: float(getattr(self, klass.value)) for klass in RequestClass}
+        return CostModel(rules=(*rules, *DEFAULT_URL_RULES), costs=costs)
+
+
+@dataclass(frozen=True, slots=True)
 class PolitenessSection:
     max_lead: float = 10.0
     """A key is never booked further ahead than this; work beyond waits in the frontier."""
@@ -164,6 +205,7 @@ class Config:
     politeness: PolitenessSection = field(default_factory=PolitenessSection)
     robots: RobotsSection = field(default_factory=RobotsSection)
     limits: LimitsSection = field(default_factory=LimitsSection)
+    costs: CostsSection = field(default_factory=CostsSection)
 
     @property
     def site_interval(self) -> float:

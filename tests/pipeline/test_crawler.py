@@ -87,6 +87,10 @@ async def loopback_web() -> AsyncIterator[Web]:
                 return web.Response(status=503, text="overloaded")
             await asyncio.sleep(0.02 + 0.06 * len(recent) ** 2)
             return _page(*(f"/r/{i}" for i in range(30)))
+        if host == "pics.test" and path != "/robots.txt":
+            if path == "/":
+                return _page(*(f"/p/{i}.jpg" for i in range(6)))
+            return _page()  # an HTML page at an image-looking URL
         if host.startswith("busy") and path == "/":
             return web.Response(status=503, text="busy", headers={"Retry-After": "2"})
         if host == "down.test":
@@ -229,3 +233,16 @@ async def test_a_site_whose_latency_rises_with_load_is_slowed_before_it_errors(
     assert stats.by_status.get("5xx", 0) == 0
     assert stats.latency_slowdowns["site"] >= 1
     assert len(loopback_web.paths("rising.test")) >= 4
+
+
+async def test_a_page_served_at_an_image_url_is_charged_as_a_page(tmp_path, loopback_web):
+    crawler = make_crawler(
+        tmp_path, loopback_web, duration=6.0, origin_rate=2.0, hosts=("pics.test",)
+    )
+    stats = await crawler.run()
+    assert stats.cost_corrections >= 2
+    starts = [t for t, h, p in loopback_web.hits if h == "pics.test" and p.startswith("/p/")]
+    # Booked as images (1 unit: 0.5 s apart at 2 units/s), charged as pages (2 units) after
+    # the answer: from the second on, they start 1 s apart.
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert gaps and min(gaps) >= 0.95, gaps

@@ -176,3 +176,13 @@ def test_bad_key_type_config_is_a_clear_error(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         LimitPolicy.from_config(table)
+
+
+def test_response_type_refines_the_class_both_ways():
+    from courtier.politeness.keys import CostModel, RequestClass
+
+    model = CostModel()
+    assert model.classify_target("/photo.jpg") is RequestClass.IMAGE
+    assert model.classify_target("/photo.jpg", "text/html; charset=utf-8") is RequestClass.DETAIL
+    assert model.classify_target("/item/3", "image/png") is RequestClass.IMAGE
+    assert model.classify_target("/search?q=a", "text/html") is RequestClass.INDEX

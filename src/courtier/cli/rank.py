@@ -13,6 +13,9 @@ is promoted for being linked once, a link farm never rises):
   (``courtier.politeness.keys.KeyRules``) serve other sites' media and are fetched under their
   own limit keys; their root is not a site to crawl, however often seed pages embed them.
   They keep their place in the graph (they still absorb rank) but are not candidates.
+- **Address literals are never promoted.** A host named by its IP address has no owner to
+  judge by (no registrable domain), is the usual shape of SSRF bait (every spelling of one
+  address, linked from every page) and is no site a user would name. Ranked, not a candidate.
 - Root URL first, state second: an interruption in between leaves an inert queued URL, which
   the next cycle's promotion writes again harmlessly, never a seed site with nothing to fetch.
 - The engine reads the seed at start-up, so promoted hosts are crawled from the next start.
@@ -43,12 +46,14 @@ from courtier.graph.promotion import (
 )
 from courtier.pipeline.crawler import host_of_site
 from courtier.politeness.keys import KeyRules
-from courtier.url import UrlError, object_store, parse_url
+from courtier.url import UrlError, is_ip_address, object_store, parse_url
 
 log = logging.getLogger("courtier.graph")
 
 MEDIA_STATE = "media"
 """Stands in for ``horizon`` in the ranking's view of a media host: ranked, never a candidate."""
+ADDRESS_STATE = "address"
+"""Likewise for a host that is an IP address literal."""
 _BUCKET_PROBE = "/courtier-probe/key"
 """A path that addresses a bucket on a path-style endpoint, so its host is recognised too."""
 
@@ -99,11 +104,17 @@ def is_media_host(site: str, rules: KeyRules | None = None) -> bool:
 
 
 def ranking_states(states: Mapping[str, str]) -> dict[str, str]:
-    """The site states as the promotion rules should see them: media hosts are not candidates."""
-    return {
-        site: MEDIA_STATE if state == CANDIDATE_STATE and is_media_host(site) else state
-        for site, state in states.items()
-    }
+    """The site states as the promotion rules should see them: media hosts and address
+    literals in the horizon are not candidates."""
+    return {site: _ranking_state(site, state) for site, state in states.items()}
+
+
+def _ranking_state(site: str, state: str) -> str:
+    if state != CANDIDATE_STATE:
+        return state
+    if is_ip_address(host_of_site(site)):
+        return ADDRESS_STATE
+    return MEDIA_STATE if is_media_host(site) else state
 
 
 def promote(store: SqliteFrontier, decisions: tuple[PromotionDecision, ...], now: float) -> None:

@@ -7,7 +7,8 @@ or Ctrl-C, when it flushes the request log and exits 0.
 
 audit: rebuilds the world from the parameters in the info file, reads the request log, prints
 the audit tables, optionally writes the audit as JSON (`--json FILE`, `-` for stdout), and
-exits 0 when the walking-skeleton criteria hold, 1 when they do not.
+exits 0 when the walking-skeleton criteria hold, 1 when they do not. `--extra-seeds FILE`
+names hosts (one per line) that count as seed too, such as the hosts `courtier rank` promoted.
 """
 
 from __future__ import annotations
@@ -102,7 +103,21 @@ def _register_audit(commands: Any) -> None:
         action="store_true",
         help="do not count CDN/store/image-service requests as outside the seed",
     )
+    cmd.add_argument(
+        "--extra-seeds",
+        type=Path,
+        metavar="FILE",
+        help="hosts that count as seed too, one per line (first word; '#' comments), such "
+        "as the output of 'courtier seed list': hosts the crawl promoted or was asked to add",
+    )
     cmd.set_defaults(handler=audit_command)
+
+
+def read_extra_seeds(path: Path) -> list[str]:
+    """Hosts from a file: the first word of each line; blank lines and ``#`` comments are
+    skipped (so the output of ``courtier seed list`` can be used as it is)."""
+    words = (line.split("#", 1)[0].split() for line in path.read_text().splitlines())
+    return [line[0] for line in words if line]
 
 
 def world_params(args: argparse.Namespace) -> WorldParams:
@@ -180,12 +195,14 @@ def audit_command(args: argparse.Namespace) -> int:
         info = json.loads(args.info.read_text())
         world = build_world(WorldParams.from_json(info["world"]))
         log_path = args.log or Path(info["log"])
+        extra_seeds = read_extra_seeds(args.extra_seeds) if args.extra_seeds else []
         report = audit(
             log_path,
             world,
             site_interval=args.site_interval,
             tolerance=args.tolerance,
             allow_media=args.allow_media,
+            extra_seeds=extra_seeds,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"courtier simweb audit: {exc}", file=sys.stderr)

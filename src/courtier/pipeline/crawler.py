@@ -65,7 +65,7 @@ from courtier.politeness.backoff import (
     parse_retry_after,
 )
 from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
-from courtier.politeness.keys import CostModel, KeyType, LimitKey, guess_origin
+from courtier.politeness.keys import KeyType, LimitKey, guess_origin
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
@@ -195,7 +195,7 @@ class Crawler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tats: dict[str, float] = {}
         """GCRA state of every limit key (the embedded default keeps it in memory)."""
-        self._costs = CostModel()
+        self._costs = config.costs.model()
         self._policy = config.limits.policy()
         self._lookups = asyncio.Semaphore(64)
         """Origin lookups at once: a start-up burst must not flood the resolver."""
@@ -477,7 +477,7 @@ class Crawler:
         if work is _ROBOTS:
             self._start(rt, self._fetch_robots(rt))
         else:
-            self._start(rt, self._fetch_url(rt, cast(LeasedUrl, work)))
+            self._start(rt, self._fetch_url(rt, cast(LeasedUrl, work), slot.cost))
 
     def _start(self, rt: SiteRuntime, coro: Any) -> None:
         assert self._loop is not None
@@ -591,7 +591,7 @@ class Crawler:
             log.warning("suspending %s after %d failures", rt.site, rt.backoff.failures)
             self.stats.suspended_sites += 1
 
-    async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl) -> None:
+    async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl, cost: float) -> None:
         assert self._loop is not None
         result = await self._guarded_fetch(rt, item.fetch_url, rt.host, robots=False)
         if result is None:
@@ -603,6 +603,7 @@ class Crawler:
             return
         self._back_off(rt, result.status, result.retry_after)
         self._feedback(rt, result)
+        self._charge_response_type(rt, item, result, cost=cost)
         status = result.status
         if status is None or status in (429, 503):
             if not self._retry_or_fail(rt, item, status):
@@ -648,6 +649,23 @@ class Crawler:
             self._origin_latency[origin] = observe(state, result.latency, now, self._latency_params)
             if self._origin_latency[origin].factor < state.factor:
                 self.stats.latency_slowdowns["origin"] += 1
+
+    def _charge_response_type(
+        self, rt: SiteRuntime, item: LeasedUrl, result: FetchResult, *, cost: float
+    ) -> None:
+        """A response whose type makes it dearer than its URL looked is charged the
+        difference on its origin (never credited: the booking already spaced it)."""
+        if rt.origin is None or rt.origin is _UNRESOLVED or not result.content_type:
+            return
+        actual = self._costs.cost_of_target(_target_of(item.fetch_url), result.content_type)
+        if actual <= cost:
+            return
+        assert self._loop is not None
+        key = f"origin:{rt.origin}"
+        params = self._policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
+        start = max(self._tats.get(key, -math.inf), self._loop.time())
+        self._tats[key] = start + params.charge(actual - cost)
+        self.stats.cost_corrections += 1
 
     def _origin_pushed_back(
         self, origin: str, site: str, retry_after: str | None, now: float

@@ -29,6 +29,8 @@ class CrawlStats:
     latency_slowdowns: Counter[str] = field(default_factory=Counter)
     """Rate cuts by latency feedback, per key type (site, origin)."""
     origin_pauses: int = 0
+    cost_corrections: int = 0
+    """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
     """Distinct origins the seed sites were inferred to run on."""
     """Origins paused because several of their sites answered 429/503."""
@@ -91,6 +93,7 @@ class CrawlStats:
             "lead_refusals": self.lead_refusals,
             "latency_slowdowns": dict(self.latency_slowdowns),
             "origin_pauses": self.origin_pauses,
+            "cost_corrections": self.cost_corrections,
             "origins": self.origins,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),

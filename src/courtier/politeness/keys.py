@@ -171,12 +171,15 @@ class CostModel:
 
     def classify_target(self, target: str, content_type: str | None = None) -> RequestClass:
         """The class of a request line's path and query (``/list/2?page=3``)."""
+        not_an_image = False
         if content_type is not None:
             media = content_type.partition(";")[0].strip().lower()
             if media.startswith("image/"):
                 return RequestClass.IMAGE
+            # A page served at an image-looking URL is a page, and costs like one.
+            not_an_image = bool(media)
         for rule in self.rules:
-            if rule.matches(target):
+            if rule.matches(target) and not (not_an_image and rule.klass is RequestClass.IMAGE):
                 return rule.klass
         return self.default
 

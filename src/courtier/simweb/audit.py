@@ -19,6 +19,10 @@ Rules (the ground truth is the world, never the crawler's own view):
   already received a final answer (anything but 429 and 5xx).
 - `ok` holds the walking-skeleton criteria: no per-site gap under `site_interval - tolerance`,
   no robots violation, no canary hit, no request outside the seed.
+- `extra_seeds` are hosts the crawl was allowed to add to the world's seed (horizon hosts
+  promoted by `courtier rank`, hosts requested by name): they count as seed for every check
+  (outside-seed, gaps, robots, Crawl-delay, Retry-After, duplicates). Any spelling of a host
+  the world knows is accepted; a host it does not know is a ValueError.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,6 +135,7 @@ def audit(
     site_interval: float = 1.0,
     tolerance: float = DEFAULT_TOLERANCE,
     allow_media: bool = False,
+    extra_seeds: Iterable[str] = (),
 ) -> AuditReport:
     return audit_records(
         read_log(log_path),
@@ -138,7 +143,19 @@ def audit(
         site_interval=site_interval,
         tolerance=tolerance,
         allow_media=allow_media,
+        extra_seeds=extra_seeds,
     )
+
+
+def seed_hosts_with(world: World, extra_seeds: Iterable[str]) -> frozenset[str]:
+    """The world's seed hosts plus ``extra_seeds`` (any spelling, port allowed), canonical."""
+    hosts = set(world.seed_hosts)
+    for name in extra_seeds:
+        site = world.site_of_host(name.strip())
+        if site is None:
+            raise ValueError(f"extra seed {name!r} is not a host of this world")
+        hosts.add(site.host)
+    return frozenset(hosts)
 
 
 def audit_records(
@@ -148,7 +165,9 @@ def audit_records(
     site_interval: float = 1.0,
     tolerance: float = DEFAULT_TOLERANCE,
     allow_media: bool = False,
+    extra_seeds: Iterable[str] = (),
 ) -> AuditReport:
+    seed = seed_hosts_with(world, extra_seeds)
     by_site: dict[str, list[RequestRecord]] = defaultdict(list)
     statuses: Counter[str] = Counter()
     outside: Counter[str] = Counter()
@@ -169,7 +188,7 @@ def audit_records(
             violation(Violation("canary", record.host, record.target, record.start))
             continue
         site = world.site_of_host(record.host)
-        if site is None or not site.is_seed:
+        if site is None or site.host not in seed:
             kind = "unknown" if site is None else str(site.kind)
             outside[kind] += 1
             if site is None or site.kind not in MEDIA_KINDS or not allow_media:
@@ -182,9 +201,9 @@ def audit_records(
     for host, site_records in by_site.items():
         site = world.sites[host]
         site_records.sort(key=lambda r: r.start)
-        if site.is_seed:
+        if host in seed:
             site_figures.append(_site_figures(site, site_records, robots, tolerance, violation))
-    for v in _duplicates(world, by_site):
+    for v in _duplicates(seed, by_site):
         violation(v)
     for host, site_records in by_site.items():
         if Behaviour.RISING_LATENCY in world.sites[host].behaviours:
@@ -326,9 +345,11 @@ def _origin_figures(
     return tuple(sorted(figures, key=lambda f: f.origin))
 
 
-def _duplicates(world: World, by_site: dict[str, list[RequestRecord]]) -> Iterable[Violation]:
+def _duplicates(
+    seed: Collection[str], by_site: dict[str, list[RequestRecord]]
+) -> Iterable[Violation]:
     for host, records in by_site.items():
-        if not world.sites[host].is_seed:
+        if host not in seed:
             continue
         answered: set[tuple[str, tuple[str, ...]]] = set()
         for record in records:
