@@ -1,6 +1,7 @@
 """End to end, on loopback: a crawl records the horizon, `courtier rank --promote 1` moves the
 most-linked-from-seed horizon host into the seed, and the next crawl on the same store fetches
-it, and only it, politely. The link farm is never promoted and never fetched."""
+it, and only it, politely. The link farm is never promoted and never fetched. A page sent to
+the fastlane with `courtier recrawl` between the runs is fetched again."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ class PromotionRun:
     promotion_logs: list[str]
     crawl_exits: tuple[int, int]
     ranked_at: float
+    recrawled: str  # a seed home page fetched by the first run, then sent to the fastlane
+    recrawl_exit: int
     records: list[RequestRecord]
     log_path: Path
 
@@ -72,6 +75,16 @@ def _rank(store: Path) -> tuple[int, list[dict[str, object]], list[str]]:
     return code, lines, collect.messages
 
 
+def _fetched_home_page(store: Path) -> str:
+    with sqlite3.connect(store) as db:
+        row = db.execute(
+            "SELECT canonical FROM urls WHERE depth = 0 AND http_status = 200 "
+            "AND canonical LIKE 'http://%/' ORDER BY canonical LIMIT 1"
+        ).fetchone()
+    assert row is not None, "the first crawl fetched no home page"
+    return str(row[0])
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> PromotionRun:
     work = tmp_path_factory.mktemp("promotion")
@@ -80,6 +93,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> PromotionRun:
         first = _crawl(web, out, FIRST_CRAWL_S)
         ranked_at = time.time()
         rank_exit, lines, logs = _rank(out / "frontier.sqlite3")
+        recrawled = _fetched_home_page(out / "frontier.sqlite3")
+        with contextlib.redirect_stdout(io.StringIO()):
+            recrawl_exit = main(["recrawl", "--store", str(out / "frontier.sqlite3"), recrawled])
         # A restarted crawl keeps no booking state: one site interval between the runs keeps
         # the first request of the next run polite towards the last one of this run.
         time.sleep(SITE_INTERVAL_S)
@@ -93,6 +109,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> PromotionRun:
         promotion_logs=logs,
         crawl_exits=(first, second),
         ranked_at=ranked_at,
+        recrawled=recrawled,
+        recrawl_exit=recrawl_exit,
         records=list(read_log(log_path)),  # the server flushed its log when it stopped
         log_path=log_path,
     )
@@ -164,3 +182,12 @@ def test_the_audit_with_the_promoted_host_as_seed_passes(run: PromotionRun) -> N
     plain = audit(run.log_path, run.world)
     assert not plain.criterion("outside-seed").ok
     assert plain.outside_seed == {"horizon": len(_requests_to(run, run.world.popular_horizon_host))}
+
+
+def test_a_page_sent_to_the_fastlane_is_fetched_again_by_the_next_run(run: PromotionRun) -> None:
+    assert run.recrawl_exit == 0
+    site = run.world.site_of_host(run.recrawled.removeprefix("http://").rstrip("/"))
+    assert site is not None and site.is_seed
+    homes = [r for r in _requests_to(run, site.host) if r.target == "/"]
+    assert len(homes) == 2, [r.start for r in homes]
+    assert homes[0].start < run.ranked_at < homes[1].start

@@ -87,6 +87,8 @@ async def loopback_web() -> AsyncIterator[Web]:
                 return web.Response(status=503, text="overloaded")
             await asyncio.sleep(0.02 + 0.06 * len(recent) ** 2)
             return _page(*(f"/r/{i}" for i in range(30)))
+        if host == "cal.test" and path != "/robots.txt":
+            return _page(*(f"/cal/{2000 + i // 12}/{i % 12 + 1}" for i in range(60)))
         if host == "pics.test" and path != "/robots.txt":
             if path == "/":
                 return _page(*(f"/p/{i}.jpg" for i in range(6)))
@@ -246,3 +248,12 @@ async def test_a_page_served_at_an_image_url_is_charged_as_a_page(tmp_path, loop
     # the answer: from the second on, they start 1 s apart.
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps and min(gaps) >= 0.95, gaps
+
+
+async def test_an_endless_calendar_costs_its_pattern_cap_not_every_month(tmp_path, loopback_web):
+    crawler = make_crawler(tmp_path, loopback_web, duration=2.0, hosts=("cal.test",))
+    stats = await crawler.run()
+    assert stats.trap_capped == 60 - 30  # /cal/{year}/{n}: the volatile cap is 30
+    store = SqliteFrontier(tmp_path / "frontier.sqlite3")
+    assert sum(store.counts()[k] for k in ("queued", "leased", "done")) <= 1 + 30
+    store.close()

@@ -52,6 +52,7 @@ from courtier.frontier.base import (
 )
 from courtier.frontier.dedup import DedupCache
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.frontier.traps import PatternCounter
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.origins.infer import InferenceResult, OriginInference
@@ -197,6 +198,8 @@ class Crawler:
         """GCRA state of every limit key (the embedded default keeps it in memory)."""
         self._costs = config.costs.model()
         self._policy = config.limits.policy()
+        self._traps = PatternCounter()
+        """URLs admitted per URL pattern this run (a calendar's months share one pattern)."""
         self._lookups = asyncio.Semaphore(64)
         """Origin lookups at once: a start-up burst must not flood the resolver."""
         self._origin_latency: dict[str, LatencyState] = {}
@@ -723,10 +726,17 @@ class Crawler:
             self._add_link(rt, image, item.depth + 1, 0)
 
     def _add_link(self, rt: SiteRuntime, link: Link, depth: int, redirects: int) -> None:
-        if not self._known.first_sighting(link.canonical):
+        in_scope = link.site in self._scope
+        # A horizon URL is one vote per linking site: the host graph must hear of every seed
+        # site that links it, not only of the first, so its cache key names the linking site.
+        key = link.canonical if in_scope else f"{rt.site} {link.canonical}"
+        if not self._known.first_sighting(key):
             self.stats.dedup_hits += 1
             return
-        if link.site in self._scope:
+        if in_scope:
+            if not self._traps.admit(link.canonical).admitted:
+                self.stats.trap_capped += 1  # an endless calendar costs its cap, not thousands
+                return
             self._new_urls.append(
                 NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects)
             )

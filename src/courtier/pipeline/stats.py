@@ -41,6 +41,8 @@ class CrawlStats:
     new_urls: int = 0
     dedup_hits: int = 0
     depth_capped: int = 0
+    trap_capped: int = 0
+    """Links dropped because their URL pattern reached its cap (calendars, session ids)."""
     horizon_links: int = 0
     suspended_sites: int = 0
     internal_errors: int = 0
@@ -102,6 +104,7 @@ class CrawlStats:
             "new_urls": self.new_urls,
             "dedup_hits": self.dedup_hits,
             "depth_capped": self.depth_capped,
+            "trap_capped": self.trap_capped,
             "horizon_links": self.horizon_links,
             "suspended_sites": self.suspended_sites,
             "internal_errors": self.internal_errors,
