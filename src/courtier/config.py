@@ -9,6 +9,7 @@ error: a typo must not silently fall back to a default.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from courtier import __version__
+from courtier.frontier.split import SplitPolicy
+from courtier.frontier.surface import DEFAULT_LEVELS, SurfaceLevel, SurfacePolicy
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams
 from courtier.politeness.keys import (
     DEFAULT_COSTS,
@@ -72,6 +75,8 @@ class FetchSection:
         "application/rss+xml",
         "application/atom+xml",
         "application/json",
+        "application/gzip",
+        "application/x-gzip",
         "image/",
     )
     """Media types (or prefixes ending in '/') whose bodies are read; others are not downloaded."""
@@ -81,6 +86,47 @@ class FetchSection:
         return (
             f"Mozilla/5.0 (compatible; {self.user_agent_token}/{__version__}; +{self.contact_url})"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierSection:
+    surface_levels: tuple[str, ...] = tuple(
+        f"{level.frontier_size}:{level.max_depth}" for level in DEFAULT_LEVELS
+    )
+    """Surface mode: "SIZE:DEPTH" - a site with SIZE URLs discovered or more keeps only URLs
+    at most DEPTH links from its root (sizes ascending, depths descending)."""
+    freshlane: tuple[str, ...] = ()
+    """Fast sources: URLs (of seed sites) refetched every freshlane_interval seconds; the
+    links they reveal jump ahead of ordinary discovery."""
+    freshlane_interval: float = 60.0
+    split_floor: float = 0.1
+    """Discovery's share of a site's requests never drops below this, however much refresh
+    work is due ..."""
+    split_ceiling: float = 0.9
+    """... nor rises above this, however long the discovered backlog."""
+    split_half_drain: float = 3600.0
+    """Backlog drain time (backlog / request rate, seconds) at which discovery gets half way
+    between floor and ceiling."""
+    sitemaps: bool = True
+    """Fetch the sitemaps robots.txt lists (booked like any request) to discover URLs."""
+
+    def __post_init__(self) -> None:
+        self.surface_policy(32)
+        self.split_policy()
+        if not (math.isfinite(self.freshlane_interval) and self.freshlane_interval > 0):
+            raise ValueError("freshlane_interval must be a positive number of seconds")
+
+    def surface_policy(self, max_depth: int) -> SurfacePolicy:
+        levels = []
+        for level in self.surface_levels:
+            size, colon, depth = level.partition(":")
+            if not colon or not size.strip().isdigit() or not depth.strip().isdigit():
+                raise ValueError(f"surface level {level!r} is not of the form 'SIZE:DEPTH'")
+            levels.append(SurfaceLevel(int(size), int(depth)))
+        return SurfacePolicy(levels=tuple(levels), max_depth=max_depth)
+
+    def split_policy(self) -> SplitPolicy:
+        return SplitPolicy(self.split_floor, self.split_ceiling, self.split_half_drain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +252,7 @@ class Config:
     robots: RobotsSection = field(default_factory=RobotsSection)
     limits: LimitsSection = field(default_factory=LimitsSection)
     costs: CostsSection = field(default_factory=CostsSection)
+    frontier: FrontierSection = field(default_factory=FrontierSection)
 
     @property
     def site_interval(self) -> float:

@@ -408,3 +408,10 @@ def test_a_store_from_a_newer_courtier_is_refused_with_a_clear_error(tmp_path: P
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(FrontierError, match="newer"):
         SqliteFrontier(path)
+
+
+def test_site_sizes_count_known_and_queued_discovery_urls(store: FrontierStore):
+    store.write_batch([_url("/"), _url("/a", depth=1), _url("/", site="b.test")], [], [], T0)
+    leased = store.lease("a.test", 1, T0)
+    assert len(leased) == 1
+    assert store.site_sizes() == {"a.test": (2, 1), "b.test": (1, 1)}

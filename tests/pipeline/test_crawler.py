@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import itertools
 import json
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection
+from courtier.config import Config, CrawlSection, FrontierSection, KeyLimits, LimitsSection
 from courtier.frontier.base import SiteState
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.guard import Guard
@@ -37,6 +38,12 @@ class Web:
     def min_gap(self, host: str) -> float:
         times = [t for t, h, _p in self.hits if h == host]
         return min((b - a for a, b in itertools.pairwise(times)), default=1e9)
+
+
+def _sitemap(root: str, entry: str, locs: list[str]) -> str:
+    ns = "http://www.sitemaps.org/schemas/sitemap/0.9"
+    items = "".join(f"<{entry}><loc>{loc}</loc></{entry}>" for loc in locs)
+    return f'<?xml version="1.0" encoding="UTF-8"?><{root} xmlns="{ns}">{items}</{root}>'
 
 
 def _page(*links: str) -> web.Response:
@@ -87,6 +94,31 @@ async def loopback_web() -> AsyncIterator[Web]:
                 return web.Response(status=503, text="overloaded")
             await asyncio.sleep(0.02 + 0.06 * len(recent) ** 2)
             return _page(*(f"/r/{i}" for i in range(30)))
+        if host == "maps.test":
+            if path == "/robots.txt":
+                return web.Response(
+                    text=f"User-agent: *\nSitemap: http://maps.test:{port}/index.xml\n"
+                )
+            if path == "/index.xml":
+                return web.Response(
+                    text=_sitemap("sitemapindex", "sitemap", [f"http://maps.test:{port}/m.xml.gz"]),
+                    content_type="application/xml",
+                )
+            if path == "/m.xml.gz":
+                body = _sitemap(
+                    "urlset", "url", [f"http://maps.test:{port}/hidden/{i}" for i in range(3)]
+                )
+                return web.Response(
+                    body=gzip.compress(body.encode()), content_type="application/gzip"
+                )
+            return _page()
+        if host == "news.test" and path != "/robots.txt":
+            if path == "/":
+                edition = len(state.paths("news.test"))
+                return _page(f"/story/{edition}")
+            return _page()
+        if host == "deep.test" and path != "/robots.txt":
+            return _page(*(f"{path.rstrip('/')}/{i}" for i in range(10)))
         if host == "cal.test" and path != "/robots.txt":
             return _page(*(f"/cal/{2000 + i // 12}/{i % 12 + 1}" for i in range(60)))
         if host == "pics.test" and path != "/robots.txt":
@@ -119,6 +151,7 @@ def make_crawler(
     origin_rate: float = 1000.0,
     hosts: tuple[str, ...] = ("a.test", "b.test", "down.test"),
     interval: float = INTERVAL,
+    frontier: FrontierSection | None = None,
 ) -> Crawler:
     # All sites of this web share 127.0.0.1, hence one origin: a generous origin rate keeps
     # these tests about the site rules; the origin test below sets a real one.
@@ -129,6 +162,7 @@ def make_crawler(
             site=KeyLimits(1.0 / interval, slot_width=0.05),
             origin=KeyLimits(origin_rate, slot_width=0.05),
         ),
+        frontier=frontier or FrontierSection(),
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     names = [*hosts, "outside.test"]
@@ -257,3 +291,42 @@ async def test_an_endless_calendar_costs_its_pattern_cap_not_every_month(tmp_pat
     store = SqliteFrontier(tmp_path / "frontier.sqlite3")
     assert sum(store.counts()[k] for k in ("queued", "leased", "done")) <= 1 + 30
     store.close()
+
+
+async def test_sitemaps_listed_in_robots_feed_discovery_through_an_index_and_gzip(
+    tmp_path, loopback_web
+):
+    stats = await make_crawler(tmp_path, loopback_web, duration=3.0, hosts=("maps.test",)).run()
+    paths = loopback_web.paths("maps.test")
+    assert {"/index.xml", "/m.xml.gz", "/hidden/0", "/hidden/1", "/hidden/2"} <= set(paths)
+    assert stats.sitemap_links == 4  # one child sitemap, three pages
+
+
+async def test_a_freshlane_source_is_refetched_and_its_new_links_follow_quickly(
+    tmp_path, loopback_web
+):
+    port = loopback_web.port
+    fresh = FrontierSection(freshlane=(f"http://news.test:{port}/",), freshlane_interval=1.0)
+    crawler = make_crawler(
+        tmp_path, loopback_web, duration=5.0, hosts=("news.test",), frontier=fresh
+    )
+    await crawler.run()
+    paths = loopback_web.paths("news.test")
+    assert paths.count("/") >= 3
+    editions = [i + 1 for i, p in enumerate(paths) if p == "/"]  # the handler's numbering
+    for edition in editions[:-1]:  # each edition's story is fetched before the crawl ends
+        assert f"/story/{edition}" in paths, (edition, paths)
+
+
+async def test_surface_mode_caps_the_depth_of_a_site_whose_frontier_outgrows_a_level(
+    tmp_path, loopback_web
+):
+    surface = FrontierSection(surface_levels=("5:1",))
+    crawler = make_crawler(
+        tmp_path, loopback_web, duration=3.0, hosts=("deep.test",), frontier=surface
+    )
+    stats = await crawler.run()
+    paths = [p for p in loopback_web.paths("deep.test") if p != "/robots.txt"]
+    assert stats.surface_sites == 1
+    assert paths and max(p.count("/") for p in paths if p != "/") == 1  # depth 1 at most
+    assert stats.depth_capped > 0

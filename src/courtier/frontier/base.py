@@ -363,6 +363,10 @@ class FrontierStore(Protocol):
     def sites_with_queued(self) -> list[str]:
         """Sites that have at least one queued (never fetched) URL."""
 
+    def site_sizes(self) -> dict[str, tuple[int, int]]:
+        """Per site with URLs: (URLs known in any state, queued discovery URLs). Scans the
+        table: for start-up, not for the crawl loop."""
+
     def counts(self) -> dict[str, int]:
         """URL counts per status name, plus ``horizon_sites`` and ``horizon_urls``."""
 

@@ -530,6 +530,13 @@ class PostgresFrontier:
     def sites_with_queued(self) -> list[str]:
         return [row[0] for row in self._read("SELECT DISTINCT site FROM urls WHERE status = 0")]
 
+    def site_sizes(self) -> dict[str, tuple[int, int]]:
+        rows = self._read(
+            "SELECT site, COUNT(*), SUM(CASE WHEN status = 0 AND lane = 3 THEN 1 ELSE 0 END) "
+            "FROM urls GROUP BY site"
+        )
+        return {row[0]: (int(row[1]), int(row[2])) for row in rows}
+
     def counts(self) -> dict[str, int]:
         by_status = {
             int(row[0]): int(row[1])

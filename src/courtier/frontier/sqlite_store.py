@@ -496,6 +496,13 @@ class SqliteFrontier:
         rows = self._db.execute("SELECT DISTINCT site FROM urls WHERE status = 0")
         return [row[0] for row in rows]
 
+    def site_sizes(self) -> dict[str, tuple[int, int]]:
+        rows = self._db.execute(
+            "SELECT site, COUNT(*), SUM(CASE WHEN status = 0 AND lane = 3 THEN 1 ELSE 0 END) "
+            "FROM urls GROUP BY site"
+        )
+        return {row[0]: (int(row[1]), int(row[2])) for row in rows}
+
     def counts(self) -> dict[str, int]:
         by_status = dict(
             self._db.execute("SELECT status, COUNT(*) FROM urls GROUP BY status").fetchall()

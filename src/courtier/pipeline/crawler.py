@@ -48,16 +48,27 @@ from courtier.frontier.base import (
     NewUrl,
     Outcome,
     SiteState,
+    UrlLane,
     UrlStatus,
 )
 from courtier.frontier.dedup import DedupCache
+from courtier.frontier.split import Lane as SplitLane
+from courtier.frontier.split import SplitState, target_discovery_share
+from courtier.frontier.split import decide as split_decide
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.frontier.surface import admits, decide_depth_cap
 from courtier.frontier.traps import PatternCounter
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.store import OriginStore
-from courtier.pipeline.parse import Link, ParsedPage, parse_page
+from courtier.pipeline.parse import (
+    Link,
+    ParsedPage,
+    ParsedSitemap,
+    parse_page,
+    parse_sitemap_links,
+)
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import (
     BackoffParams,
@@ -84,6 +95,8 @@ _FULL_RATE = LatencyState()
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/no-answer this often is given up for this run."""
 MAX_REDIRECTS = 5
+_MAX_SITEMAPS = 50
+"""Sitemaps taken from one robots.txt."""
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
 """Guard refusals that may pass on their own: retried with backoff, not recorded as final."""
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -131,6 +144,12 @@ class SiteRuntime:
 
     margin: float = 0.0
     latency: LatencyState = field(default_factory=LatencyState)
+    discovered: int = 0
+    """URLs ever discovered on the site (surface mode; eviction does not lower it)."""
+    backlog: int = 0
+    """Discovered URLs not fetched yet (drives the discovery/refresh split)."""
+    depth_cap: int | None = None
+    split: SplitState = field(default_factory=SplitState)
 
     @property
     def interval(self) -> float:
@@ -199,6 +218,11 @@ class Crawler:
         self._costs = config.costs.model()
         self._policy = config.limits.policy()
         self._traps = PatternCounter()
+        self._surface_policy = config.frontier.surface_policy(config.crawl.max_depth)
+        self._split = config.frontier.split_policy()
+        self._evictions: list[tuple[str, int]] = []
+        self._sitemaps: set[str] = set()
+        """Fetch URLs known to be sitemaps (from robots.txt, or listed by a sitemap index)."""
         """URLs admitted per URL pattern this run (a calendar's months share one pattern)."""
         self._lookups = asyncio.Semaphore(64)
         """Origin lookups at once: a start-up burst must not flood the resolver."""
@@ -316,6 +340,28 @@ class Crawler:
                 next_start=start + interval * (zlib.crc32(site.encode()) % 1024) / 1024,
             )
         self.stats.seed_sites = len(self._scope)
+        sizes = await self._db(self.frontier.site_sizes)
+        for site, rt in self._sites.items():
+            rt.discovered, rt.backlog = sizes.get(site, (0, 0))
+            rt.depth_cap = decide_depth_cap(rt.discovered, None, self._surface_policy).cap
+        fresh = self._freshlane_urls()
+        if fresh:
+            interval = self.config.frontier.freshlane_interval
+            await self._db(self.frontier.set_freshlane, fresh, interval, now)
+
+    def _freshlane_urls(self) -> list[NewUrl]:
+        urls = []
+        for raw in self.config.frontier.freshlane:
+            try:
+                url = parse_url(raw)
+            except UrlError as exc:
+                log.warning("freshlane source %r skipped: %s", raw, exc)
+                continue
+            if url.site not in self._scope:
+                log.warning("freshlane source %s skipped: its site is not in the seed", raw)
+                continue
+            urls.append(NewUrl(url.canonical, url.fetch_url, url.site, 0, 0, UrlLane.FRESHLANE))
+        return urls
 
     async def _wait_for_end(self) -> None:
         assert self._loop is not None
@@ -504,10 +550,11 @@ class Crawler:
             self._launch(self._waiting.popleft())
 
     def _next_allowed(self, rt: SiteRuntime) -> LeasedUrl | None:
-        """Pop queued URLs until one robots.txt allows; refused ones cost no request."""
+        """The next URL to fetch: fastlane and freshlane first, then refresh or discovery as
+        the split decides; URLs robots.txt refuses cost no request."""
         token = self.config.fetch.user_agent_token
         while rt.queue:
-            item = rt.queue.popleft()
+            item = self._pick(rt)
             assert rt.robots is not None
             if rt.robots.allows(item.fetch_url, token):
                 return item
@@ -516,6 +563,34 @@ class Crawler:
         if not rt.store_empty:
             self._request_refill(rt)
         return None
+
+    def _pick(self, rt: SiteRuntime) -> LeasedUrl:
+        """Remove and return the queued URL to serve next (the queue holds a few dozen)."""
+        first: dict[UrlLane, int] = {}
+        for index, queued in enumerate(rt.queue):
+            first.setdefault(queued.lane, index)
+        for lane in (UrlLane.FASTLANE, UrlLane.FRESHLANE):
+            if lane in first:
+                return self._take(rt, first[lane])
+        target = target_discovery_share(rt.backlog, 1.0 / rt.interval, self._split)
+        lane_chosen, rt.split = split_decide(
+            rt.split,
+            target,
+            discovery_ready=UrlLane.DISCOVERY in first,
+            refresh_ready=UrlLane.REFRESH in first,
+        )
+        if lane_chosen is SplitLane.REFRESH:
+            return self._take(rt, first[UrlLane.REFRESH])
+        if UrlLane.DISCOVERY in first:
+            rt.backlog = max(0, rt.backlog - 1)
+            return self._take(rt, first[UrlLane.DISCOVERY])
+        return rt.queue.popleft()
+
+    @staticmethod
+    def _take(rt: SiteRuntime, index: int) -> LeasedUrl:
+        item = rt.queue[index]
+        del rt.queue[index]
+        return item
 
     def _mark_started(self, rt: SiteRuntime) -> None:
         assert self._loop is not None
@@ -555,11 +630,25 @@ class Crawler:
             retry_unreachable=config.retry_unreachable,
             max_bytes=config.max_bytes,
         )
+        if self.config.frontier.sitemaps:
+            self._queue_sitemaps(rt, rt.robots.sitemaps())
         delay = rt.robots.crawl_delay(self.config.fetch.user_agent_token)
         rt.crawl_delay = delay or 0.0
         # The robots.txt request itself counts: the first page waits a full Crawl-delay.
         rt.next_start = max(rt.next_start, rt.last_sent + rt.interval)
         self.stats.robots[rt.robots.status.value] += 1
+
+    def _queue_sitemaps(self, rt: SiteRuntime, sitemaps: list[str]) -> None:
+        """Sitemaps robots.txt lists on seed sites become ordinary (booked) work."""
+        for raw in sitemaps[:_MAX_SITEMAPS]:
+            try:
+                url = parse_url(raw.strip(), f"{rt.scheme}://{rt.site}/robots.txt")
+            except UrlError:
+                self.stats.bad_links += 1
+                continue
+            if url.site in self._scope:
+                self._sitemaps.add(url.fetch_url)
+                self._add_link(rt, Link(url.canonical, url.fetch_url, url.site), 1, 0)
 
     async def _guarded_fetch(
         self, rt: SiteRuntime, url: str, host: str, *, robots: bool
@@ -616,6 +705,11 @@ class Crawler:
         page: ParsedPage | None = None
         if 300 <= status < 400 and result.location:
             self._redirect(rt, item, result.location)
+        elif 200 <= status < 300 and item.fetch_url in self._sitemaps:
+            sitemap = await self._loop.run_in_executor(
+                self._parse_pool, parse_sitemap_links, result.body, result.url
+            )
+            self._sitemap_found(rt, sitemap)
         elif 200 <= status < 300 and result.content_type.lower().startswith(_HTML_TYPES):
             page = await self._loop.run_in_executor(
                 self._parse_pool, parse_page, result.body, result.url
@@ -629,6 +723,11 @@ class Crawler:
             fingerprint = hashlib.md5(result.body, usedforsecurity=False).hexdigest()
         self._outcome(item.id, UrlStatus.DONE, status, fingerprint)
         self._document(item, result, page)
+        if item.lane is UrlLane.FRESHLANE:
+            # A fast source falls due again in freshlane_interval: look for it then (after the
+            # outcome has been written), not at the next idle-site sweep.
+            delay = self.config.frontier.freshlane_interval + 2 * self.config.crawl.flush_interval
+            self._loop.call_later(delay, self._look_again, rt)
 
     def _feedback(self, rt: SiteRuntime, result: FetchResult) -> None:
         """Latency feedback on the site and its origin; 429/503 from several sites of one
@@ -717,15 +816,32 @@ class Crawler:
     def _discovered(self, rt: SiteRuntime, item: LeasedUrl, page: ParsedPage) -> None:
         self.stats.links_found += len(page.links) + len(page.images)
         self.stats.bad_links += page.bad_links
-        if item.depth + 1 > self.config.crawl.max_depth:
-            self.stats.depth_capped += len(page.links)
-            return
+        # Links a fast source reveals take the priority path (the freshlane, once).
+        lane = UrlLane.FRESHLANE if item.lane is UrlLane.FRESHLANE else UrlLane.DISCOVERY
         for link in page.links:
-            self._add_link(rt, link, item.depth + 1, 0)
+            self._add_link(rt, link, item.depth + 1, 0, lane)
         for image in page.images:
-            self._add_link(rt, image, item.depth + 1, 0)
+            self._add_link(rt, image, item.depth + 1, 0, lane)
 
-    def _add_link(self, rt: SiteRuntime, link: Link, depth: int, redirects: int) -> None:
+    def _sitemap_found(self, rt: SiteRuntime, sitemap: ParsedSitemap) -> None:
+        self.stats.bad_links += sitemap.bad_links
+        if sitemap.error:
+            log.info("sitemap of %s read in part: %s", rt.site, sitemap.error)
+        for link in sitemap.links:
+            if sitemap.index:
+                self._sitemaps.add(link.fetch_url)
+            self.stats.sitemap_links += 1
+            # Listed by the site itself: as close to the root as a link from its home page.
+            self._add_link(rt, link, 1, 0, UrlLane.DISCOVERY)
+
+    def _add_link(
+        self,
+        rt: SiteRuntime,
+        link: Link,
+        depth: int,
+        redirects: int,
+        lane: UrlLane = UrlLane.DISCOVERY,
+    ) -> None:
         in_scope = link.site in self._scope
         # A horizon URL is one vote per linking site: the host graph must hear of every seed
         # site that links it, not only of the first, so its cache key names the linking site.
@@ -734,18 +850,41 @@ class Crawler:
             self.stats.dedup_hits += 1
             return
         if in_scope:
+            target = self._sites[link.site]
+            if not admits(depth, target.depth_cap):
+                self.stats.depth_capped += 1
+                return
             if not self._traps.admit(link.canonical).admitted:
                 self.stats.trap_capped += 1  # an endless calendar costs its cap, not thousands
                 return
             self._new_urls.append(
-                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects)
+                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects, lane)
             )
+            target.discovered += 1
+            target.backlog += 1
+            self._surface(target)
         else:
             self._horizon.append(HorizonLink(link.canonical, link.site, rt.site))
             self.stats.horizon_links += 1
             if redirects:
                 self.stats.refused["redirect-out-of-scope"] += 1
             self._judge_literal(link.site)
+
+    def _surface(self, rt: SiteRuntime) -> None:
+        """Surface mode: a site whose frontier outgrows a level keeps only its shallow URLs."""
+        decision = decide_depth_cap(rt.discovered, rt.depth_cap, self._surface_policy)
+        if decision.cap == rt.depth_cap:
+            return
+        rt.depth_cap = decision.cap
+        if decision.tightened and decision.cap is not None:
+            log.info(
+                "surface mode for %s: %d URLs discovered, depth capped at %d",
+                rt.site,
+                rt.discovered,
+                decision.cap,
+            )
+            self.stats.surface_sites += 1
+            self._evictions.append((rt.site, decision.cap))
 
     def _judge_literal(self, site: str) -> None:
         """Count links that point at a blocked address literal (SSRF bait), fetched or not."""
@@ -813,7 +952,19 @@ class Crawler:
 
     def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
         # Due work of every lane, in serving order: fastlane, freshlane, refresh, discovery.
-        return self.frontier.lease_due(limit, sites, time.time())
+        # When due work fills a site's batch without discovery, lease some discovery too, so
+        # the split has both lanes to choose from.
+        now = time.time()
+        leased = self.frontier.lease_due(limit, sites, now)
+        for site, items in leased.items():
+            if len(items) >= limit and all(i.lane is not UrlLane.DISCOVERY for i in items):
+                items.extend(self.frontier.lease(site, max(1, limit // 2), now))
+        return leased
+
+    def _look_again(self, rt: SiteRuntime) -> None:
+        if not self._stopping and not rt.queue:
+            rt.store_empty = False
+            self._request_refill(rt)
 
     async def _due_loop(self) -> None:
         """Look again for sites whose store had nothing due: refresh work falls due with time,
@@ -821,9 +972,8 @@ class Crawler:
         while True:
             await asyncio.sleep(self.config.crawl.due_recheck)
             for rt in self._sites.values():
-                if rt.store_empty and not rt.queue:
-                    rt.store_empty = False
-                    self._request_refill(rt)
+                if rt.store_empty:
+                    self._look_again(rt)
 
     async def _infer_origins(self) -> None:
         """Infer origins of the seed sites before their first booking, then keep them fresh:
@@ -859,9 +1009,10 @@ class Crawler:
         new_urls, self._new_urls = self._new_urls, []
         outcomes, self._outcomes = self._outcomes, []
         horizon, self._horizon = self._horizon, []
-        if not (new_urls or outcomes or horizon):
+        if not (new_urls or outcomes or horizon or self._evictions):
             return
-        fed = await self._db(self.frontier.write_batch, new_urls, outcomes, horizon, time.time())
+        evictions, self._evictions = self._evictions, []
+        fed = await self._db(self._write, new_urls, outcomes, horizon, evictions, time.time())
         self.sink.flush()
         self.stats.new_urls += len(new_urls)
         for site in fed:
@@ -870,6 +1021,19 @@ class Crawler:
                 rt.store_empty = False
                 if not rt.queue:
                     self._request_refill(rt)
+
+    def _write(
+        self,
+        new_urls: list[NewUrl],
+        outcomes: list[Outcome],
+        horizon: list[HorizonLink],
+        evictions: list[tuple[str, int]],
+        now: float,
+    ) -> list[str]:
+        fed = self.frontier.write_batch(new_urls, outcomes, horizon, now)
+        for site, cap in evictions:
+            self.stats.evicted += self.frontier.evict_deeper(site, cap)
+        return fed
 
     async def _lag_monitor(self) -> None:
         """Sample how late the event loop wakes: the root cause of missed slots."""

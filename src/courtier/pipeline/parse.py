@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser
 
 from courtier.frontier.fingerprint import html_fingerprint
+from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
 from courtier.url import UrlError, parse_url
 
 
@@ -35,6 +36,7 @@ class ParsedPage:
 
 _LINK_SELECTOR = "a[href], area[href]"
 _MAX_REFERENCES = 5000
+_MAX_SITEMAP_LINKS = 50_000  # the sitemaps protocol's own limit per file
 
 
 def _resolve(raw: str, base: str, seen: set[str], out: list[Link], page: ParsedPage) -> None:
@@ -75,3 +77,29 @@ def parse_page(body: bytes, base_url: str) -> ParsedPage:
         if src:
             _resolve(src, base, seen, page.images, page)
     return page
+
+
+@dataclass(slots=True)
+class ParsedSitemap:
+    index: bool = False
+    """A sitemap index: its links are further sitemaps."""
+    links: list[Link] = field(default_factory=list)
+    bad_links: int = 0
+    error: str | None = None
+    """Why the sitemap could not be read to the end (what was read is still in ``links``)."""
+
+
+def parse_sitemap_links(body: bytes, base_url: str) -> ParsedSitemap:
+    """The URLs a sitemap (or sitemap index, gzip or not) lists, canonicalised."""
+    result = ParsedSitemap()
+    try:
+        sitemap = parse_sitemap(body)
+    except SitemapError as exc:
+        sitemap, result.error = exc.partial, str(exc)[:300]
+    result.index = sitemap.kind is SitemapKind.INDEX
+    seen: set[str] = set()
+    placeholder = ParsedPage()
+    for entry in sitemap.entries[:_MAX_SITEMAP_LINKS]:
+        _resolve(entry.loc, base_url, seen, result.links, placeholder)
+    result.bad_links = placeholder.bad_links + sitemap.skipped
+    return result

@@ -42,6 +42,11 @@ class CrawlStats:
     dedup_hits: int = 0
     depth_capped: int = 0
     trap_capped: int = 0
+    surface_sites: int = 0
+    """Sites put in surface mode (their depth capped) during the run."""
+    evicted: int = 0
+    """Queued URLs that left the frontier because surface mode capped their site's depth."""
+    sitemap_links: int = 0
     """Links dropped because their URL pattern reached its cap (calendars, session ids)."""
     horizon_links: int = 0
     suspended_sites: int = 0
@@ -105,6 +110,9 @@ class CrawlStats:
             "dedup_hits": self.dedup_hits,
             "depth_capped": self.depth_capped,
             "trap_capped": self.trap_capped,
+            "surface_sites": self.surface_sites,
+            "evicted": self.evicted,
+            "sitemap_links": self.sitemap_links,
             "horizon_links": self.horizon_links,
             "suspended_sites": self.suspended_sites,
             "internal_errors": self.internal_errors,
