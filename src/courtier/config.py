@@ -231,7 +231,9 @@ class PolitenessSection:
     max_backoff: float = 3600.0
     """Longest pause from exponential backoff on a run of errors."""
     suspend_after_errors: int = 20
-    """Consecutive failures after which a site is suspended for the rest of the crawl."""
+    """Consecutive failures after which a site is suspended ..."""
+    suspend_for: float = 6 * 3600.0
+    """... for this many seconds, then tried again."""
 
 
 @dataclass(frozen=True, slots=True)

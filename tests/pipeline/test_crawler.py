@@ -201,6 +201,9 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
     horizon = dict(store.horizon_sites())
     assert horizon.get(f"outside.test:{loopback_web.port}") == 2  # the link and the redirect
     assert f"outside.test:{loopback_web.port}" in store.sites_in_state(SiteState.HORIZON)
+    port = loopback_web.port
+    edges = {(e.src, e.dst) for e in store.host_links()}
+    assert (f"a.test:{port}", f"b.test:{port}") in edges  # seed-to-seed links count for ranking
     store.close()
 
     documents = [

@@ -47,6 +47,10 @@ def test_run_of_5xx_backs_off_exponentially_then_suspends():
     assert pauses == [2.0, 4.0, 8.0, 16.0]
     state = after_response(state, 500, None, 10.0, PARAMS)
     assert state.suspended
+    assert state.paused_until == 10.0 + PARAMS.suspend_for  # hours, then a clean slate
+    assert state.failures == 0
+    state = after_response(state, 200, None, state.paused_until + 1, PARAMS)
+    assert not state.suspended
 
 
 def test_success_resets_failures_and_spacing_recovers_slowly_to_base():

@@ -44,6 +44,7 @@ from typing import Any, TypeVar, cast
 from courtier.config import Config
 from courtier.frontier.base import (
     HorizonLink,
+    HostEdge,
     LeasedUrl,
     NewUrl,
     Outcome,
@@ -221,6 +222,7 @@ class Crawler:
         self._surface_policy = config.frontier.surface_policy(config.crawl.max_depth)
         self._split = config.frontier.split_policy()
         self._evictions: list[tuple[str, int]] = []
+        self._edges: list[HostEdge] = []
         self._sitemaps: set[str] = set()
         """Fetch URLs known to be sitemaps (from robots.txt, or listed by a sitemap index)."""
         """URLs admitted per URL pattern this run (a calendar's months share one pattern)."""
@@ -251,6 +253,7 @@ class Crawler:
             default_retry_after=params.default_retry_after,
             max_backoff=params.max_backoff,
             suspend_after=params.suspend_after_errors,
+            suspend_for=params.suspend_for,
         )
 
     # -- plumbing -----------------------------------------------------------------------
@@ -395,7 +398,7 @@ class Crawler:
 
     def _arm(self, rt: SiteRuntime) -> None:
         """Book the site's next request and arm its timer, if it has work and no timer."""
-        if self._stopping or rt.timer is not None or rt.backoff.suspended:
+        if self._stopping or rt.timer is not None:
             return
         if rt.in_flight >= self.config.politeness.max_in_flight_per_site:
             return
@@ -680,7 +683,12 @@ class Crawler:
             rt.backoff, status, wait, self._loop.time(), self._backoff_params
         )
         if rt.backoff.suspended:
-            log.warning("suspending %s after %d failures", rt.site, rt.backoff.failures)
+            log.warning(
+                "suspending %s for %.0f s after %d failures in a row",
+                rt.site,
+                self.config.politeness.suspend_for,
+                self.config.politeness.suspend_after_errors,
+            )
             self.stats.suspended_sites += 1
 
     async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl, cost: float) -> None:
@@ -860,6 +868,8 @@ class Crawler:
             self._new_urls.append(
                 NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects, lane)
             )
+            if link.site != rt.site:
+                self._edges.append(HostEdge(rt.site, link.site))  # seed-to-seed, for ranking
             target.discovered += 1
             target.backlog += 1
             self._surface(target)
@@ -1012,7 +1022,10 @@ class Crawler:
         if not (new_urls or outcomes or horizon or self._evictions):
             return
         evictions, self._evictions = self._evictions, []
-        fed = await self._db(self._write, new_urls, outcomes, horizon, evictions, time.time())
+        edges, self._edges = self._edges, []
+        fed = await self._db(
+            self._write, new_urls, outcomes, horizon, evictions, edges, time.time()
+        )
         self.sink.flush()
         self.stats.new_urls += len(new_urls)
         for site in fed:
@@ -1028,9 +1041,10 @@ class Crawler:
         outcomes: list[Outcome],
         horizon: list[HorizonLink],
         evictions: list[tuple[str, int]],
+        edges: list[HostEdge],
         now: float,
     ) -> list[str]:
-        fed = self.frontier.write_batch(new_urls, outcomes, horizon, now)
+        fed = self.frontier.write_batch(new_urls, outcomes, horizon, now, host_edges=edges)
         for site, cap in evictions:
             self.stats.evicted += self.frontier.evict_deeper(site, cap)
         return fed

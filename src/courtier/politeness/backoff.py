@@ -4,7 +4,7 @@ Pure functions of (status, Retry-After header, now, previous state). ``Retry-Aft
 form (delta-seconds or HTTP-date, RFC 9110 section 10.2.3) is a hard floor. A 429/503 also
 doubles the site's spacing (it told us we were too fast), which then recovers slowly on
 success. A run of failures backs off exponentially, and past a threshold the site is
-suspended.
+suspended for hours (``suspend_for``), then tried again from a clean slate.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class BackoffParams:
     default_retry_after: float
     max_backoff: float
     suspend_after: int
+    suspend_for: float = 6 * 3600.0
     max_interval: float = 60.0
 
 
@@ -59,10 +60,12 @@ def after_response(
     """The site's state after an answer (``status`` None: no answer, e.g. a timeout)."""
     if status is not None and status < 500 and status != 429:
         recovered = max(params.base_interval, state.interval * 0.9)
-        return replace(state, interval=recovered, failures=0)
+        return replace(state, interval=recovered, failures=0, suspended=False)
     failures = state.failures + 1
     if failures >= params.suspend_after:
-        return replace(state, failures=failures, suspended=True)
+        # Suspended for hours, then tried again from a clean slate.
+        until = max(state.paused_until, now + params.suspend_for)
+        return replace(state, paused_until=until, failures=0, suspended=True)
     if status in (429, 503):
         wait = retry_after if retry_after is not None else params.default_retry_after
         interval = min(params.max_interval, state.interval * 2)
