@@ -148,3 +148,49 @@ def test_commands_other_than_add_need_an_existing_store(
     code, _, err = run("seed", *command, "--store", missing)
     assert code == 2 and "no frontier store" in err
     assert not missing.exists()
+
+
+def test_popular_marks_the_top_fraction_of_a_retrieval_feed(
+    tmp_path: Path, store_path: Path, run: Run
+) -> None:
+    feed = tmp_path / "counts.txt"
+    feed.write_text(
+        "# url count\n"
+        + "".join(
+            f"http://{site}/ {count}\n" for site, count in zip(SEEDS, (900, 50, 7, 3), strict=False)
+        )
+        + "http://unknown.test/ 5000\n"
+    )
+    code, out, _ = run(
+        "seed",
+        "popular",
+        "--store",
+        store_path,
+        "--counts",
+        feed,
+        "--top-fraction",
+        "0.4",
+        "--json",
+    )
+    assert code == 0
+    rows = json_lines(out)
+    assert [r["url"] for r in rows] == ["http://alpha.test/", "http://unknown.test/"]
+    assert rows[1]["known"] is False
+    store = _store(store_path)
+    try:
+        schedule = store.schedule_of("http://alpha.test/")
+        assert schedule is not None and schedule.importance is Importance.POPULAR
+        other = store.schedule_of("http://bravo.test/")
+        assert other is not None and other.importance is Importance.ORDINARY
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("line", ["http://alpha.test/", "http://alpha.test/ many", "a b c"])
+def test_popular_rejects_a_malformed_feed_line(
+    tmp_path: Path, store_path: Path, run: Run, line: str
+) -> None:
+    feed = tmp_path / "counts.txt"
+    feed.write_text(line + "\n")
+    code, _out, err = run("seed", "popular", "--store", store_path, "--counts", feed)
+    assert code == 2 and "COUNT" in err

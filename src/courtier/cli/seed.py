@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from courtier.frontier.base import FrontierError, NewUrl, SiteState
-from courtier.frontier.refresh import Importance
+from courtier.frontier.refresh import Importance, popular_threshold
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.url import Url, UrlError, parse_url
 
@@ -129,6 +129,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _store_and_json(flag)
     flag.set_defaults(handler=run_flag)
 
+    popular = commands.add_parser(
+        "popular",
+        help="feed retrieval counts: the most-retrieved pages get shorter refresh floors",
+        description="Read a feed of retrieval counts (lines 'URL COUNT', '#' comments) and mark "
+        "the pages in its top fraction popular: their refresh interval is kept between 6 hours "
+        "and 30 days. Pages not in the store are reported and skipped.",
+    )
+    popular.add_argument("--counts", type=Path, required=True, help="the feed file ('-': stdin)")
+    popular.add_argument(
+        "--top-fraction",
+        type=float,
+        default=0.1,
+        help="share of the feed's pages that count as popular (default 0.1)",
+    )
+    _store_and_json(popular)
+    popular.set_defaults(handler=run_popular)
+
     listing = commands.add_parser(
         "list",
         help="list sites and their state",
@@ -214,6 +231,44 @@ def run_flag(args: argparse.Namespace) -> int:
             emit({"url": url.canonical, "importance": Importance.CRITICAL.value, "queued": queued})
         else:
             print(f"{url.canonical}\tcritical" + ("\t(queued)" if queued else ""))
+    return 0
+
+
+def _read_counts(path: Path) -> list[tuple[Url, int]]:
+    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    rows: list[tuple[Url, int]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        if len(words) != 2 or not words[1].isdigit():
+            raise UsageError(f"{path}:{number}: expected 'URL COUNT', got {raw.strip()!r}")
+        (url,) = parse_page_urls([words[0]])
+        rows.append((url, int(words[1])))
+    return rows
+
+
+def run_popular(args: argparse.Namespace) -> int:
+    try:
+        rows = _read_counts(args.counts)
+        threshold = popular_threshold([count for _url, count in rows], args.top_fraction)
+        store = open_store(args.store)
+    except (UsageError, ValueError, OSError) as exc:
+        return fail("seed popular", str(exc))
+    chosen = [url for url, count in rows if threshold is not None and count >= threshold]
+    try:
+        missing = set(
+            store.set_importance([u.canonical for u in chosen], Importance.POPULAR, time.time())
+        )
+    finally:
+        store.close()
+    for url in chosen:
+        known = url.canonical not in missing
+        if args.json:
+            emit({"url": url.canonical, "importance": Importance.POPULAR.value, "known": known})
+        else:
+            print(f"{url.canonical}\tpopular" + ("" if known else "\tnot in the store: skipped"))
     return 0
 
 
