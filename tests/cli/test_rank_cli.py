@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import ADDRESS, BUCKET, CDN, FARM, ONCE, POPULAR, RUNNER_UP, Run, json_lines
 
-from courtier.cli.rank import is_media_host
 from courtier.frontier.base import UrlStatus
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.graph.cycle import is_media_host
 
 
 def _states(path: Path) -> dict[str, str]:

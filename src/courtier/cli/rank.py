@@ -6,20 +6,10 @@ promotion rules of ``courtier.graph.promotion`` and prints the top N hosts. With
 ``http://<site>/`` is queued at depth 0, then the site's state becomes ``seed``, in the same
 store. Each promotion is logged with its score (logger ``courtier.graph``) and printed.
 
-Rules (beyond those of ``courtier.graph.promotion``: trust flows only from the seed, nothing
-is promoted for being linked once, a link farm never rises):
-- **Media hosts are never promoted.** Object-store endpoints and buckets
-  (``courtier.url.object_store``) and the CDN and image-service hosts
-  (``courtier.politeness.keys.KeyRules``) serve other sites' media and are fetched under their
-  own limit keys; their root is not a site to crawl, however often seed pages embed them.
-  They keep their place in the graph (they still absorb rank) but are not candidates.
-- **Address literals are never promoted.** A host named by its IP address has no owner to
-  judge by (no registrable domain), is the usual shape of SSRF bait (every spelling of one
-  address, linked from every page) and is no site a user would name. Ranked, not a candidate.
-- Root URL first, state second: an interruption in between leaves an inert queued URL, which
-  the next cycle's promotion writes again harmlessly, never a seed site with nothing to fetch.
-- The engine reads the seed at start-up, so promoted hosts are crawled from the next start.
-- Output: the text table, or with ``--json`` one object per line, each with a ``type``:
+The ranking rules (media hosts and address literals are never promoted, root URL first) are
+in ``courtier.graph.cycle``, which the crawl also runs on its own cadence.
+
+Output: the text table, or with ``--json`` one object per line, each with a ``type``:
   ``host`` (the top N), ``promoted``, ``held_back`` (outranked the last promoted host but
   failed a rule) and a final ``summary``.
 """
@@ -33,29 +23,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from courtier.cli.seed import UsageError, emit, fail, open_store
-from courtier.frontier.base import NewUrl, SiteState
-from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.graph.cycle import ranking_cycle
 from courtier.graph.pagerank import GraphError
-from courtier.graph.promotion import (
-    CANDIDATE_STATE,
-    HostLink,
-    PromotionDecision,
-    PromotionRound,
-    PromotionRules,
-    plan_promotions,
-)
-from courtier.pipeline.crawler import host_of_site
-from courtier.politeness.keys import KeyRules
-from courtier.url import UrlError, is_ip_address, object_store, parse_url
+from courtier.graph.promotion import PromotionRound
 
 log = logging.getLogger("courtier.graph")
-
-MEDIA_STATE = "media"
-"""Stands in for ``horizon`` in the ranking's view of a media host: ranked, never a candidate."""
-ADDRESS_STATE = "address"
-"""Likewise for a host that is an IP address literal."""
-_BUCKET_PROBE = "/courtier-probe/key"
-"""A path that addresses a bucket on a path-style endpoint, so its host is recognised too."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,67 +63,21 @@ def _count(text: str) -> int:
     return value
 
 
-def is_media_host(site: str, rules: KeyRules | None = None) -> bool:
-    """True for object-store endpoints and buckets, CDN and image-service hosts."""
-    rules = rules or KeyRules()
-    host = host_of_site(site)
-    if host in rules.cdn_hosts or host in rules.imgsvc_hosts:
-        return True
-    try:
-        return any(object_store(f"http://{site}{path}") for path in ("/", _BUCKET_PROBE))
-    except UrlError:
-        return False
-
-
-def ranking_states(states: Mapping[str, str]) -> dict[str, str]:
-    """The site states as the promotion rules should see them: media hosts and address
-    literals in the horizon are not candidates."""
-    return {site: _ranking_state(site, state) for site, state in states.items()}
-
-
-def _ranking_state(site: str, state: str) -> str:
-    if state != CANDIDATE_STATE:
-        return state
-    if is_ip_address(host_of_site(site)):
-        return ADDRESS_STATE
-    return MEDIA_STATE if is_media_host(site) else state
-
-
-def promote(store: SqliteFrontier, decisions: tuple[PromotionDecision, ...], now: float) -> None:
-    """Queue each promoted host's root URL, then move the hosts into the seed."""
-    roots = [parse_url(f"http://{d.host}/") for d in decisions]
-    store.write_batch([NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in roots], [], [], now)
-    store.add_sites([d.host for d in decisions], SiteState.SEED, now)
-    for decision in decisions:
-        log.info(
-            "promoted %s to the seed: score %.6g, rank %d among horizon hosts, linked from "
-            "%d seed hosts of %d domains",
-            decision.host,
-            decision.score,
-            decision.rank,
-            decision.seed_sources,
-            decision.source_domains,
-        )
-
-
 def run_rank(args: argparse.Namespace) -> int:
     try:
         store = open_store(args.store)
     except UsageError as exc:
         return fail("rank", str(exc))
     try:
-        links = [HostLink(e.src, e.dst, e.links) for e in store.host_links()]
-        states = store.site_states()
-        seen = ranking_states(states)
         try:
-            cycle = plan_promotions(links, seen, PromotionRules(promote=args.promote))
+            cycle, seen, n_links = ranking_cycle(
+                store, args.promote, time.time(), dry_run=args.dry_run
+            )
         except GraphError as exc:
             return fail("rank", f"cannot rank the host graph: {exc}", 1)
-        if cycle.promoted and not args.dry_run:
-            promote(store, cycle.promoted, time.time())
     finally:
         store.close()
-    _report(args, cycle, seen, len(links))
+    _report(args, cycle, seen, n_links)
     return 0
 
 

@@ -82,7 +82,7 @@ from courtier.politeness.keys import KeyType, LimitKey, guess_origin
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
-from courtier.url import Url, UrlError, is_ip_address, parse_url
+from courtier.url import Url, UrlError, host_of_site, is_ip_address, parse_url
 
 log = logging.getLogger(__name__)
 
@@ -107,15 +107,6 @@ def _target_of(fetch_url: str) -> str:
     """Path and query of an absolute http(s) URL (what the request line carries)."""
     slash = fetch_url.find("/", fetch_url.find("//") + 2)
     return fetch_url[slash:] if slash >= 0 else "/"
-
-
-def host_of_site(site: str) -> str:
-    """The host part of a site key (``host``, ``host:port`` or ``[v6]:port``)."""
-    if site.startswith("["):
-        return site[1 : site.index("]")]
-    if site.count(":") == 1:
-        return site.partition(":")[0]
-    return site
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from courtier.url.canonical import (
 )
 from courtier.url.errors import UrlError
 from courtier.url.explain import Explanation, explain
-from courtier.url.host import canonical_host, is_ip_address, is_ipv6, url_host
+from courtier.url.host import canonical_host, host_of_site, is_ip_address, is_ipv6, url_host
 from courtier.url.objectstore import StoreRef, object_store
 from courtier.url.psl import registrable_domain
 from courtier.url.stores import STORE_ENDPOINTS, StoreEndpoint
@@ -29,6 +29,7 @@ __all__ = [
     "UrlError",
     "canonical_host",
     "explain",
+    "host_of_site",
     "is_ip_address",
     "is_ipv6",
     "object_store",

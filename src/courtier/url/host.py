@@ -170,3 +170,12 @@ def _idna_reason(text: str) -> str:
         reason = str(error) or "IDNA processing failed"
         return reason if len(reason) <= 120 else reason[:120] + "…"
     return "forbidden code point or IDNA processing failed"
+
+
+def host_of_site(site: str) -> str:
+    """The host part of a site key (``host``, ``host:port`` or ``[v6]:port``)."""
+    if site.startswith("["):
+        return site[1 : site.index("]")]
+    if site.count(":") == 1:
+        return site.partition(":")[0]
+    return site
