@@ -109,12 +109,19 @@ class FrontierSection:
     between floor and ceiling."""
     sitemaps: bool = True
     """Fetch the sitemaps robots.txt lists (booked like any request) to discover URLs."""
+    promote: int = 0
+    """Horizon hosts the crawl itself promotes into the seed per ranking cycle (0: only
+    'courtier rank --promote K' promotes) ..."""
+    rank_every: float = 600.0
+    """... every this many seconds."""
 
     def __post_init__(self) -> None:
         self.surface_policy(32)
         self.split_policy()
         if not (math.isfinite(self.freshlane_interval) and self.freshlane_interval > 0):
             raise ValueError("freshlane_interval must be a positive number of seconds")
+        if self.promote < 0 or not (math.isfinite(self.rank_every) and self.rank_every > 0):
+            raise ValueError("promote must be >= 0 and rank_every a positive number of seconds")
 
     def surface_policy(self, max_depth: int) -> SurfacePolicy:
         levels = []

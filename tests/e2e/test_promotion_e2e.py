@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from courtier.cli import main
-from courtier.pipeline.crawler import host_of_site
 from courtier.simweb.audit import AuditReport, audit
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import SiteKind, World, WorldParams
+from courtier.url import host_of_site
 
 FIRST_CRAWL_S = 14.0
 SECOND_CRAWL_S = 9.0

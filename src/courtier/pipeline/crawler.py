@@ -59,6 +59,8 @@ from courtier.frontier.split import decide as split_decide
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.frontier.surface import admits, decide_depth_cap
 from courtier.frontier.traps import PatternCounter
+from courtier.graph.cycle import ranking_cycle
+from courtier.graph.pagerank import GraphError
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.origins.infer import InferenceResult, OriginInference
@@ -284,6 +286,7 @@ class Crawler:
                     asyncio.create_task(self._infer_origins()),
                     asyncio.create_task(self._flush_loop()),
                     asyncio.create_task(self._due_loop()),
+                    asyncio.create_task(self._rank_loop()),
                     asyncio.create_task(self._refill_loop()),
                     asyncio.create_task(self._lag_monitor()),
                 ]
@@ -1039,6 +1042,49 @@ class Crawler:
         for site, cap in evictions:
             self.stats.evicted += self.frontier.evict_deeper(site, cap)
         return fed
+
+    async def _rank_loop(self) -> None:
+        """The controlled crawl's cycle: rank the host graph, promote the best horizon hosts,
+        and crawl them from now on (scope, origin, robots.txt and all)."""
+        k = self.config.frontier.promote
+        if k <= 0:
+            return
+        while True:
+            await asyncio.sleep(self.config.frontier.rank_every)
+            await self._flush()  # rank what has been seen, not what is still in memory
+            try:
+                cycle, _seen, _n = await self._db(ranking_cycle, self.frontier, k, time.time())
+            except GraphError as exc:
+                log.warning("ranking cycle skipped: %s", exc)
+                continue
+            for decision in cycle.promoted:
+                self._admit_site(decision.host)
+                self.stats.promoted.append((decision.host, decision.score))
+
+    def _admit_site(self, site: str) -> None:
+        """A site joins the seed while the crawl runs (its root URL is in the store)."""
+        if site in self._sites:
+            return
+        self._scope.add(site)
+        rt = SiteRuntime(
+            site=site,
+            host=host_of_site(site),
+            backoff=BackoffState(interval=self.config.site_interval),
+            margin=self.config.politeness.start_margin,
+        )
+        rt.depth_cap = decide_depth_cap(0, None, self._surface_policy).cap
+        self._sites[site] = rt
+        if self.origins is not None:
+            task = asyncio.get_running_loop().create_task(self._infer_one(rt))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._request_refill(rt)
+
+    async def _infer_one(self, rt: SiteRuntime) -> None:
+        assert self.origins is not None
+        await self.origins.add([rt.host])
+        self._request_refill(rt)
 
     async def _lag_monitor(self) -> None:
         """Sample how late the event loop wakes: the root cause of missed slots."""

@@ -54,6 +54,8 @@ class CrawlStats:
     elapsed: float = 0.0
     store_counts: dict[str, int] = field(default_factory=dict)
     top_horizon: list[tuple[str, int]] = field(default_factory=list)
+    promoted: list[tuple[str, float]] = field(default_factory=list)
+    """Horizon hosts the crawl's own ranking cycles promoted, with their scores."""
 
     def record_fetch(self, result: FetchResult, *, robots: bool) -> None:
         self.requests += 1
@@ -118,4 +120,5 @@ class CrawlStats:
             "internal_errors": self.internal_errors,
             "store": self.store_counts,
             "top_horizon": self.top_horizon,
+            "promoted": self.promoted,
         }
