@@ -34,10 +34,9 @@ import math
 import signal
 import time
 import zlib
-from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -52,26 +51,20 @@ from courtier.frontier.base import (
     UrlLane,
     UrlStatus,
 )
-from courtier.frontier.dedup import DedupCache
 from courtier.frontier.split import Lane as SplitLane
-from courtier.frontier.split import SplitState, target_discovery_share
 from courtier.frontier.split import decide as split_decide
+from courtier.frontier.split import target_discovery_share
 from courtier.frontier.sqlite_store import SqliteFrontier
-from courtier.frontier.surface import admits, decide_depth_cap
-from courtier.frontier.traps import PatternCounter
+from courtier.frontier.surface import decide_depth_cap
 from courtier.graph.cycle import ranking_cycle
 from courtier.graph.pagerank import GraphError
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.store import OriginStore
-from courtier.pipeline.parse import (
-    Link,
-    ParsedPage,
-    ParsedSitemap,
-    parse_page,
-    parse_sitemap_links,
-)
+from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
+from courtier.pipeline.site import ROBOTS_WORK, UNRESOLVED, SiteRuntime, target_of
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import (
     BackoffParams,
@@ -79,92 +72,23 @@ from courtier.politeness.backoff import (
     after_response,
     parse_retry_after,
 )
-from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
+from courtier.politeness.gcra import KeyParams, Limit, Refusal, book
 from courtier.politeness.keys import KeyType, LimitKey, guess_origin
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
-from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
+from courtier.politeness.robots import RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
-from courtier.url import Url, UrlError, host_of_site, is_ip_address, parse_url
+from courtier.url import Url, UrlError, host_of_site, parse_url
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_ROBOTS = "robots.txt"
-"""Booked work meaning: fetch the site's robots.txt."""
-_UNRESOLVED = "?"
-"""A site whose origin is not known yet."""
 _FULL_RATE = LatencyState()
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/no-answer this often is given up for this run."""
-MAX_REDIRECTS = 5
-_MAX_SITEMAPS = 50
-"""Sitemaps taken from one robots.txt."""
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
 """Guard refusals that may pass on their own: retried with backoff, not recorded as final."""
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-
-def _target_of(fetch_url: str) -> str:
-    """Path and query of an absolute http(s) URL (what the request line carries)."""
-    slash = fetch_url.find("/", fetch_url.find("//") + 2)
-    return fetch_url[slash:] if slash >= 0 else "/"
-
-
-@dataclass(slots=True)
-class SiteRuntime:
-    site: str
-    host: str
-    scheme: str = "http"
-    queue: deque[LeasedUrl] = field(default_factory=deque)
-    backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
-    next_start: float = 0.0
-    in_flight: int = 0
-    robots: RobotsRules | None = None
-    crawl_delay: float = 0.0
-    last_sent: float = 0.0
-    refusal: str | None = None
-    """Why the guard last refused this site's host, if it did."""
-    timer: asyncio.TimerHandle | None = None
-    booked: LeasedUrl | str | None = None
-    """The work the next booking is for (a URL, or ``_ROBOTS``)."""
-    slot: Slot | None = None
-    origin: str | None = _UNRESOLVED
-    """Origin id the site books on (``_UNRESOLVED`` until its first DNS answer)."""
-    origin_lookup: bool = False
-    refill_requested: bool = False
-    store_empty: bool = False
-    attempts: Counter[int] = field(default_factory=Counter)
-
-    margin: float = 0.0
-    latency: LatencyState = field(default_factory=LatencyState)
-    discovered: int = 0
-    """URLs ever discovered on the site (surface mode; eviction does not lower it)."""
-    backlog: int = 0
-    """Discovered URLs not fetched yet (drives the discovery/refresh split)."""
-    depth_cap: int | None = None
-    split: SplitState = field(default_factory=SplitState)
-
-    @property
-    def interval(self) -> float:
-        base = max(self.backoff.interval, self.crawl_delay)
-        return base / self.latency.factor + self.margin
-
-
-def read_seeds(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:
-    """Seed lines (URLs or bare hosts; ``#`` comments) to root URLs, plus (line, error) pairs."""
-    seeds: list[Url] = []
-    errors: list[tuple[str, str]] = []
-    for raw in lines:
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        text = line if "://" in line else f"http://{line}/"
-        try:
-            seeds.append(parse_url(text))
-        except UrlError as exc:
-            errors.append((line, str(exc)))
-    return seeds, errors
 
 
 class Crawler:
@@ -193,12 +117,7 @@ class Crawler:
         self.stats = CrawlStats()
         self._sites: dict[str, SiteRuntime] = {}
         self._scope: set[str] = set()
-        self._known = DedupCache(2_000_000)
-        """Recently seen links: most repeats never reach the store (whose unique key still
-        deduplicates what the cache has forgotten)."""
-        self._new_urls: list[NewUrl] = []
         self._outcomes: list[Outcome] = []
-        self._horizon: list[HorizonLink] = []
         self._waiting: deque[SiteRuntime] = deque()
         self._refill: set[str] = set()
         self._refill_event = asyncio.Event()
@@ -211,14 +130,11 @@ class Crawler:
         """GCRA state of every limit key (the embedded default keeps it in memory)."""
         self._costs = config.costs.model()
         self._policy = config.limits.policy()
-        self._traps = PatternCounter()
         self._surface_policy = config.frontier.surface_policy(config.crawl.max_depth)
         self._split = config.frontier.split_policy()
-        self._evictions: list[tuple[str, int]] = []
-        self._edges: list[HostEdge] = []
-        self._sitemaps: set[str] = set()
-        """Fetch URLs known to be sitemaps (from robots.txt, or listed by a sitemap index)."""
-        """URLs admitted per URL pattern this run (a calendar's months share one pattern)."""
+        self.discovery = Discovery(
+            self._sites, self._scope, self.stats, guard.policy, self._surface_policy
+        )
         self._lookups = asyncio.Semaphore(64)
         """Origin lookups at once: a start-up burst must not flood the resolver."""
         self._origin_latency: dict[str, LatencyState] = {}
@@ -319,7 +235,7 @@ class Crawler:
         roots = [NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in self.seeds]
         await self._db(self.frontier.write_batch, roots, [], [], now)
         in_scope = await self._db(self.frontier.sites_in_state, SiteState.SEED, SiteState.REQUESTED)
-        self._scope = set(in_scope)
+        self._scope.update(in_scope)
         schemes = {u.site: u.scheme for u in self.seeds}
         assert self._loop is not None
         start = self._loop.time()
@@ -400,7 +316,7 @@ class Crawler:
         if rt.booked is not None:
             self._book(rt, rt.booked)
             return
-        if rt.origin is _UNRESOLVED:
+        if rt.origin is UNRESOLVED:
             if rt.backoff.paused_until > self._loop.time():
                 rt.timer = self._loop.call_at(rt.backoff.paused_until, self._retry_booking, rt)
             else:
@@ -412,7 +328,7 @@ class Crawler:
             or robots.status is RobotsStatus.DISALLOW_ALL  # ask again when it expires
             or self._loop.time() >= robots.expires_at
         ):
-            self._book(rt, _ROBOTS)
+            self._book(rt, ROBOTS_WORK)
             return
         item = self._next_allowed(rt)
         if item is None:
@@ -432,7 +348,9 @@ class Crawler:
             rt.booked, rt.slot = work, None
             rt.timer = self._loop.call_at(earliest, self._retry_booking, rt)
             return
-        target = "/robots.txt" if work is _ROBOTS else _target_of(cast(LeasedUrl, work).fetch_url)
+        target = (
+            "/robots.txt" if work is ROBOTS_WORK else target_of(cast(LeasedUrl, work).fetch_url)
+        )
         cost = self._costs.cost_of_target(target)
         limits = self._limits_for(rt)
         booking, updates = book(
@@ -463,7 +381,7 @@ class Crawler:
             f"site:{rt.site}",
             KeyParams(rt.interval, limits.site.burst, limits.site.slot_width, weighted=False),
         )
-        if rt.origin is None or rt.origin is _UNRESOLVED:
+        if rt.origin is None or rt.origin is UNRESOLVED:
             return (site,)
         params = self._policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
         factor = self._origin_latency.get(rt.origin, _FULL_RATE).factor
@@ -520,7 +438,7 @@ class Crawler:
             self._book(rt, work)  # the forfeited slot stays consumed: no bunching
             return
         rt.booked, rt.slot = None, None
-        if work is _ROBOTS:
+        if work is ROBOTS_WORK:
             self._start(rt, self._fetch_robots(rt))
         else:
             self._start(rt, self._fetch_url(rt, cast(LeasedUrl, work), slot.cost))
@@ -628,24 +546,12 @@ class Crawler:
             max_bytes=config.max_bytes,
         )
         if self.config.frontier.sitemaps:
-            self._queue_sitemaps(rt, rt.robots.sitemaps())
+            self.discovery.queue_sitemaps(rt, rt.robots.sitemaps())
         delay = rt.robots.crawl_delay(self.config.fetch.user_agent_token)
         rt.crawl_delay = delay or 0.0
         # The robots.txt request itself counts: the first page waits a full Crawl-delay.
         rt.next_start = max(rt.next_start, rt.last_sent + rt.interval)
         self.stats.robots[rt.robots.status.value] += 1
-
-    def _queue_sitemaps(self, rt: SiteRuntime, sitemaps: list[str]) -> None:
-        """Sitemaps robots.txt lists on seed sites become ordinary (booked) work."""
-        for raw in sitemaps[:_MAX_SITEMAPS]:
-            try:
-                url = parse_url(raw.strip(), f"{rt.scheme}://{rt.site}/robots.txt")
-            except UrlError:
-                self.stats.bad_links += 1
-                continue
-            if url.site in self._scope:
-                self._sitemaps.add(url.fetch_url)
-                self._add_link(rt, Link(url.canonical, url.fetch_url, url.site), 1, 0)
 
     async def _guarded_fetch(
         self, rt: SiteRuntime, url: str, host: str, *, robots: bool
@@ -706,17 +612,17 @@ class Crawler:
         rt.attempts.pop(item.id, None)
         page: ParsedPage | None = None
         if 300 <= status < 400 and result.location:
-            self._redirect(rt, item, result.location)
-        elif 200 <= status < 300 and item.fetch_url in self._sitemaps:
+            self.discovery.redirect(rt, item, result.location)
+        elif 200 <= status < 300 and item.fetch_url in self.discovery.sitemaps:
             sitemap = await self._loop.run_in_executor(
                 self._parse_pool, parse_sitemap_links, result.body, result.url
             )
-            self._sitemap_found(rt, sitemap)
+            self.discovery.sitemap(rt, sitemap)
         elif 200 <= status < 300 and result.content_type.lower().startswith(_HTML_TYPES):
             page = await self._loop.run_in_executor(
                 self._parse_pool, parse_page, result.body, result.url
             )
-            self._discovered(rt, item, page)
+            self.discovery.page(rt, item, page)
         fingerprint = None
         if page is not None:
             fingerprint = page.fingerprint
@@ -737,7 +643,7 @@ class Crawler:
         assert self._loop is not None
         now = self._loop.time()
         status = result.status
-        origin = rt.origin if rt.origin is not _UNRESOLVED else None
+        origin = rt.origin if rt.origin is not UNRESOLVED else None
         if status in (429, 503) and origin is not None:
             self._origin_pushed_back(origin, rt.site, result.retry_after, now)
         if status is None or status >= 500 or status == 429 or result.latency is None:
@@ -759,9 +665,9 @@ class Crawler:
     ) -> None:
         """A response whose type makes it dearer than its URL looked is charged the
         difference on its origin (never credited: the booking already spaced it)."""
-        if rt.origin is None or rt.origin is _UNRESOLVED or not result.content_type:
+        if rt.origin is None or rt.origin is UNRESOLVED or not result.content_type:
             return
-        actual = self._costs.cost_of_target(_target_of(item.fetch_url), result.content_type)
+        actual = self._costs.cost_of_target(target_of(item.fetch_url), result.content_type)
         if actual <= cost:
             return
         assert self._loop is not None
@@ -800,103 +706,6 @@ class Crawler:
             return True
         self._outcome(item.id, UrlStatus.FAILED, status)
         return False
-
-    # -- results ------------------------------------------------------------------------
-
-    def _redirect(self, rt: SiteRuntime, item: LeasedUrl, location: str) -> None:
-        if item.redirects >= MAX_REDIRECTS:
-            self.stats.refused["redirect-limit"] += 1
-            return
-        try:
-            target = parse_url(location, item.fetch_url)
-        except UrlError:
-            self.stats.refused["invalid-location"] += 1
-            return
-        link = Link(target.canonical, target.fetch_url, target.site)
-        self._add_link(rt, link, item.depth, item.redirects + 1)
-
-    def _discovered(self, rt: SiteRuntime, item: LeasedUrl, page: ParsedPage) -> None:
-        self.stats.links_found += len(page.links) + len(page.images)
-        self.stats.bad_links += page.bad_links
-        # Links a fast source reveals take the priority path (the freshlane, once).
-        lane = UrlLane.FRESHLANE if item.lane is UrlLane.FRESHLANE else UrlLane.DISCOVERY
-        for link in page.links:
-            self._add_link(rt, link, item.depth + 1, 0, lane)
-        for image in page.images:
-            self._add_link(rt, image, item.depth + 1, 0, lane)
-
-    def _sitemap_found(self, rt: SiteRuntime, sitemap: ParsedSitemap) -> None:
-        self.stats.bad_links += sitemap.bad_links
-        if sitemap.error:
-            log.info("sitemap of %s read in part: %s", rt.site, sitemap.error)
-        for link in sitemap.links:
-            if sitemap.index:
-                self._sitemaps.add(link.fetch_url)
-            self.stats.sitemap_links += 1
-            # Listed by the site itself: as close to the root as a link from its home page.
-            self._add_link(rt, link, 1, 0, UrlLane.DISCOVERY)
-
-    def _add_link(
-        self,
-        rt: SiteRuntime,
-        link: Link,
-        depth: int,
-        redirects: int,
-        lane: UrlLane = UrlLane.DISCOVERY,
-    ) -> None:
-        in_scope = link.site in self._scope
-        # A horizon URL is one vote per linking site: the host graph must hear of every seed
-        # site that links it, not only of the first, so its cache key names the linking site.
-        key = link.canonical if in_scope else f"{rt.site} {link.canonical}"
-        if not self._known.first_sighting(key):
-            self.stats.dedup_hits += 1
-            return
-        if in_scope:
-            target = self._sites[link.site]
-            if not admits(depth, target.depth_cap):
-                self.stats.depth_capped += 1
-                return
-            if not self._traps.admit(link.canonical).admitted:
-                self.stats.trap_capped += 1  # an endless calendar costs its cap, not thousands
-                return
-            self._new_urls.append(
-                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects, lane)
-            )
-            if link.site != rt.site:
-                self._edges.append(HostEdge(rt.site, link.site))  # seed-to-seed, for ranking
-            target.discovered += 1
-            target.backlog += 1
-            self._surface(target)
-        else:
-            self._horizon.append(HorizonLink(link.canonical, link.site, rt.site))
-            self.stats.horizon_links += 1
-            if redirects:
-                self.stats.refused["redirect-out-of-scope"] += 1
-            self._judge_literal(link.site)
-
-    def _surface(self, rt: SiteRuntime) -> None:
-        """Surface mode: a site whose frontier outgrows a level keeps only its shallow URLs."""
-        decision = decide_depth_cap(rt.discovered, rt.depth_cap, self._surface_policy)
-        if decision.cap == rt.depth_cap:
-            return
-        rt.depth_cap = decision.cap
-        if decision.tightened and decision.cap is not None:
-            log.info(
-                "surface mode for %s: %d URLs discovered, depth capped at %d",
-                rt.site,
-                rt.discovered,
-                decision.cap,
-            )
-            self.stats.surface_sites += 1
-            self._evictions.append((rt.site, decision.cap))
-
-    def _judge_literal(self, site: str) -> None:
-        """Count links that point at a blocked address literal (SSRF bait), fetched or not."""
-        host = host_of_site(site)
-        if is_ip_address(host):
-            verdict = self.guard.policy.check(host)
-            if not verdict.allowed:
-                self.stats.bait_links[verdict.reason] += 1
 
     def _outcome(
         self,
@@ -995,7 +804,7 @@ class Crawler:
             await self._db(self._save_origins, result)
             for change in result.changes:
                 for rt in self._sites.values():
-                    if rt.host == change.site and rt.origin is not _UNRESOLVED:
+                    if rt.host == change.site and rt.origin is not UNRESOLVED:
                         rt.origin = change.new
             await asyncio.sleep(self.config.crawl.origin_recheck)
             result = await self.origins.recheck()
@@ -1010,13 +819,10 @@ class Crawler:
             await self._flush()
 
     async def _flush(self) -> None:
-        new_urls, self._new_urls = self._new_urls, []
+        new_urls, horizon, edges, evictions = self.discovery.drain()
         outcomes, self._outcomes = self._outcomes, []
-        horizon, self._horizon = self._horizon, []
-        if not (new_urls or outcomes or horizon or self._evictions):
+        if not (new_urls or outcomes or horizon or evictions):
             return
-        evictions, self._evictions = self._evictions, []
-        edges, self._edges = self._edges, []
         fed = await self._db(
             self._write, new_urls, outcomes, horizon, evictions, edges, time.time()
         )

@@ -1,0 +1,175 @@
+"""What a fetch reveals, turned into frontier work: new URLs, horizon links, host edges.
+
+Rules:
+- Only seed sites' URLs join the frontier; links to other sites are horizon, recorded once
+  per linking site (one vote each in the host graph), never fetched.
+- A link is admitted once per run (bounded dedup cache; the store's unique key catches what
+  the cache forgot), only within its site's depth cap (surface mode) and its URL pattern's
+  cap (traps).
+- A redirect is a link with a hop budget; a sitemap's entries are links at depth 1; a fast
+  source's links take the freshlane once.
+- Links that point at a blocked address literal are counted (SSRF bait), not fetched.
+The engine drains the buffers into one store transaction per flush.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from courtier.frontier.base import HorizonLink, HostEdge, LeasedUrl, NewUrl, UrlLane
+from courtier.frontier.dedup import DedupCache
+from courtier.frontier.surface import SurfacePolicy, admits, decide_depth_cap
+from courtier.frontier.traps import PatternCounter
+from courtier.net.policy import AddressPolicy
+from courtier.pipeline.parse import Link, ParsedPage, ParsedSitemap
+from courtier.pipeline.site import SiteRuntime
+from courtier.pipeline.stats import CrawlStats
+from courtier.url import UrlError, host_of_site, is_ip_address, parse_url
+
+log = logging.getLogger("courtier.pipeline.crawler")
+
+MAX_REDIRECTS = 5
+MAX_SITEMAPS = 50
+"""Sitemaps taken from one robots.txt."""
+
+
+class Discovery:
+    def __init__(
+        self,
+        sites: dict[str, SiteRuntime],
+        scope: set[str],
+        stats: CrawlStats,
+        policy: AddressPolicy,
+        surface_policy: SurfacePolicy,
+    ) -> None:
+        self.sites = sites
+        self.scope = scope
+        self.stats = stats
+        self.policy = policy
+        self.surface_policy = surface_policy
+        self.known = DedupCache(2_000_000)
+        """Recently seen links: most repeats never reach the store (whose unique key still
+        deduplicates what the cache has forgotten)."""
+        self.traps = PatternCounter()
+        """URLs admitted per URL pattern this run (a calendar's months share one pattern)."""
+        self.sitemaps: set[str] = set()
+        """Fetch URLs known to be sitemaps (from robots.txt, or listed by a sitemap index)."""
+        self.new_urls: list[NewUrl] = []
+        self.horizon: list[HorizonLink] = []
+        self.edges: list[HostEdge] = []
+        self.evictions: list[tuple[str, int]] = []
+
+    def drain(
+        self,
+    ) -> tuple[list[NewUrl], list[HorizonLink], list[HostEdge], list[tuple[str, int]]]:
+        """Everything gathered since the last drain, for one store transaction."""
+        drained = (self.new_urls, self.horizon, self.edges, self.evictions)
+        self.new_urls, self.horizon, self.edges, self.evictions = [], [], [], []
+        return drained
+
+    def queue_sitemaps(self, rt: SiteRuntime, sitemaps: list[str]) -> None:
+        """Sitemaps robots.txt lists on seed sites become ordinary (booked) work."""
+        for raw in sitemaps[:MAX_SITEMAPS]:
+            try:
+                url = parse_url(raw.strip(), f"{rt.scheme}://{rt.site}/robots.txt")
+            except UrlError:
+                self.stats.bad_links += 1
+                continue
+            if url.site in self.scope:
+                self.sitemaps.add(url.fetch_url)
+                self.add_link(rt, Link(url.canonical, url.fetch_url, url.site), 1, 0)
+
+    def redirect(self, rt: SiteRuntime, item: LeasedUrl, location: str) -> None:
+        if item.redirects >= MAX_REDIRECTS:
+            self.stats.refused["redirect-limit"] += 1
+            return
+        try:
+            target = parse_url(location, item.fetch_url)
+        except UrlError:
+            self.stats.refused["invalid-location"] += 1
+            return
+        link = Link(target.canonical, target.fetch_url, target.site)
+        self.add_link(rt, link, item.depth, item.redirects + 1)
+
+    def page(self, rt: SiteRuntime, item: LeasedUrl, page: ParsedPage) -> None:
+        self.stats.links_found += len(page.links) + len(page.images)
+        self.stats.bad_links += page.bad_links
+        # Links a fast source reveals take the priority path (the freshlane, once).
+        lane = UrlLane.FRESHLANE if item.lane is UrlLane.FRESHLANE else UrlLane.DISCOVERY
+        for link in page.links:
+            self.add_link(rt, link, item.depth + 1, 0, lane)
+        for image in page.images:
+            self.add_link(rt, image, item.depth + 1, 0, lane)
+
+    def sitemap(self, rt: SiteRuntime, sitemap: ParsedSitemap) -> None:
+        self.stats.bad_links += sitemap.bad_links
+        if sitemap.error:
+            log.info("sitemap of %s read in part: %s", rt.site, sitemap.error)
+        for link in sitemap.links:
+            if sitemap.index:
+                self.sitemaps.add(link.fetch_url)
+            self.stats.sitemap_links += 1
+            # Listed by the site itself: as close to the root as a link from its home page.
+            self.add_link(rt, link, 1, 0, UrlLane.DISCOVERY)
+
+    def add_link(
+        self,
+        rt: SiteRuntime,
+        link: Link,
+        depth: int,
+        redirects: int,
+        lane: UrlLane = UrlLane.DISCOVERY,
+    ) -> None:
+        in_scope = link.site in self.scope
+        # A horizon URL is one vote per linking site: the host graph must hear of every seed
+        # site that links it, not only of the first, so its cache key names the linking site.
+        key = link.canonical if in_scope else f"{rt.site} {link.canonical}"
+        if not self.known.first_sighting(key):
+            self.stats.dedup_hits += 1
+            return
+        if in_scope:
+            target = self.sites[link.site]
+            if not admits(depth, target.depth_cap):
+                self.stats.depth_capped += 1
+                return
+            if not self.traps.admit(link.canonical).admitted:
+                self.stats.trap_capped += 1  # an endless calendar costs its cap, not thousands
+                return
+            self.new_urls.append(
+                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects, lane)
+            )
+            if link.site != rt.site:
+                self.edges.append(HostEdge(rt.site, link.site))  # seed-to-seed, for ranking
+            target.discovered += 1
+            target.backlog += 1
+            self._surface(target)
+        else:
+            self.horizon.append(HorizonLink(link.canonical, link.site, rt.site))
+            self.stats.horizon_links += 1
+            if redirects:
+                self.stats.refused["redirect-out-of-scope"] += 1
+            self._judge_literal(link.site)
+
+    def _surface(self, rt: SiteRuntime) -> None:
+        """Surface mode: a site whose frontier outgrows a level keeps only its shallow URLs."""
+        decision = decide_depth_cap(rt.discovered, rt.depth_cap, self.surface_policy)
+        if decision.cap == rt.depth_cap:
+            return
+        rt.depth_cap = decision.cap
+        if decision.tightened and decision.cap is not None:
+            log.info(
+                "surface mode for %s: %d URLs discovered, depth capped at %d",
+                rt.site,
+                rt.discovered,
+                decision.cap,
+            )
+            self.stats.surface_sites += 1
+            self.evictions.append((rt.site, decision.cap))
+
+    def _judge_literal(self, site: str) -> None:
+        """Count links that point at a blocked address literal (SSRF bait), fetched or not."""
+        host = host_of_site(site)
+        if is_ip_address(host):
+            verdict = self.policy.check(host)
+            if not verdict.allowed:
+                self.stats.bait_links[verdict.reason] += 1
