@@ -6,16 +6,21 @@ Theory of operation:
   work is armed with one ``loop.call_at`` timer for that time; the event loop's own timer
   heap is the schedule, so an idle or saturated site costs nothing.
 - Every request is booked (GCRA with bounded slack, ``courtier.politeness.gcra``) on its
-  limit keys: its site, and the origin the site's addresses point to. The booking returns a
+  limit keys: its site, and its inferred origin (``courtier.origins``). The booking returns a
   slot; a timer that fires after the slot's deadline forfeits it and books again (counted:
   the rebook rate), and the event loop's lag is sampled, because both say whether the loop
   keeps its appointments.
 - Site spacing is start-to-start and anchored on the moment a request's headers go out, so
   a late start never lets the next one come early.
 - One request in flight per site (configurable), a global cap on requests in flight.
-- Only seed sites are fetched. Links to other sites are recorded as horizon, never fetched.
-  Redirects are not followed by the HTTP client: a ``Location`` becomes new work that goes
-  through scope, robots, spacing and the SSRF guard again, with a hop budget.
+- Only seed sites are fetched (``discovery.py`` turns what a fetch reveals into frontier
+  work; links to other sites are horizon, never fetched). Redirects are not followed by the
+  HTTP client: a ``Location`` becomes new work that goes through scope, robots, spacing and
+  the SSRF guard again, with a hop budget.
+- Feedback after every answer: backoff (Retry-After, 429/503, runs of 5xx), latency feedback
+  per site and origin, an origin pause when several of its sites push back, and a charge for
+  a response dearer than its URL looked. A ranking cycle can promote horizon hosts into the
+  seed while the crawl runs.
 - Parsing runs in a process pool; store access runs on one store thread in batches. The
   event loop only schedules, fetches and moves small records.
 - Stopping (deadline, SIGINT, SIGTERM): no new starts, in-flight requests get a short grace,
