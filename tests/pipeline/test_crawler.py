@@ -228,6 +228,8 @@ async def test_a_stopped_crawl_resumes_without_refetching(tmp_path, loopback_web
     for path in pages:
         per_path[path] += 1
     assert max(per_path.values()) == 1
+    # The second run started at once, yet kept the spacing the first run had left on its clocks.
+    assert loopback_web.min_gap("b.test") >= INTERVAL - TOLERANCE
 
 
 def test_site_keys_split_into_hosts():
@@ -335,3 +337,18 @@ async def test_surface_mode_caps_the_depth_of_a_site_whose_frontier_outgrows_a_l
     assert stats.surface_sites == 1
     assert paths and max(p.count("/") for p in paths if p != "/") == 1  # depth 1 at most
     assert stats.depth_capped > 0
+
+
+async def test_a_restart_keeps_the_retry_after_window_of_the_last_run(tmp_path, loopback_web):
+    await make_crawler(tmp_path, loopback_web, duration=1.5, hosts=("busy1.test",)).run()
+    refused = [t for t, h, p in loopback_web.hits if h == "busy1.test" and p == "/"]
+    assert refused, loopback_web.hits
+    stats = await make_crawler(tmp_path, loopback_web, duration=2.5, hosts=("busy1.test",)).run()
+    assert stats.restored_clocks >= 1
+    window_end = refused[-1] + 2.0  # Retry-After: 2
+    inside = [
+        (t, p)
+        for t, h, p in loopback_web.hits
+        if h == "busy1.test" and refused[-1] < t < window_end - 0.05
+    ]
+    assert inside == []

@@ -67,6 +67,7 @@ from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.store import OriginStore
+from courtier.pipeline.clocks import load_clocks, save_clocks
 from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
 from courtier.pipeline.site import ROBOTS_WORK, UNRESOLVED, SiteRuntime, target_of
@@ -215,6 +216,7 @@ class Crawler:
                     self._request_refill(self._sites[site])
                 await self._wait_for_end()
                 await self._drain()
+                await self._db(save_clocks, self.store_path, self._clock_floors(), time.time())
                 for task in background:
                     task.cancel()
                 await asyncio.gather(*background, return_exceptions=True)
@@ -262,6 +264,7 @@ class Crawler:
         for site, rt in self._sites.items():
             rt.discovered, rt.backlog = sizes.get(site, (0, 0))
             rt.depth_cap = decide_depth_cap(rt.discovered, None, self._surface_policy).cap
+        self._restore_clocks(await self._db(load_clocks, self.store_path, time.time()))
         fresh = self._freshlane_urls()
         if fresh:
             interval = self.config.frontier.freshlane_interval
@@ -280,6 +283,31 @@ class Crawler:
                 continue
             urls.append(NewUrl(url.canonical, url.fetch_url, url.site, 0, 0, UrlLane.FRESHLANE))
         return urls
+
+    def _wall_offset(self) -> float:
+        """Add to a loop time to get a wall-clock time."""
+        assert self._loop is not None
+        return time.time() - self._loop.time()
+
+    def _clock_floors(self) -> dict[str, float]:
+        """Per limit key, the wall-clock time before which nothing may start on it."""
+        offset = self._wall_offset()
+        floors = {key: tat + offset for key, tat in self._tats.items()}
+        for rt in self._sites.values():
+            key = f"site:{rt.site}"
+            site_floor = max(rt.next_start, rt.backoff.paused_until) + offset
+            floors[key] = max(floors.get(key, site_floor), site_floor)
+        return floors
+
+    def _restore_clocks(self, floors: dict[str, float]) -> None:
+        offset = self._wall_offset()
+        for key, wall in floors.items():
+            when = wall - offset
+            self._tats[key] = max(self._tats.get(key, when), when)
+            rt = self._sites.get(key.removeprefix("site:")) if key.startswith("site:") else None
+            if rt is not None:
+                rt.next_start = max(rt.next_start, when)
+        self.stats.restored_clocks = len(floors)
 
     async def _wait_for_end(self) -> None:
         assert self._loop is not None

@@ -32,6 +32,8 @@ class CrawlStats:
     cost_corrections: int = 0
     """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
+    restored_clocks: int = 0
+    """Limit keys whose floor a previous run left in the future (a quick restart waits)."""
     """Distinct origins the seed sites were inferred to run on."""
     """Origins paused because several of their sites answered 429/503."""
     """Bookings refused because a key was booked more than the maximum lead ahead."""
