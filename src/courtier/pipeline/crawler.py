@@ -290,13 +290,25 @@ class Crawler:
         return time.time() - self._loop.time()
 
     def _clock_floors(self) -> dict[str, float]:
-        """Per limit key, the wall-clock time before which nothing may start on it."""
-        offset = self._wall_offset()
-        floors = {key: tat + offset for key, tat in self._tats.items()}
+        """Per limit key, the wall-clock time before which nothing may start on it.
+
+        A TAT also holds slots booked for requests this run will never make; the floor keeps
+        only what requests already started demand: at most one request of the dearest class
+        from now (an origin), or the site's own next start and pause.
+        """
+        assert self._loop is not None
+        now, offset = self._loop.time(), self._wall_offset()
+        dearest = max(self._costs.costs.values())
+        floors: dict[str, float] = {}
+        for key, tat in self._tats.items():
+            kind, _, name = key.partition(":")
+            if kind == KeyType.ORIGIN.value:
+                params = self._policy.params(LimitKey(KeyType.ORIGIN, name))
+                factor = self._origin_latency.get(name, _FULL_RATE).factor
+                tat = min(tat, now + dearest * params.interval / factor)
+                floors[key] = tat + offset
         for rt in self._sites.values():
-            key = f"site:{rt.site}"
-            site_floor = max(rt.next_start, rt.backoff.paused_until) + offset
-            floors[key] = max(floors.get(key, site_floor), site_floor)
+            floors[f"site:{rt.site}"] = max(rt.next_start, rt.backoff.paused_until) + offset
         return floors
 
     def _restore_clocks(self, floors: dict[str, float]) -> None:
