@@ -359,7 +359,9 @@ def _book_in_process(backend: Backend, count: int, results: Any) -> None:
 
 
 def test_concurrent_processes_never_book_overlapping_slots(shared_backend: Backend) -> None:
-    context = multiprocessing.get_context("fork")
+    # spawn, not fork: the test process may have threads (a forked child could inherit a lock
+    # some thread held at that instant and hang)
+    context = multiprocessing.get_context("spawn")
     results = context.Queue()
     workers = [
         context.Process(target=_book_in_process, args=(shared_backend, 150, results))
