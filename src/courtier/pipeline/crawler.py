@@ -36,6 +36,7 @@ import dataclasses
 import hashlib
 import logging
 import math
+import multiprocessing
 import signal
 import time
 import zlib
@@ -193,7 +194,13 @@ class Crawler:
     async def run(self) -> CrawlStats:
         self._loop = asyncio.get_running_loop()
         self._store_exec = ThreadPoolExecutor(1, thread_name_prefix="courtier-store")
-        self._parse_pool: Executor = ProcessPoolExecutor(self.config.crawl.parse_workers)
+        # Spawned, not forked: this process has threads (the store thread, the terminal's
+        # status line), and a forked worker could inherit a lock one of them held and hang.
+        self._parse_pool: Executor = ProcessPoolExecutor(
+            self.config.crawl.parse_workers, mp_context=multiprocessing.get_context("spawn")
+        )
+        # Start the workers now (imports take a moment), not on the first page.
+        self._parse_pool.submit(parse_page, b"<html></html>", "http://warm-up.invalid/")
         self.frontier = SqliteFrontier(self.store_path)
         self.sink = DocumentSink(self.out_dir)
         for sig in (signal.SIGINT, signal.SIGTERM):
