@@ -52,3 +52,26 @@ async def logged(web: SimWeb) -> list[RequestRecord]:
     await web.stop()
     assert web.log_path is not None
     return list(read_log(web.log_path))
+
+
+def request_record(
+    host: str, target: str, start: float, status: int = 200, **kw: object
+) -> RequestRecord:
+    """A request as the log would hold it (a 200 from a plain server unless told)."""
+    fields: dict[str, object] = dict(
+        start=start,
+        end=start + 0.01,
+        server="127.1.0.1:80",
+        host=host,
+        method="GET",
+        target=target,
+        status=status,
+        bytes=100,
+        cache=None,
+        bucket=None,
+        ua="t",
+        canary=False,
+        retry_until=None,
+    )
+    fields.update(kw)
+    return RequestRecord(**fields)  # type: ignore[arg-type]

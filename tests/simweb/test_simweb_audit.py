@@ -9,34 +9,15 @@ import time
 from pathlib import Path
 
 from simweb_helpers import Client, logged
+from simweb_helpers import request_record as _record
 
 from courtier.simweb import SiteKind, World, build_world
 from courtier.simweb.audit import AuditReport, audit, audit_records
-from courtier.simweb.log import RequestLog, RequestRecord
+from courtier.simweb.log import RequestLog
 from courtier.simweb.world import CDN_HOST, ROBOTS_VARIANTS, Behaviour
 
 T0 = 1_800_000_000.0
 REQUIRED = {"site-gap", "robots", "canary", "outside-seed"}
-
-
-def _record(host: str, target: str, start: float, status: int = 200, **kw: object) -> RequestRecord:
-    fields: dict[str, object] = dict(
-        start=start,
-        end=start + 0.01,
-        server="127.1.0.1:80",
-        host=host,
-        method="GET",
-        target=target,
-        status=status,
-        bytes=100,
-        cache=None,
-        bucket=None,
-        ua="t",
-        canary=False,
-        retry_until=None,
-    )
-    fields.update(kw)
-    return RequestRecord(**fields)  # type: ignore[arg-type]
 
 
 def _plain_site(world: World, *, robots: str = "User-agent: *\nDisallow: /private/\n") -> str:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from simweb_helpers import request_record as _record
 
 from courtier.cli import main
 from courtier.simweb import World
@@ -13,24 +14,6 @@ from courtier.simweb.audit import audit_records
 from courtier.simweb.log import RequestLog, RequestRecord
 
 T0 = 1_800_000_000.0
-
-
-def _record(host: str, target: str, start: float, status: int = 200) -> RequestRecord:
-    return RequestRecord(
-        start=start,
-        end=start + 0.01,
-        server="127.1.0.1:80",
-        host=host,
-        method="GET",
-        target=target,
-        status=status,
-        bytes=100,
-        cache=None,
-        bucket=None,
-        ua="t",
-        canary=False,
-        retry_until=None,
-    )
 
 
 def _polite(host: str) -> list[RequestRecord]:
