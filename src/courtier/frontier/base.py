@@ -32,7 +32,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 
@@ -154,6 +154,28 @@ class PageSchedule:
     freshlane: bool
     fetched_at: float | None
     http_status: int | None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> PageSchedule:
+        """From a row of the stores' schedule columns, in their order (id, canonical, site,
+        depth, status, lane, next_due, refresh_interval, fingerprint, unchanged_fetches,
+        importance, freshlane, fetched_at, http_status)."""
+        return cls(
+            id=int(row[0]),
+            canonical=row[1],
+            site=row[2],
+            depth=int(row[3]),
+            status=UrlStatus(row[4]),
+            lane=UrlLane(row[5]),
+            next_due=row[6],
+            refresh_interval=row[7],
+            fingerprint=row[8],
+            unchanged_fetches=int(row[9]),
+            importance=Importance(row[10]),
+            freshlane=bool(row[11]),
+            fetched_at=row[12],
+            http_status=row[13],
+        )
 
 
 # -- the refresh rule every backend applies to an outcome -------------------------------

@@ -567,23 +567,7 @@ class PostgresFrontier:
         )
         if not rows:
             return None
-        row = rows[0]
-        return PageSchedule(
-            id=int(row[0]),
-            canonical=row[1],
-            site=row[2],
-            depth=int(row[3]),
-            status=UrlStatus(row[4]),
-            lane=UrlLane(row[5]),
-            next_due=row[6],
-            refresh_interval=row[7],
-            fingerprint=row[8],
-            unchanged_fetches=int(row[9]),
-            importance=Importance(row[10]),
-            freshlane=bool(row[11]),
-            fetched_at=row[12],
-            http_status=row[13],
-        )
+        return PageSchedule.from_row(rows[0])
 
 
 _OUTCOME_ARRAYS: Final = (

@@ -531,27 +531,8 @@ class SqliteFrontier:
         row = self._db.execute(
             f"SELECT {_SCHEDULE_COLUMNS} FROM urls WHERE canonical = ?", (canonical,)
         ).fetchone()
-        return None if row is None else _page_schedule(row)
+        return None if row is None else PageSchedule.from_row(row)
 
 
 def _serving_order(row: tuple[Any, ...]) -> tuple[int, float, int]:
     return row[6], row[7], row[0]
-
-
-def _page_schedule(row: Sequence[Any]) -> PageSchedule:
-    return PageSchedule(
-        id=int(row[0]),
-        canonical=row[1],
-        site=row[2],
-        depth=int(row[3]),
-        status=UrlStatus(row[4]),
-        lane=UrlLane(row[5]),
-        next_due=row[6],
-        refresh_interval=row[7],
-        fingerprint=row[8],
-        unchanged_fetches=int(row[9]),
-        importance=Importance(row[10]),
-        freshlane=bool(row[11]),
-        fetched_at=row[12],
-        http_status=row[13],
-    )
