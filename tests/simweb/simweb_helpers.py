@@ -9,7 +9,11 @@ import aiohttp
 from courtier.simweb import SimWeb, WorldParams
 from courtier.simweb.log import RequestRecord, read_log
 
-SMALL = WorldParams(seed=7, unavailable_seconds=1.0, slow_latency=0.05)
+# Buckets accept 5 requests/s with 1 s of burst (at most 11 in any second, 31 in any 5 s), so a
+# test overruns one with a dozen requests instead of the hundreds the default limit needs.
+SMALL = WorldParams(
+    seed=7, unavailable_seconds=1.0, slow_latency=0.05, bucket_rate=5.0, bucket_burst=1.0
+)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from simweb_helpers import request_record as _record
 from courtier.simweb import SiteKind, World, build_world
 from courtier.simweb.audit import AuditReport, audit, audit_records
 from courtier.simweb.log import RequestLog
-from courtier.simweb.world import CDN_HOST, ROBOTS_VARIANTS, Behaviour
+from courtier.simweb.world import CDN_HOST, IMGSVC_HOST, ROBOTS_VARIANTS, STORE_HOST, Behaviour
 
 T0 = 1_800_000_000.0
 REQUIRED = {"site-gap", "robots", "canary", "outside-seed"}
@@ -178,12 +178,30 @@ def test_report_serialises_to_json(world: World) -> None:
 
 
 async def test_rude_client_is_caught_on_every_criterion(client: Client) -> None:
-    """Back-to-back requests, robots ignored, a horizon host fetched, the canary hit."""
+    """Back-to-back requests, robots ignored, a horizon host fetched, the canary hit, a
+    customer's images pulled through the CDN and the image service uncached, a bucket
+    hammered."""
     web = client.web
     world = web.world
     host = _plain_site(world)
     for target in ("/", "/item/1", "/private/account", "/item/1"):  # no robots.txt, no pause
         await client.get(host, target)
+    customer = world.sites[next(h for h in world.seed_hosts if h != host and world.sites[h].bucket)]
+    for n in range(1, world.params.n_images + 1):  # every object a miss: load on the customer
+        assert (await client.get(CDN_HOST, f"/{customer.host}/img/{n}.jpg")).status == 200
+    for width in (320, 640):
+        await client.get(IMGSVC_HOST, f"/{customer.label}/w_{width}/img/1.jpg")
+    bucket = customer.bucket
+    assert bucket is not None
+    hammer = int(world.bucket_limit(1.0)) + 4
+    await asyncio.gather(
+        *(
+            client.get(f"{bucket}.{STORE_HOST}", "/img/1.jpg")
+            if i % 2
+            else client.get(STORE_HOST, f"/{bucket}/img/1.jpg")
+            for i in range(hammer)
+        )
+    )
     await client.get(world.popular_horizon_host, "/")
     await client.get("static.test", "/", address=web.network.canary_address)
     limited = world.site_with(Behaviour.RATE_LIMIT_SECONDS).host
@@ -199,8 +217,16 @@ async def test_rude_client_is_caught_on_every_criterion(client: Client) -> None:
         "retry-after",
         "duplicates",
         "origin-budget",
+        "cdn-misses",
+        "bucket-rate",
     }
-    assert report.canary_hits == 1 and report.outside_seed == {"horizon": 1}
+    media = {"cdn": world.params.n_images, "imgsvc": 2, "store": hammer}
+    assert report.canary_hits == 1 and report.outside_seed == {"horizon": 1, **media}
+    assert report.media.cache_misses == world.params.n_images + 2
+    (figures,) = report.buckets
+    assert (figures.bucket, figures.requests) == (bucket, hammer) and figures.over_limit
+    missed = next(o for o in report.origins if o.origin == customer.origin)
+    assert missed.miss_requests == world.params.n_images + 2 and missed.over_budget
     assert {v.kind for v in report.violations} >= {
         "canary",
         "outside-seed",

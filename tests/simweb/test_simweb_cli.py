@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.request
 from pathlib import Path
@@ -13,6 +14,7 @@ from courtier import cli
 from courtier.simweb import WorldParams, build_world
 from courtier.simweb.log import RequestLog, RequestRecord
 from courtier.simweb.process import SimWebError, SimWebProcess
+from courtier.simweb.world import CDN_HOST, STORE_HOST
 
 T0 = 1_800_000_000.0
 
@@ -74,6 +76,36 @@ def test_audit_command_passes_a_polite_log_and_can_print_json(
     assert cli.main(["simweb", "audit", "--info", str(info), "--json", "-"]) == 0
     first_line = capsys.readouterr().out.splitlines()[0]
     assert json.loads(first_line)["ok"] is True
+
+
+def test_audit_command_shows_media_criteria_and_buckets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = build_world(WorldParams(seed=4))
+    bucket, customer = next(iter(world.buckets.items()))
+    store = [  # 320 requests in 0.8 s: over the default 50 × (1 + 5) + 1 = 301
+        dataclasses.replace(
+            _request(STORE_HOST, f"/{bucket}/img/1.jpg", T0 + i / 400), bucket=bucket
+        )
+        for i in range(320)
+    ]
+    misses = [
+        dataclasses.replace(_request(CDN_HOST, f"/{customer}/img/{n}.jpg", T0 + n / 10), cache=c)
+        for n, c in ((1, "MISS"), (2, "MISS"), (3, "MISS"), (4, "MISS"), (5, "HIT"))
+    ]
+    info = _write_run(tmp_path, [*store, *misses])
+    args = ["simweb", "audit", "--info", str(info), "--allow-media", "--json", "-"]
+    assert cli.main(args) == 0  # the media criteria are reported, not required
+    captured = capsys.readouterr()
+    data = json.loads(captured.out.splitlines()[0])
+    criteria = {c["name"]: c for c in data["criteria"]}
+    assert not criteria["bucket-rate"]["ok"] and not criteria["cdn-misses"]["ok"]
+    assert data["buckets"][0]["bucket"] == bucket and data["buckets"][0]["over_limit"]
+    assert data["buckets"][0]["max_1s"] == 320 and data["buckets"][0]["limit_1s"] == 301
+    assert data["media"]["cache_misses"] == 4 and data["media"]["cache_hits"] == 1
+    printed = captured.err  # the tables go to stderr when the JSON takes stdout
+    assert "bucket-rate" in printed and "cdn-misses" in printed and "Buckets" in printed
+    assert bucket in printed and "cache hits 1, misses 4" in printed
 
 
 def test_audit_command_reports_a_missing_info_file(

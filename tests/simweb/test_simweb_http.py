@@ -133,8 +133,10 @@ async def test_store_serves_virtual_hosted_and_path_style(client: Client, web: S
     assert virtual.body == path_style.body and virtual.headers["Server"] == "SimStore"
     missing = await client.get(STORE_HOST, "/no-such-bucket/img/1.jpg")
     assert missing.status == 404 and b"NoSuchBucket" in missing.body
+    assert (await client.get(STORE_HOST, "/robots.txt")).status == 404
     buckets = [r.bucket for r in await logged(web)]
-    assert buckets == [bucket, bucket, "no-such-bucket"]
+    # The endpoint's own robots.txt is no bucket called "robots.txt".
+    assert buckets == [bucket, bucket, "no-such-bucket", None]
 
 
 async def test_canary_answers_anything_and_logs_it(client: Client, web: SimWeb) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import socket
+from urllib.parse import quote
 
 import pytest
 
@@ -17,6 +18,8 @@ from courtier.simweb.world import (
     SPECIAL_STANDALONE,
     STORE_HOST,
     Behaviour,
+    Site,
+    _customer_labels,
     params_for_total,
     request_cost,
 )
@@ -138,6 +141,54 @@ def test_params_survive_a_json_round_trip_and_reject_unknown_keys() -> None:
     assert WorldParams.from_json(params.to_json()) == params
     with pytest.raises(ValueError, match="unknown"):
         WorldParams.from_json({"seed": 1, "colour": 3})
+
+
+def test_params_of_an_older_info_file_without_bucket_limits_take_the_defaults() -> None:
+    params = dataclasses.replace(WorldParams(), bucket_rate=7.5, bucket_burst=2.0)
+    assert WorldParams.from_json(params.to_json()) == params
+    old = {k: v for k, v in params.to_json().items() if not k.startswith("bucket_")}
+    loaded = WorldParams.from_json(old)
+    assert (loaded.bucket_rate, loaded.bucket_burst) == (50.0, 5.0)
+    assert isinstance(WorldParams.from_json({"bucket_rate": 3}).bucket_rate, float)
+    world = build_world(WorldParams())
+    assert (world.bucket_limit(1.0), world.bucket_limit(5.0)) == (301.0, 501.0)
+    with pytest.raises(ValueError, match="bucket_rate"):
+        build_world(dataclasses.replace(WorldParams(), bucket_rate=0.0))
+
+
+def test_media_customer_names_the_seed_site_behind_a_cdn_or_image_service_url(
+    world: World,
+) -> None:
+    site = world.sites[world.seed_hosts[0]]
+    idn = world.site_with(Behaviour.IDN)
+    assert idn.unicode_host is not None
+    for spelled in (site.host, site.host.upper(), site.host + ".", f"{site.host}:80"):
+        assert world.media_customer(CDN_HOST, f"/{spelled}/img/1.jpg") is site
+    assert world.media_customer("CDN.SimCDN.test.:80", f"/{site.host}/img/1.jpg?x=1") is site
+    assert world.media_customer(CDN_HOST, f"/{quote(idn.unicode_host)}/img/1.jpg") is idn
+    assert world.media_customer(CDN_HOST, f"/{idn.host}/img/1.jpg") is idn
+    for label in (site.label, site.label.upper()):
+        assert world.media_customer(IMGSVC_HOST, f"/{label}/w_320/img/1.jpg") is site
+    assert world.media_customer(IMGSVC_HOST, f"/{idn.label}/w_320/img/1.jpg") is idn
+    # Not a customer: unknown names, hosts outside the seed, other hosts, no segment at all.
+    assert world.media_customer(CDN_HOST, "/nowhere.test/img/1.jpg") is None
+    assert world.media_customer(CDN_HOST, f"/{world.popular_horizon_host}/img/1.jpg") is None
+    assert world.media_customer(IMGSVC_HOST, f"/{site.host}/w_320/img/1.jpg") is None
+    assert world.media_customer(STORE_HOST, f"/{site.host}/img/1.jpg") is None
+    assert world.media_customer(site.host, f"/{site.host}/img/1.jpg") is None
+    assert world.media_customer(CDN_HOST, "/") is None
+    ascii_labels = {k: v for k, v in world.customer_labels.items() if k.isascii()}
+    assert all(world.sites[host].label == label for label, host in ascii_labels.items())
+    assert set(ascii_labels.values()) == set(world.seed_hosts)
+
+
+def test_a_label_two_seed_sites_share_belongs_to_the_host_that_sorts_first() -> None:
+    sites = {
+        host: Site(host, SiteKind.STANDALONE, host, (i,))
+        for i, host in enumerate(("shop.zz.test", "shop.aa.test", "other.test"))
+    }
+    labels = _customer_labels(sites)
+    assert labels == {"shop": "shop.aa.test", "other": "other.test"}
 
 
 def test_network_places_servers_inside_the_block_and_the_canary_outside(world: World) -> None:

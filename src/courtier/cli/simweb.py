@@ -6,9 +6,11 @@ log, world parameters), prints the info as one JSON line on stdout, and serves u
 or Ctrl-C, when it flushes the request log and exits 0.
 
 audit: rebuilds the world from the parameters in the info file, reads the request log, prints
-the audit tables, optionally writes the audit as JSON (`--json FILE`, `-` for stdout), and
-exits 0 when the walking-skeleton criteria hold, 1 when they do not. `--extra-seeds FILE`
-names hosts (one per line) that count as seed too, such as the hosts `courtier rank` promoted.
+the audit tables (summary with media traffic, criteria, sites, origins with the cache misses
+charged to them, the busiest buckets), optionally writes the audit as JSON (`--json FILE`, `-`
+for stdout), and exits 0 when the walking-skeleton criteria hold, 1 when they do not.
+`--extra-seeds FILE` names hosts (one per line) that count as seed too, such as the hosts
+`courtier rank` promoted.
 """
 
 from __future__ import annotations

@@ -9,6 +9,17 @@ Rules (the ground truth is the world, never the crawler's own view):
 - Per origin: the most cost units starting in any sliding 1 s and 5 s window. GCRA keeps that
   at most `budget × window + largest request cost` (one request may start at a window's end),
   so that is the limit a window is judged against.
+- Cache misses: a MISS at the CDN or the image service makes the cache fetch the object from
+  its customer (`World.media_customer`), so it is charged to the customer's origin as an image
+  (1 unit) at the miss's start and counted in that origin's windows (`miss_requests`). Hits
+  are never charged; a miss for no known customer is only counted. `cdn-misses` holds when no
+  origin that received misses is over budget.
+- Media hosts (CDN, image service, store) are not origins with a budget of their own: the
+  caches are judged by the misses they pass on, the store per bucket.
+- Per bucket (records whose `bucket` is set: path-style and virtual-hosted alike): the most
+  requests starting in any 1 s and 5 s window, against `World.bucket_limit(window)` =
+  `bucket_rate × (window + bucket_burst) + 1` (GCRA with a burst tolerance). `bucket-rate`
+  holds when no bucket is over its limit.
 - robots.txt: judged with protego against the world's robots.txt for the token `courtier`;
   a robots.txt answering 5xx disallows everything, a 4xx allows everything. Fetching
   /robots.txt itself is never a violation.
@@ -18,7 +29,9 @@ Rules (the ground truth is the world, never the crawler's own view):
 - Duplicates: a request for a canonical URL (site, path, query parameters sorted) that had
   already received a final answer (anything but 429 and 5xx).
 - `ok` holds the walking-skeleton criteria: no per-site gap under `site_interval - tolerance`,
-  no robots violation, no canary hit, no request outside the seed.
+  no robots violation, no canary hit, no request outside the seed. The other criteria
+  (Crawl-delay, Retry-After, origin budget, cache misses, bucket rate, latency feedback,
+  duplicates) are reported and do not decide `ok`.
 - `extra_seeds` are hosts the crawl was allowed to add to the world's seed (horizon hosts
   promoted by `courtier rank`, hosts requested by name): they count as seed for every check
   (outside-seed, gaps, robots, Crawl-delay, Retry-After, duplicates). Any spelling of a host
@@ -37,11 +50,21 @@ from pathlib import Path
 from protego import Protego
 
 from courtier.simweb.log import RequestRecord, read_log
-from courtier.simweb.world import CRAWLER_TOKEN, MEDIA_KINDS, Behaviour, Site, World, request_cost
+from courtier.simweb.world import (
+    CRAWLER_TOKEN,
+    MEDIA_KINDS,
+    Behaviour,
+    Site,
+    SiteKind,
+    World,
+    request_cost,
+)
 
 DEFAULT_TOLERANCE = 0.05
 EXAMPLES = 10
 WINDOWS = (1.0, 5.0)
+MISS_COST = 1  # a cache miss fetches one image from the customer
+CACHE_KINDS = frozenset({SiteKind.CDN, SiteKind.IMGSVC})
 
 
 @dataclass(frozen=True)
@@ -72,17 +95,45 @@ class SiteFigures:
 @dataclass(frozen=True)
 class OriginFigures:
     origin: str
-    requests: int
-    cost_units: int
+    requests: int  # requests to the origin's own sites
+    cost_units: int  # of those requests and of the cache misses charged to the origin
     budget: float  # cost units per second
     max_units_1s: int
     max_units_5s: int
     limit_1s: float
     limit_5s: float
+    miss_requests: int  # CDN and image-service cache misses for its sites, counted in
 
     @property
     def over_budget(self) -> bool:
         return self.max_units_1s > self.limit_1s or self.max_units_5s > self.limit_5s
+
+
+@dataclass(frozen=True)
+class BucketFigures:
+    bucket: str
+    requests: int
+    max_1s: int  # most requests starting in any 1 s window
+    max_5s: int
+    limit_1s: float  # bucket_rate × (window + bucket_burst) + 1
+    limit_5s: float
+
+    @property
+    def over_limit(self) -> bool:
+        return self.max_1s > self.limit_1s or self.max_5s > self.limit_5s
+
+    @property
+    def load(self) -> float:
+        """The busiest window as a fraction of its limit (over 1: over the limit)."""
+        return max(self.max_1s / self.limit_1s, self.max_5s / self.limit_5s)
+
+
+@dataclass(frozen=True)
+class MediaSummary:
+    requests: dict[str, int]  # by media kind: cdn, imgsvc, store
+    cache_hits: int  # at the CDN and the image service
+    cache_misses: int
+    unattributed_misses: int  # misses for no known customer: charged to nobody
 
 
 @dataclass(frozen=True)
@@ -109,6 +160,8 @@ class AuditReport:
     duplicate_fetches: int
     violations: tuple[Violation, ...]  # the first few of each kind
     criteria: tuple[Criterion, ...]
+    buckets: tuple[BucketFigures, ...]
+    media: MediaSummary
 
     @property
     def ok(self) -> bool:
@@ -125,6 +178,8 @@ class AuditReport:
         data["ok"] = self.ok
         for origin, figures in zip(data["origins"], self.origins, strict=True):
             origin["over_budget"] = figures.over_budget
+        for bucket, bucket_figures in zip(data["buckets"], self.buckets, strict=True):
+            bucket["over_limit"] = bucket_figures.over_limit
         return data
 
 
@@ -173,6 +228,9 @@ def audit_records(
     outside: Counter[str] = Counter()
     examples: dict[str, list[Violation]] = defaultdict(list)
     counts: Counter[str] = Counter()
+    media_kinds: Counter[str] = Counter()
+    misses: dict[str, list[float]] = defaultdict(list)  # customer origin -> miss starts
+    bucket_starts: dict[str, list[float]] = defaultdict(list)
     first, last, total = float("inf"), float("-inf"), 0
 
     def violation(v: Violation) -> None:
@@ -195,6 +253,18 @@ def audit_records(
                 violation(Violation("outside-seed", record.host, record.target, record.start, kind))
         if site is not None:
             by_site[site.host].append(record)
+            if site.kind in MEDIA_KINDS:
+                media_kinds[str(site.kind)] += 1
+            if site.kind in CACHE_KINDS and record.cache is not None:
+                counts[f"cache-{record.cache.lower()}"] += 1
+                if record.cache == "MISS":
+                    customer = world.media_customer(record.host, record.target)
+                    if customer is None:
+                        counts["unattributed-miss"] += 1
+                    else:
+                        misses[customer.origin].append(record.start)
+        if record.bucket:
+            bucket_starts[record.bucket].append(record.start)
 
     site_figures = []
     robots = _RobotsJudge()
@@ -211,7 +281,8 @@ def audit_records(
             for r in site_records:
                 if r.status == 503:
                     violation(Violation("overload", host, r.target, r.start, "503 overloaded"))
-    origins = _origin_figures(world, by_site)
+    origins = _origin_figures(world, by_site, misses)
+    buckets = _bucket_figures(world, bucket_starts)
     duration = max(0.0, last - first) if total else 0.0
     media = sum(n for kind, n in outside.items() if kind in {str(k) for k in MEDIA_KINDS})
     report = AuditReport(
@@ -229,6 +300,13 @@ def audit_records(
         duplicate_fetches=counts["duplicate"],
         violations=tuple(v for kind in sorted(examples) for v in examples[kind]),
         criteria=(),
+        buckets=buckets,
+        media=MediaSummary(
+            requests=dict(sorted(media_kinds.items())),
+            cache_hits=counts["cache-hit"],
+            cache_misses=counts["cache-miss"],
+            unattributed_misses=counts["unattributed-miss"],
+        ),
     )
     criteria = _criteria(report, counts, allow_media)
     return dataclasses.replace(report, criteria=criteria)
@@ -314,14 +392,18 @@ def _max_in_window(starts: Sequence[float], costs: Sequence[int], window: float)
 
 
 def _origin_figures(
-    world: World, by_site: dict[str, list[RequestRecord]]
+    world: World, by_site: dict[str, list[RequestRecord]], misses: dict[str, list[float]]
 ) -> tuple[OriginFigures, ...]:
     per_origin: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for host, records in by_site.items():
         site = world.sites[host]
+        if site.kind in MEDIA_KINDS:
+            continue  # judged by the misses they pass on (caches) and per bucket (store)
         per_origin[site.origin].extend(
             (r.start, request_cost(site, r.target.partition("?")[0])) for r in records
         )
+    for origin, starts in misses.items():
+        per_origin[origin].extend((start, MISS_COST) for start in starts)
     figures = []
     for origin, booked in per_origin.items():
         booked.sort()
@@ -330,19 +412,34 @@ def _origin_figures(
         budget = world.origin_budget(origin)
         largest = max(costs)
         one, five = (_max_in_window(starts, costs, w) for w in WINDOWS)
+        missed = len(misses.get(origin, ()))
         figures.append(
             OriginFigures(
                 origin,
-                len(booked),
+                len(booked) - missed,
                 sum(costs),
                 budget,
                 one,
                 five,
                 budget * WINDOWS[0] + largest,
                 budget * WINDOWS[1] + largest,
+                missed,
             )
         )
     return tuple(sorted(figures, key=lambda f: f.origin))
+
+
+def _bucket_figures(
+    world: World, bucket_starts: dict[str, list[float]]
+) -> tuple[BucketFigures, ...]:
+    limit_1s, limit_5s = (world.bucket_limit(w) for w in WINDOWS)
+    figures = []
+    for bucket, starts in bucket_starts.items():
+        starts.sort()
+        ones = [1] * len(starts)
+        one, five = (_max_in_window(starts, ones, w) for w in WINDOWS)
+        figures.append(BucketFigures(bucket, len(starts), one, five, limit_1s, limit_5s))
+    return tuple(sorted(figures, key=lambda f: f.bucket))
 
 
 def _duplicates(
@@ -369,6 +466,11 @@ def _criteria(
     worst = min(gaps, key=lambda s: s.min_gap or 0.0) if gaps else None
     over = [o.origin for o in report.origins if o.over_budget]
     outside = counts["outside-seed"]
+    missed = [o for o in report.origins if o.miss_requests]
+    missed_over = [o.origin for o in missed if o.over_budget]
+    unattributed = report.media.unattributed_misses
+    buckets_over = [b for b in report.buckets if b.over_limit]
+    busiest = max(report.buckets, key=lambda b: b.load, default=None)
     return (
         Criterion(
             "site-gap",
@@ -403,6 +505,28 @@ def _criteria(
             not over,
             False,
             f"{len(over)} origins over budget" + (f": {', '.join(over[:5])}" if over else ""),
+        ),
+        Criterion(
+            "cdn-misses",
+            not missed_over,
+            False,
+            f"{sum(o.miss_requests for o in missed)} cache misses reached {len(missed)} "
+            f"origins; {len(missed_over)} of them over budget with misses counted"
+            + (f": {', '.join(missed_over[:5])}" if missed_over else "")
+            + (f" ({unattributed} misses for no known customer)" if unattributed else ""),
+        ),
+        Criterion(
+            "bucket-rate",
+            not buckets_over,
+            False,
+            f"{len(buckets_over)} of {len(report.buckets)} buckets over their limit"
+            + (
+                f" ({'worst' if buckets_over else 'busiest'} {busiest.bucket}: "
+                f"{busiest.max_1s}/{busiest.limit_1s:g} in 1 s, "
+                f"{busiest.max_5s}/{busiest.limit_5s:g} in 5 s)"
+                if busiest
+                else ""
+            ),
         ),
         Criterion(
             "latency-feedback",

@@ -191,5 +191,7 @@ def _bucket(site: Site, path: str) -> str | None:
         return None
     if site.bucket is not None:
         return site.bucket
+    if path == "/robots.txt":  # the endpoint's own robots.txt, not a bucket called robots.txt
+        return None
     bucket = path.lstrip("/").partition("/")[0]
     return bucket or None

@@ -18,6 +18,8 @@ def print_report(report: AuditReport, console: Console) -> None:
     console.print(_criteria(report))
     console.print(_sites(report))
     console.print(_origins(report))
+    if report.buckets:
+        console.print(_buckets(report))
     if report.violations:
         console.print(_violations(report))
 
@@ -34,6 +36,13 @@ def _summary(report: AuditReport) -> Table:
     table.add_row("statuses", ", ".join(f"{k}: {v}" for k, v in report.statuses.items()))
     outside = ", ".join(f"{k}: {v}" for k, v in report.outside_seed.items()) or "none"
     table.add_row("outside the seed", outside)
+    media = report.media
+    if media.requests:
+        kinds = ", ".join(f"{k}: {v}" for k, v in media.requests.items())
+        cache = f"cache hits {media.cache_hits}, misses {media.cache_misses}"
+        if media.unattributed_misses:
+            cache += f" ({media.unattributed_misses} for no known customer)"
+        table.add_row("media", f"{kinds}; {cache}")
     table.add_row("verdict", "[green]OK[/green]" if report.ok else "[red]FAIL[/red]")
     return table
 
@@ -69,7 +78,7 @@ def _sites(report: AuditReport) -> Table:
 
 def _origins(report: AuditReport) -> Table:
     table = Table(title="Origins (cost units in the busiest window vs the limit)")
-    for column in ("origin", "requests", "units", "budget/s", "max 1s", "max 5s"):
+    for column in ("origin", "requests", "misses", "units", "budget/s", "max 1s", "max 5s"):
         table.add_column(column, justify="left" if column == "origin" else "right")
     ranked = sorted(report.origins, key=lambda o: o.max_units_5s / o.limit_5s, reverse=True)
     for o in ranked[:WORST_SITES]:
@@ -77,10 +86,30 @@ def _origins(report: AuditReport) -> Table:
         table.add_row(
             o.origin,
             str(o.requests),
+            str(o.miss_requests),
             str(o.cost_units),
             f"{o.budget:g}",
             f"{mark}{o.max_units_1s}/{o.limit_1s:g}",
             f"{mark}{o.max_units_5s}/{o.limit_5s:g}",
+        )
+    return table
+
+
+def _buckets(report: AuditReport) -> Table:
+    busiest = sorted(report.buckets, key=lambda b: b.load, reverse=True)
+    table = Table(
+        title=f"Buckets (the {min(WORST_SITES, len(busiest))} busiest of {len(busiest)}: "
+        "requests in the busiest window vs the limit)"
+    )
+    for column in ("bucket", "requests", "max 1s", "max 5s"):
+        table.add_column(column, justify="left" if column == "bucket" else "right")
+    for b in busiest[:WORST_SITES]:
+        mark = "[red]" if b.over_limit else ""
+        table.add_row(
+            b.bucket,
+            str(b.requests),
+            f"{mark}{b.max_1s}/{b.limit_1s:g}",
+            f"{mark}{b.max_5s}/{b.limit_5s:g}",
         )
     return table
 

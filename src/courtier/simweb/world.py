@@ -9,7 +9,12 @@ Rules:
   store, image service) are never seed hosts; they resolve to simulated servers all the same,
   so a crawler that fetches them is caught by the audit.
 - The audit's ground truth lives here too: spelling -> site, site -> origin, origin budgets,
-  request costs by path, robots.txt per site.
+  request costs by path, robots.txt per site, the rate a bucket accepts, and the customer a
+  CDN or image-service request is for (`media_customer`).
+- A CDN path names its customer by host (`/<site host>/img/N.jpg`, any spelling); an image
+  service path by the site's first DNS label (`/<label>/<transform>/img/N.jpg`, any case).
+  Customers are seed sites. Should two seed sites share a label, the label belongs to the one
+  whose canonical host sorts first.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from urllib.parse import unquote
 
 import idna
 
@@ -113,12 +119,16 @@ class WorldParams:
     retry_after: int = 5  # seconds, in both Retry-After forms
     unavailable_seconds: float = 10.0  # the 503 site's unavailable phase after server start
     crawl_delay: float = 2.0
+    bucket_rate: float = 50.0  # requests per second one object-store bucket accepts
+    bucket_burst: float = 5.0  # seconds of burst tolerance a bucket allows on top of its rate
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> WorldParams:
+        """Params from `to_json` output. A missing field takes its default, so info files
+        written before a field existed still load."""
         names = {f.name: f.type for f in dataclasses.fields(cls)}
         unknown = set(data) - set(names)
         if unknown:
@@ -195,6 +205,8 @@ class World:
     horizon_hosts: tuple[str, ...] = field(default=())
     farm_hosts: tuple[str, ...] = field(default=())
     popular_horizon_host: str = ""
+    # first DNS label -> the seed site it names on the image service (see `media_customer`)
+    customer_labels: Mapping[str, str] = field(default_factory=dict)
 
     def site_of_host(self, host_header: str) -> Site | None:
         """The site a Host header (any spelling, with or without port) names, or None."""
@@ -203,6 +215,33 @@ class World:
 
     def origin_budget(self, origin: str) -> float:
         return self.params.origin_budget
+
+    def bucket_limit(self, window: float) -> float:
+        """Most requests one bucket accepts starting in any `window` seconds (GCRA: the rate
+        over the window plus the burst tolerance, and one more at the window's end)."""
+        return self.params.bucket_rate * (window + self.params.bucket_burst) + 1
+
+    def media_customer(self, host_header: str, target: str) -> Site | None:
+        """The seed site a request to the CDN or the image service is for, or None.
+
+        CDN: the first path segment is the customer's host, any spelling (case, trailing dot,
+        port, percent-encoding, Unicode IDN). Image service: the first path segment is the
+        customer's first DNS label, any case (an IDN site's in punycode or in Unicode). Any
+        other host, an unknown customer or a customer outside the seed gives None.
+        """
+        site = self.site_of_host(host_header)
+        if site is None or site.kind not in (SiteKind.CDN, SiteKind.IMGSVC):
+            return None
+        path = target.partition("?")[0].partition("#")[0]
+        segment = unquote(path.lstrip("/").partition("/")[0]).strip()
+        if not segment:
+            return None
+        if site.kind is SiteKind.CDN:
+            customer = self.site_of_host(segment)
+        else:
+            host = self.customer_labels.get(segment.lower())
+            customer = None if host is None else self.sites[host]
+        return customer if customer is not None and customer.is_seed else None
 
     def sites_with(self, behaviour: Behaviour) -> tuple[Site, ...]:
         return tuple(s for s in self.sites.values() if behaviour in s.behaviours)
@@ -462,9 +501,22 @@ def _spellings(sites: Mapping[str, Site]) -> dict[str, str]:
     return table
 
 
+def _customer_labels(sites: Mapping[str, Site]) -> dict[str, str]:
+    """First DNS label -> seed site; on a collision the host that sorts first keeps it."""
+    labels: dict[str, str] = {}
+    for host in sorted(h for h, s in sites.items() if s.is_seed):
+        site = sites[host]
+        labels.setdefault(site.label, host)
+        if site.unicode_host:  # an IDN site's label in Unicode too
+            labels.setdefault(site.unicode_host.split(".", 1)[0].lower(), host)
+    return labels
+
+
 def build_world(params: WorldParams) -> World:
     if params.n_standalone < 1:
         raise ValueError("a world needs at least one standalone site")
+    if not params.bucket_rate > 0 or not params.bucket_burst >= 0:
+        raise ValueError("bucket_rate must be positive and bucket_burst not negative")
     b = _Builder(params)
     _platform_a(b)
     _platform_b(b)
@@ -484,4 +536,5 @@ def build_world(params: WorldParams) -> World:
         horizon_hosts=horizon,
         farm_hosts=farm,
         popular_horizon_host=popular,
+        customer_labels=_customer_labels(b.sites),
     )
