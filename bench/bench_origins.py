@@ -5,8 +5,9 @@ seed sites split like a real mix (``params_for_total``: 60% standalone, 25% tena
 CNAME platform, 15% tenants of the header-only platform). The timed part is
 ``OriginInference.add(hosts)``: the A, AAAA and PTR queries of every host through
 ``DnsEvidenceSource`` with at most ``--concurrency`` queries in flight, then clustering.
-Header probes are off by default: their politeness spacing (1 s per site, 4 probes in flight
-per server address) makes their duration a matter of policy, not speed; ``--probe`` adds them.
+Header probes are off by default: they are booked requests (site key and the address set's
+origin key at the default limits, as ``courtier origins infer --probe`` books them), so their
+duration is a matter of policy, not speed; ``--probe`` adds them.
 
 The verdict compares the origins with the world's ground truth: every CNAME-platform tenant in
 one origin, the share of header-platform tenants in their platform's origin, and standalone
@@ -27,6 +28,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
+from courtier.cli.origins import booked_probe_requests
+from courtier.config import Config
 from courtier.net.policy import AddressPolicy
 from courtier.origins.cluster import Assignment, cluster
 from courtier.origins.dns_evidence import DnsEvidenceSource
@@ -74,7 +77,8 @@ async def infer(
     dns = DnsEvidenceSource(web.dns, concurrency=concurrency)
     started = time.perf_counter()
     if probe:
-        async with HttpHeaderProbe(allowed, port=web.port) as prober:
+        book = booked_probe_requests(Config())
+        async with HttpHeaderProbe(allowed, port=web.port, book=book) as prober:
             inference = OriginInference(dns, probe=prober, address_allowed=allowed)
             result = await inference.add(hosts)
     else:

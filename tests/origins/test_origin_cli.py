@@ -12,6 +12,7 @@ import pytest
 
 from courtier import cli
 from courtier.simweb import SiteKind, WorldParams
+from courtier.simweb.audit import audit
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import CDN_HOST
 
@@ -136,3 +137,19 @@ def test_infer_skips_lines_that_are_not_hosts(
     assert cli.main([*args, "--store", str(tmp_path / "s")]) == 1
     err = capsys.readouterr().err
     assert "skipped: bad host name!" in err and "no hosts" in err
+
+
+def test_probes_are_booked_requests_the_servers_find_polite(
+    inferred: tuple[SimWebProcess, Path, str],
+) -> None:
+    """Each probe waited for a slot on its site and on its address set's origin key: the
+    simulated platforms saw their budget kept while all their tenants were probed."""
+    web, _store, _printed = inferred
+    report = audit(web.log_path, web.world)
+    probed = {s.host for s in report.sites}
+    header_tenants = {
+        h for h in web.world.seed_hosts if web.world.sites[h].kind is SiteKind.HEADER_TENANT
+    }
+    assert header_tenants <= probed
+    for name in ("site-gap", "origin-budget", "robots", "canary", "outside-seed"):
+        assert report.criterion(name).ok, report.criterion(name)

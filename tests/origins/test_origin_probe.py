@@ -69,3 +69,31 @@ async def test_a_path_the_caller_refuses_is_not_requested(tmp_path: Path) -> Non
     assert [r.target for r in read_log(tmp_path / "log.jsonl")] == ["/"]
     assert fingerprint is not None and fingerprint.not_found_hash is None
     assert fingerprint.platform_headers == ("x-plinth-tenant",)
+
+
+async def test_with_a_booking_function_every_request_waits_for_its_slot(tmp_path: Path) -> None:
+    world = build_world(WorldParams(seed=2))
+    host = next(h for h, s in world.sites.items() if s.kind is SiteKind.HEADER_TENANT)
+    booked: list[tuple[str, tuple[str, ...], str]] = []
+    sleeps: list[float] = []
+
+    async def book(site: str, addresses: tuple[str, ...], path: str) -> None:
+        booked.append((site, addresses, path))
+
+    async def record_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    async with SimWeb(world, log_path=tmp_path / "log.jsonl") as web:
+        policy = AddressPolicy(allow=[web.allow_net])
+        address = web.address_of(host)
+        async with HttpHeaderProbe(
+            lambda a: policy.check(a).allowed,
+            port=web.port,
+            sleep=record_sleep,
+            book=book,
+            missing_path=lambda: "/nothing-here",
+        ) as probe:
+            await probe(host, (address,))
+    assert booked == [(host, (address,), "/"), (host, (address,), "/nothing-here")]
+    assert sleeps == []  # the bookings space the requests, not a fixed sleep
+    assert len(list(read_log(tmp_path / "log.jsonl"))) == 2

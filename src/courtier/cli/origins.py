@@ -15,16 +15,20 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from courtier.cli.crawl import add_config_arguments, add_network_arguments
-from courtier.config import ConfigError, load
+from courtier.config import Config, ConfigError, load
 from courtier.net.policy import AddressPolicy
 from courtier.origins.cluster import Assignment
 from courtier.origins.dns_evidence import DnsEvidenceSource
 from courtier.origins.infer import InferenceResult, OriginInference
-from courtier.origins.probe import HttpHeaderProbe
+from courtier.origins.probe import BookRequest, HttpHeaderProbe
 from courtier.origins.store import OriginStore, OriginStoreError, StoredOrigin
+from courtier.politeness.keys import KeyType, LimitKey, guess_origin
+from courtier.politeness.limiter.memory import MemoryLimiter
+from courtier.politeness.waiting import Sleep, wait_for_slot
 from courtier.url import UrlError, canonical_host, parse_url
 
 DEFAULT_STORE = Path("crawl-out/frontier.sqlite3")
@@ -152,6 +156,25 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
+def booked_probe_requests(
+    config: Config, *, clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep
+) -> BookRequest:
+    """Header probes as ordinary booked requests: each waits for a slot on the site's key and
+    on the key of its address set (the origin it shares, as far as DNS can tell), at the
+    configured limits and the cost of its path."""
+    limiter = MemoryLimiter(clock)
+    policy, costs = config.limits.policy(), config.costs.model()
+
+    async def book_request(host: str, addresses: tuple[str, ...], path: str) -> None:
+        keys = [LimitKey(KeyType.SITE, host)]
+        origin = guess_origin(None, addresses)
+        if origin is not None:
+            keys.append(LimitKey(KeyType.ORIGIN, origin))
+        await wait_for_slot(limiter, policy.limits(keys), costs.cost_of_target(path), sleep=sleep)
+
+    return book_request
+
+
 def read_hosts(path: Path) -> tuple[list[str], list[str]]:
     """Canonical hosts from a file of hosts or URLs, and the lines that were neither."""
     hosts: list[str] = []
@@ -192,7 +215,8 @@ def _infer(args: argparse.Namespace) -> int:
         if not args.probe:
             return await OriginInference(dns, address_allowed=allowed).add(hosts)
         agent = config.fetch.user_agent
-        async with HttpHeaderProbe(allowed, port=args.port, user_agent=agent) as probe:
+        book = booked_probe_requests(config)
+        async with HttpHeaderProbe(allowed, port=args.port, user_agent=agent, book=book) as probe:
             return await OriginInference(dns, probe=probe, address_allowed=allowed).add(hosts)
 
     result = asyncio.run(run())

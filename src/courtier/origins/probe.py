@@ -4,9 +4,11 @@ Rules:
 - A probe connects only to the addresses the caller checked (pinning through
   ``courtier.net.fetch.PinnedResolver``), and every socket is checked again against the address
   policy when it is created: a refused address is never connected to.
-- Politeness applies: the two requests to one site start at least ``spacing`` seconds apart,
-  and at most ``per_address`` probes are in flight to any one server address, so probing the
-  hundred tenants of one platform does not hammer its one server.
+- Politeness applies: probes are ordinary booked requests when a ``book`` function is given
+  (the command line books each on the site's and the shared address set's keys, like the
+  crawl); without one, the two requests to one site start at least ``spacing`` seconds apart.
+  Either way at most ``per_address`` probes are in flight to any one server address, so
+  probing the hundred tenants of one platform does not hammer its one server.
 - Bodies are read up to ``max_body_bytes`` (enough to hash a not-found page). A failed request
   is an absent response; a probe with no response at all returns None. Nothing raises.
 - Redirects are not followed: a probe looks at what the site's own server answers.
@@ -40,6 +42,8 @@ AddressCheck = Callable[[str], bool]
 Sleep = Callable[[float], Awaitable[None]]
 MayFetch = Callable[[str, str], Awaitable[bool]]
 """(host, path) -> may this path be fetched? The crawl passes its robots.txt rules here."""
+BookRequest = Callable[[str, tuple[str, ...], str], Awaitable[None]]
+"""(host, its addresses, path) -> returns when the request may start (a booked slot)."""
 
 
 def random_missing_path() -> str:
@@ -62,6 +66,7 @@ class HttpHeaderProbe:
         missing_path: Callable[[], str] = random_missing_path,
         sleep: Sleep = asyncio.sleep,
         may_fetch: MayFetch | None = None,
+        book: BookRequest | None = None,
     ) -> None:
         if not 0 < port < 65536 or per_address < 1 or spacing < 0:
             raise ValueError("need a port in 1..65535, per_address >= 1 and spacing >= 0")
@@ -75,6 +80,7 @@ class HttpHeaderProbe:
         self._missing_path = missing_path
         self._sleep = sleep
         self._may_fetch = may_fetch
+        self._book = book
         self._resolver = PinnedResolver()
         self._gates: dict[str, asyncio.Semaphore] = {}
         self._session: aiohttp.ClientSession | None = None
@@ -121,16 +127,19 @@ class HttpHeaderProbe:
         self._resolver.pin(host, addresses)
         gate = self._gates.setdefault(addresses[0], asyncio.Semaphore(self._per_address))
         async with gate:
-            home = await self._get(host, "/")
-            await self._sleep(self._spacing)
-            missing = await self._get(host, self._missing_path())
+            home = await self._get(host, addresses, "/")
+            if self._book is None:
+                await self._sleep(self._spacing)
+            missing = await self._get(host, addresses, self._missing_path())
         return header_fingerprint(home, missing)
 
-    async def _get(self, host: str, path: str) -> ProbeResponse | None:
+    async def _get(self, host: str, addresses: tuple[str, ...], path: str) -> ProbeResponse | None:
         if self._session is None:
             raise RuntimeError("HttpHeaderProbe used outside 'async with'")
         if self._may_fetch is not None and not await self._may_fetch(host, path):
             return None
+        if self._book is not None:
+            await self._book(host, addresses, path)
         suffix = "" if self._port == 80 else f":{self._port}"
         self.requests_sent += 1
         try:
