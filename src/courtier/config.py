@@ -22,10 +22,13 @@ from courtier.frontier.split import SplitPolicy
 from courtier.frontier.surface import DEFAULT_LEVELS, SurfaceLevel, SurfacePolicy
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams
 from courtier.politeness.keys import (
+    DEFAULT_CDN_HOSTS,
     DEFAULT_COSTS,
+    DEFAULT_IMGSVC_HOSTS,
     DEFAULT_KEY_TYPE_PARAMS,
     DEFAULT_URL_RULES,
     CostModel,
+    KeyRules,
     KeyType,
     LimitPolicy,
     RequestClass,
@@ -254,6 +257,34 @@ class RobotsSection:
 
 
 @dataclass(frozen=True, slots=True)
+class MediaSection:
+    fetch: bool = True
+    """Fetch the images seed pages embed from object stores, CDNs and image services (each
+    booked on its own keys: bucket, cdn + the customer's origin on a miss, imgsvc). Images on
+    the seed sites themselves are ordinary frontier URLs either way."""
+    cdn_hosts: tuple[str, ...] = tuple(sorted(DEFAULT_CDN_HOSTS))
+    """Shared CDN hosts whose first path segment names the customer."""
+    imgsvc_hosts: tuple[str, ...] = tuple(sorted(DEFAULT_IMGSVC_HOSTS))
+    """Shared image-service hosts whose first path segment names the customer."""
+    max_in_flight: int = 32
+    """Media requests in flight at once, all media hosts together."""
+    max_in_flight_per_key: int = 4
+    """Media requests in flight on one bucket, CDN customer or image-service customer."""
+    max_queued: int = 100_000
+    """Media URLs waiting in memory; more are dropped (counted) until the queue drains."""
+
+    def __post_init__(self) -> None:
+        if min(self.max_in_flight, self.max_in_flight_per_key, self.max_queued) < 1:
+            raise ValueError("media in-flight and queue limits must be at least 1")
+
+    def rules(self) -> KeyRules:
+        return KeyRules(
+            cdn_hosts=frozenset(h.lower().rstrip(".") for h in self.cdn_hosts),
+            imgsvc_hosts=frozenset(h.lower().rstrip(".") for h in self.imgsvc_hosts),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlSection = field(default_factory=CrawlSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -262,6 +293,7 @@ class Config:
     limits: LimitsSection = field(default_factory=LimitsSection)
     costs: CostsSection = field(default_factory=CostsSection)
     frontier: FrontierSection = field(default_factory=FrontierSection)
+    media: MediaSection = field(default_factory=MediaSection)
 
     @property
     def site_interval(self) -> float:

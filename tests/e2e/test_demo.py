@@ -41,6 +41,8 @@ def test_demo_audit_passes_the_skeleton_criteria(demo_run):
         "crawl-delay",
         "retry-after",
         "origin-budget",
+        "cdn-misses",
+        "bucket-rate",
         "latency-feedback",
         "duplicates",
     ):
@@ -89,3 +91,26 @@ def test_the_crawl_books_on_inferred_origins(demo_run):
     owners = [next(iter(ids)) for ids in by_truth.values()]
     assert len(owners) == len(set(owners))
     assert result["crawl"]["origins"] == len(set(inferred.values()))
+
+
+def test_page_images_on_media_hosts_are_fetched_under_their_own_keys(demo_run):
+    """Stores, CDN and image service are all fetched (not outside the seed: requisites); CDN
+    and image-service misses are counted against the customers' origins by the audit, which
+    finds every origin within budget with them, and every bucket within its rate."""
+    result, out = demo_run
+    crawl, audit = result["crawl"], result["audit"]
+    assert set(crawl["media_requests"]) == {"store", "cdn", "imgsvc"}
+    assert crawl["cache"].get("miss", 0) > 0
+    assert audit["media"]["cache_misses"] > 0
+    assert sum(o["miss_requests"] for o in audit["origins"]) > 0
+    assert audit["buckets"], "no bucket was fetched"
+    keys = set()
+    with (out / "documents.jsonl").open() as documents:
+        for line in documents:
+            record = json.loads(line)
+            if record.get("kind") == "media":
+                keys.update(k.split(":")[0] for k in record["keys"])
+                if record["source"] == "store":
+                    assert [k.split(":")[0] for k in record["keys"]] == ["bucket"]
+    # A CDN miss is booked on the CDN, the customer's miss key and the customer's origin.
+    assert {"bucket", "cdn", "cdn-miss", "imgsvc", "origin"} <= keys

@@ -9,7 +9,7 @@ import pytest
 from origin_facts import plinth
 
 from courtier.origins.dns_evidence import DnsFacts
-from courtier.origins.header_evidence import HeaderFingerprint
+from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, probe_response
 from courtier.origins.infer import OriginInference
 
 
@@ -129,3 +129,31 @@ async def test_without_a_probe_dns_alone_decides() -> None:
     assert result.probed == 0
     assert result.assignments["t1.test"].origin == "addr:10.0.0.5"
     assert result.assignments["nowhere.test"].origin == "site:nowhere.test"
+
+
+def _home(host: str) -> ProbeResponse:
+    headers = [
+        ("Server", "Plinth/2.3"),
+        ("X-Powered-By", "PlinthSites"),
+        ("X-Plinth-Tenant", host.split(".")[0]),
+        ("Content-Type", "text/html"),
+    ]
+    return probe_response(200, headers, f"<h1>{host}</h1>".encode(), host)
+
+
+async def test_headers_a_crawl_saw_anyway_count_where_dns_is_indeterminate() -> None:
+    inference = OriginInference(TableDns(WORLD), address_allowed=_allowed)
+    await inference.add(["t1.test", "t2.test", "c1.test", "c2.test", "solo.test"])
+    before = inference.assignments["t1.test"]
+    assert before.origin == inference.assignments["t2.test"].origin  # the shared address
+    assert inference.observe("t1.test", _home("t1.test"), None)
+    assert inference.observe("t2.test", _home("t2.test"), None)
+    assert not inference.observe("t1.test", _home("t1.test"), None)  # once per host
+    assert not inference.observe("c1.test", _home("c1.test"), None)  # DNS explains it
+    assert not inference.observe("solo.test", _home("solo.test"), None)  # shares nothing
+    assert not inference.observe("unknown.test", _home("unknown.test"), None)
+    result = await inference.recheck()  # nothing expired: the observations re-cluster
+    after = result.assignments["t1.test"]
+    assert after.origin == result.assignments["t2.test"].origin
+    assert after.confidence > before.confidence
+    assert any(e.kind.value == "headers" for e in after.evidence), after.evidence

@@ -186,3 +186,51 @@ def test_response_type_refines_the_class_both_ways():
     assert model.classify_target("/photo.jpg", "text/html; charset=utf-8") is RequestClass.DETAIL
     assert model.classify_target("/item/3", "image/png") is RequestClass.IMAGE
     assert model.classify_target("/search?q=a", "text/html") is RequestClass.INDEX
+
+
+def test_an_expected_cdn_miss_is_booked_on_the_customers_origin() -> None:
+    url = "http://cdn.simcdn.test/shop.test/img/a.jpg"
+    assert keys_of(url, customer_origin="platform-a") == [
+        "cdn:cdn.simcdn.test",
+        "cdn-miss:cdn.simcdn.test/shop.test",
+        "origin:platform-a",
+    ]
+    # A hit is expected: neither the miss key nor the origin is spent in advance.
+    assert keys_of(url, customer_origin="platform-a", cache_miss_expected=False) == [
+        "cdn:cdn.simcdn.test"
+    ]
+
+
+def test_an_image_service_charges_the_customers_origin_only_while_it_behaves_as_a_cache() -> None:
+    url = "http://img.simresize.test/acme/w_320/img/a.jpg"
+    assert keys_of(url, customer_origin="o1") == ["imgsvc:img.simresize.test/acme", "origin:o1"]
+    assert keys_of(url, customer_origin="o1", service_caches=False) == [
+        "imgsvc:img.simresize.test/acme"
+    ]
+    assert keys_of(url, customer_origin="o1", cache_miss_expected=False) == [
+        "imgsvc:img.simresize.test/acme"
+    ]
+
+
+def test_an_object_store_never_charges_a_customers_origin() -> None:
+    url = "http://s3.simstore.test/media-a/img/1.jpg"
+    assert keys_of(url, customer_origin="o1") == ["bucket:simstore/media-a"]
+
+
+@pytest.mark.parametrize(
+    ("url", "source"),
+    [
+        ("http://s3.simstore.test/media-a/img/1.jpg", "store"),
+        ("http://media-a.s3.simstore.test/img/1.jpg", "store"),
+        ("https://bucket.s3.eu-west-1.amazonaws.com/a.jpg", "store"),
+        ("http://cdn.simcdn.test/shop.test/img/1.jpg", "cdn"),
+        ("https://images.ctfassets.net/space1/asset/a.jpg", "cdn"),
+        ("http://img.simresize.test/acme/w_320/a.jpg", "imgsvc"),
+        ("https://res.cloudinary.com/demo/image/upload/sample.jpg", "imgsvc"),
+        ("http://cdn.simcdn.test/", None),  # no customer: not a media URL
+        ("http://shop.test/img/1.jpg", None),
+    ],
+)
+def test_media_source_of_a_url(url: str, source: str | None) -> None:
+    found = KeyRules().media_source(parse_url(url))
+    assert (found.value if found else None) == source

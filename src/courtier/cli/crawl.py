@@ -158,6 +158,11 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             "latency slowdowns / origin pauses",
             f"{sum(data['latency_slowdowns'].values())} / {data['origin_pauses']}",
         ),
+        (
+            "media requests (cache hit/miss)",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["media_requests"].items()))
+            + f" ({data['cache'].get('hit', 0)}/{data['cache'].get('miss', 0)})",
+        ),
         ("event loop lag p99 / max", f"{data['loop_lag_p99_ms']} / {data['loop_lag_max_ms']} ms"),
         ("frontier", ", ".join(f"{k} {v}" for k, v in data["store"].items())),
     ]

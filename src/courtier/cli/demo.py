@@ -103,7 +103,13 @@ def handle(args: argparse.Namespace) -> int:
     except SimWebError as exc:
         print(f"courtier demo: the simulated web failed: {exc}", file=sys.stderr)
         return 2
-    report = audit(web.log_path, web.world, site_interval=config.site_interval)
+    # Media hosts are the seed pages' requisites: allowed exactly when the crawl fetches them.
+    report = audit(
+        web.log_path,
+        web.world,
+        site_interval=config.site_interval,
+        allow_media=config.media.fetch,
+    )
     write_json(report, out / "audit.json")
     (out / "summary.json").write_text(json.dumps(stats.as_dict(), indent=1) + "\n")
     if args.json:

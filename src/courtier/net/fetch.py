@@ -123,6 +123,8 @@ class FetchResult:
     elapsed: float = 0.0
     truncated: bool = False
     error: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    """Response headers as received (bounded by ``max_headers``): cache status, evidence."""
 
 
 class Fetcher:
@@ -204,6 +206,7 @@ class Fetcher:
                     elapsed=clock() - started,
                     truncated=truncated,
                     error=error,
+                    headers=tuple(response.headers.items()),
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             return FetchResult(

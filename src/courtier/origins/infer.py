@@ -8,6 +8,9 @@ Rules:
 - Every call re-clusters all known hosts (new hosts can join or split existing origins) and
   returns the sites whose origin changed; each change is logged on ``courtier.origins``.
 - ``recheck`` looks up again the hosts whose DNS facts have outlived their TTL.
+- ``observe`` takes header evidence a crawl gathered anyway (its own fetch of a site's home
+  page): under the same rule as a probe (DNS indeterminate, once per host), at no
+  extra request. It counts from the next ``add`` or ``recheck``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Protocol
 from courtier.origins.cdn import CdnRules
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.dns_evidence import DnsFacts
-from courtier.origins.header_evidence import HeaderFingerprint
+from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, header_fingerprint
 from courtier.origins.probe import Probe
 
 logger = logging.getLogger("courtier.origins")
@@ -90,6 +93,19 @@ class OriginInference:
 
     def recheck_at(self) -> dict[str, float]:
         return {host: self._checked_at[host] + facts.dns.ttl for host, facts in self._facts.items()}
+
+    def observe(self, host: str, home: ProbeResponse | None, missing: ProbeResponse | None) -> bool:
+        """Header evidence from responses the caller fetched anyway. True when it was kept:
+        the host is known, not probed or observed yet, and its DNS is indeterminate."""
+        facts = self._facts.get(host)
+        if facts is None or host in self._probed:
+            return False
+        shared = Counter(a for f in self._facts.values() for a in f.dns.addresses)
+        if not self._needs_probe(facts.dns, shared):
+            return False
+        self._probed.add(host)
+        self._facts[host] = replace(facts, headers=header_fingerprint(home, missing))
+        return True
 
     async def add(self, hosts: Iterable[str]) -> InferenceResult:
         """Look up hosts not seen before, probe where needed, re-cluster everything."""

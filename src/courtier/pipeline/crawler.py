@@ -16,7 +16,9 @@ Theory of operation:
 - Only seed sites are fetched (``discovery.py`` turns what a fetch reveals into frontier
   work; links to other sites are horizon, never fetched). Redirects are not followed by the
   HTTP client: a ``Location`` becomes new work that goes through scope, robots, spacing and
-  the SSRF guard again, with a hop budget.
+  the SSRF guard again, with a hop budget. The one exception: images seed pages embed from
+  object stores, CDNs and image services, fetched by ``media.py`` on their own keys (bucket,
+  CDN and the customer's origin on a miss, image service), in lanes keyed by those keys.
 - Feedback after every answer: backoff (Retry-After, 429/503, runs of 5xx), latency feedback
   per site and origin, an origin pause when several of its sites push back, and a charge for
   a response dearer than its URL looked. A ranking cycle can promote horizon hosts into the
@@ -66,10 +68,12 @@ from courtier.graph.cycle import ranking_cycle
 from courtier.graph.pagerank import GraphError
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
+from courtier.origins.header_evidence import probe_response
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.store import OriginStore
 from courtier.pipeline.clocks import load_clocks, save_clocks
 from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.media import MediaCrawl
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
 from courtier.pipeline.site import ROBOTS_WORK, UNRESOLVED, SiteRuntime, target_of
 from courtier.pipeline.stats import CrawlStats
@@ -121,6 +125,10 @@ class Crawler:
         self.origins = origins
         """Origin inference (DNS evidence); without it a site's origin is its address set."""
         self._origins_ready = asyncio.Event()
+        self._observed_hosts: set[str] = set()
+        """Hosts whose home page's headers went to origin inference."""
+        self.media: MediaCrawl | None = None
+        """Page requisites on media hosts (``[media] fetch``), started with the fetcher."""
         self.stats = CrawlStats()
         self._sites: dict[str, SiteRuntime] = {}
         self._scope: set[str] = set()
@@ -184,6 +192,8 @@ class Crawler:
             log.info("stopping: no new requests start")
             self._stopping = True
             self._stopped.set()
+            if self.media is not None:
+                self.media.stop()
             for rt in self._sites.values():
                 if rt.timer is not None:
                     rt.timer.cancel()
@@ -211,6 +221,9 @@ class Crawler:
         try:
             await self._start_up()
             async with Fetcher(self.config.fetch, self.address_allowed) as self.fetcher:
+                if self.config.media.fetch:
+                    self.media = self._media_crawl()
+                    self.discovery.media = self.media.offer
                 background = [
                     asyncio.create_task(self._infer_origins()),
                     asyncio.create_task(self._flush_loop()),
@@ -239,6 +252,28 @@ class Crawler:
             self._parse_pool.shutdown(wait=True, cancel_futures=True)
         self.stats.elapsed = time.monotonic() - started
         return self.stats
+
+    def _media_crawl(self) -> MediaCrawl:
+        assert self._loop is not None
+        return MediaCrawl(
+            self.config,
+            loop=self._loop,
+            tats=self._tats,
+            fetcher=self.fetcher,
+            guard=self.guard,
+            stats=self.stats,
+            tasks=self._tasks,
+            origin_of=self._origin_of_site,
+            origin_limit=self._origin_limit,
+            write_document=self.sink.write,
+            backoff_params=self._backoff_params,
+        )
+
+    def _origin_of_site(self, site: str) -> str | None:
+        rt = self._sites.get(site)
+        if rt is None or rt.origin is None or rt.origin is UNRESOLVED:
+            return None
+        return rt.origin
 
     async def _start_up(self) -> None:
         now = time.time()
@@ -435,11 +470,15 @@ class Crawler:
         )
         if rt.origin is None or rt.origin is UNRESOLVED:
             return (site,)
-        params = self._policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
-        factor = self._origin_latency.get(rt.origin, _FULL_RATE).factor
+        return (site, self._origin_limit(rt.origin))
+
+    def _origin_limit(self, origin: str) -> Limit:
+        """The origin's key as configured, slowed by the origin's own latency feedback."""
+        params = self._policy.params(LimitKey(KeyType.ORIGIN, origin))
+        factor = self._origin_latency.get(origin, _FULL_RATE).factor
         if factor < 1.0:
             params = dataclasses.replace(params, interval=params.interval / factor)
-        return (site, Limit(f"origin:{rt.origin}", params))
+        return Limit(f"origin:{origin}", params)
 
     def _start_origin_lookup(self, rt: SiteRuntime) -> None:
         """Resolve the host once before its first booking, to know which origin it books on."""
@@ -675,6 +714,8 @@ class Crawler:
                 self._parse_pool, parse_page, result.body, result.url
             )
             self.discovery.page(rt, item, page)
+            if target_of(item.fetch_url) == "/":
+                self._observe_headers(rt, result)
         fingerprint = None
         if page is not None:
             fingerprint = page.fingerprint
@@ -711,6 +752,17 @@ class Crawler:
             self._origin_latency[origin] = observe(state, result.latency, now, self._latency_params)
             if self._origin_latency[origin].factor < state.factor:
                 self.stats.latency_slowdowns["origin"] += 1
+
+    def _observe_headers(self, rt: SiteRuntime, result: FetchResult) -> None:
+        """The home page's headers are header evidence for origin inference, at no extra
+        request (it keeps them only where DNS is indeterminate; they count from its next
+        re-check)."""
+        if self.origins is None or rt.host in self._observed_hosts or result.status is None:
+            return
+        self._observed_hosts.add(rt.host)
+        home = probe_response(result.status, list(result.headers), result.body, rt.host)
+        if self.origins.observe(rt.host, home, None):
+            self.stats.header_evidence += 1
 
     def _charge_response_type(
         self, rt: SiteRuntime, item: LeasedUrl, result: FetchResult, *, cost: float
@@ -855,11 +907,22 @@ class Crawler:
             self.stats.origins = len({a.origin for a in result.assignments.values()})
             await self._db(self._save_origins, result)
             for change in result.changes:
+                self._carry_origin_clock(change.old, change.new)
                 for rt in self._sites.values():
                     if rt.host == change.site and rt.origin is not UNRESOLVED:
                         rt.origin = change.new
             await asyncio.sleep(self.config.crawl.origin_recheck)
             result = await self.origins.recheck()
+
+    def _carry_origin_clock(self, old: str | None, new: str) -> None:
+        """A site that moves to another origin id (new evidence renamed or regrouped it)
+        brings its old origin's clock along: a fresh key must not let it start early."""
+        if old is None or old == new:
+            return
+        before = self._tats.get(f"origin:{old}")
+        if before is not None:
+            key = f"origin:{new}"
+            self._tats[key] = max(self._tats.get(key, before), before)
 
     def _save_origins(self, result: InferenceResult) -> None:
         with OriginStore(self.store_path) as store:

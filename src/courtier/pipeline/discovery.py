@@ -9,12 +9,15 @@ Rules:
 - A redirect is a link with a hop budget; a sitemap's entries are links at depth 1; a fast
   source's links take the freshlane once.
 - Links that point at a blocked address literal are counted (SSRF bait), not fetched.
+- Images on media hosts (object stores, CDNs, image services) go to the media crawl
+  (``media.py``) when it runs, not to the horizon: they are requisites of seed pages.
 The engine drains the buffers into one store transaction per flush.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from courtier.frontier.base import HorizonLink, HostEdge, LeasedUrl, NewUrl, UrlLane
 from courtier.frontier.dedup import DedupCache
@@ -58,6 +61,8 @@ class Discovery:
         self.horizon: list[HorizonLink] = []
         self.edges: list[HostEdge] = []
         self.evictions: list[tuple[str, int]] = []
+        self.media: Callable[[str, str], bool] | None = None
+        """Takes (image URL, embedding site); True when it queued it as a media requisite."""
 
     def drain(
         self,
@@ -99,7 +104,11 @@ class Discovery:
         for link in page.links:
             self.add_link(rt, link, item.depth + 1, 0, lane)
         for image in page.images:
-            self.add_link(rt, image, item.depth + 1, 0, lane)
+            # An image on a media host (store, CDN, image service) is a page requisite,
+            # fetched under that host's keys; any other image is an ordinary link.
+            media = self.media
+            if image.site in self.scope or media is None or not media(image.fetch_url, rt.site):
+                self.add_link(rt, image, item.depth + 1, 0, lane)
 
     def sitemap(self, rt: SiteRuntime, sitemap: ParsedSitemap) -> None:
         self.stats.bad_links += sitemap.bad_links

@@ -58,6 +58,16 @@ class CrawlStats:
     top_horizon: list[tuple[str, int]] = field(default_factory=list)
     promoted: list[tuple[str, float]] = field(default_factory=list)
     """Horizon hosts the crawl's own ranking cycles promoted, with their scores."""
+    media_requests: Counter[str] = field(default_factory=Counter)
+    """Media requests (page images on stores, CDNs, image services) by media source."""
+    cache: Counter[str] = field(default_factory=Counter)
+    """Cache verdicts of CDN and image-service answers: hit, miss, unknown."""
+    miss_charges: int = 0
+    """Cache misses that were not expected, charged to the customer's origin afterwards."""
+    media_dropped: int = 0
+    header_evidence: int = 0
+    """Sites whose home-page headers went into origin inference (no probe request needed)."""
+    """Media URLs not queued because the media queue was full."""
 
     def record_fetch(self, result: FetchResult, *, robots: bool) -> None:
         self.requests += 1
@@ -123,4 +133,9 @@ class CrawlStats:
             "store": self.store_counts,
             "top_horizon": self.top_horizon,
             "promoted": self.promoted,
+            "media_requests": dict(self.media_requests),
+            "cache": dict(self.cache),
+            "miss_charges": self.miss_charges,
+            "media_dropped": self.media_dropped,
+            "header_evidence": self.header_evidence,
         }

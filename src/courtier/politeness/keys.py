@@ -6,8 +6,10 @@ Rules:
   ``site:<site>`` and ``origin:<origin id>`` for an ordinary page or same-origin media;
   ``bucket:<provider>/<bucket>`` alone for an object-store URL (the bucket is the site: the
   store's shared hostname must not throttle every bucket behind it); ``cdn:<cdn host>`` for a
-  CDN URL, plus ``cdn-miss:<cdn host>/<customer>`` while a cache miss is expected (a miss
-  reaches the customer's origin); ``imgsvc:<service>/<customer>`` for an image service.
+  CDN URL, plus ``cdn-miss:<cdn host>/<customer>`` and the embedding site's
+  ``origin:<id>`` while a cache miss is expected (a miss reaches the customer's origin);
+  ``imgsvc:<service>/<customer>`` for an image service, plus the customer's origin while the
+  service behaves as a cache and a miss is expected.
 - A key type has a rate (cost units per second), a burst tolerance and a slot width. Object
   stores get a large burst tolerance, everything else a small one. A site key counts requests,
   not cost units: its gap (1 s, or robots Crawl-delay) is start-to-start per request.
@@ -197,12 +199,48 @@ def request_cost(
     return (model or CostModel()).cost(url, content_type)
 
 
+class MediaSource(StrEnum):
+    """A host that serves other sites' media, limited on its own keys."""
+
+    CDN = "cdn"
+    STORE = "store"
+    IMGSVC = "imgsvc"
+
+
+DEFAULT_CDN_HOSTS: Final = frozenset({"images.ctfassets.net", "cdn.simcdn.test"})
+"""Shared CDN hostnames whose first path segment names the customer (``.test``: the
+simulated web's)."""
+DEFAULT_IMGSVC_HOSTS: Final = frozenset(
+    {
+        "res.cloudinary.com",
+        "ik.imagekit.io",
+        "i0.wp.com",
+        "i1.wp.com",
+        "i2.wp.com",
+        "img.simresize.test",
+    }
+)
+"""Shared image-service hostnames whose first path segment names the customer."""
+
+
 @dataclass(frozen=True, slots=True)
 class KeyRules:
     """Which hosts are CDNs and image services (path ``/<customer>/...`` on both)."""
 
-    cdn_hosts: frozenset[str] = frozenset({"cdn.simcdn.test"})
-    imgsvc_hosts: frozenset[str] = frozenset({"img.simresize.test"})
+    cdn_hosts: frozenset[str] = DEFAULT_CDN_HOSTS
+    imgsvc_hosts: frozenset[str] = DEFAULT_IMGSVC_HOSTS
+
+    def media_source(self, url: Url) -> MediaSource | None:
+        """The kind of media host ``url`` is on, or None for an ordinary site."""
+        if object_store(url) is not None:
+            return MediaSource.STORE
+        if _first_segment(url) is None:
+            return None
+        if url.host in self.cdn_hosts:
+            return MediaSource.CDN
+        if url.host in self.imgsvc_hosts:
+            return MediaSource.IMGSVC
+        return None
 
 
 def _first_segment(url: Url) -> str | None:
@@ -216,12 +254,18 @@ def politeness_keys(
     origin: str | None = None,
     cache_miss_expected: bool = True,
     rules: KeyRules | None = None,
+    customer_origin: str | None = None,
+    service_caches: bool = True,
 ) -> tuple[LimitKey, ...]:
     """The limit keys a request for ``url`` is booked against.
 
     ``origin`` is the inferred origin id of the site (None while unknown: the site alone is
     limited). ``cache_miss_expected`` adds the ``cdn-miss`` key to a CDN request; keep it True
     until the CDN's hit rate for that customer is known, so misses are never under-counted.
+    ``customer_origin`` is the origin of the site whose page embeds a CDN or image-service
+    URL: an expected miss is booked on it too, since the cache fetches the object from there.
+    ``service_caches`` says an image service acts as a cache (False: store-like, its misses
+    are its own work, not the customer's).
     """
     rules = rules or KeyRules()
     store = object_store(url)
@@ -232,9 +276,14 @@ def politeness_keys(
         keys = [LimitKey(KeyType.CDN, url.site)]
         if cache_miss_expected:
             keys.append(LimitKey(KeyType.CDN_MISS, f"{url.site}/{customer}"))
+            if customer_origin is not None:
+                keys.append(LimitKey(KeyType.ORIGIN, customer_origin))
         return tuple(keys)
     if url.host in rules.imgsvc_hosts and customer is not None:
-        return (LimitKey(KeyType.IMGSVC, f"{url.site}/{customer}"),)
+        keys = [LimitKey(KeyType.IMGSVC, f"{url.site}/{customer}")]
+        if service_caches and cache_miss_expected and customer_origin is not None:
+            keys.append(LimitKey(KeyType.ORIGIN, customer_origin))
+        return tuple(keys)
     keys = [LimitKey(KeyType.SITE, url.site)]
     if origin is not None:
         keys.append(LimitKey(KeyType.ORIGIN, origin))

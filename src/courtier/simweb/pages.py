@@ -177,7 +177,9 @@ class PageRenderer:
         if Behaviour.CALENDAR_TRAP in site.behaviours:
             links.append(("/calendar/2026/1", "Events"))
         if Behaviour.REDIRECT_TO_CANARY in site.behaviours:
-            links.append(("/go/elsewhere", "Partner offers"))
+            # First on the page: a short crawl (whose origin budget also pays for the
+            # pages' images) still reaches the redirect it must refuse.
+            links.insert(0, ("/go/elsewhere", "Partner offers"))
         return self._html(site, f"Welcome to {site.host}", links, "/", images=self._images(site, 1))
 
     def _listing(self, site: Site, n: int) -> Page:
