@@ -101,7 +101,7 @@ class OriginInference:
         if facts is None or host in self._probed:
             return False
         shared = Counter(a for f in self._facts.values() for a in f.dns.addresses)
-        if not self._needs_probe(facts.dns, shared):
+        if not self._indeterminate(facts.dns, shared):  # fetched already: no address check
             return False
         self._probed.add(host)
         self._facts[host] = replace(facts, headers=header_fingerprint(home, missing))
@@ -144,12 +144,15 @@ class OriginInference:
                 logger.info("origin changed: %s", change.describe())
         return InferenceResult(dict(self._assignments), tuple(changes), self.recheck_at(), probed)
 
-    def _needs_probe(self, facts: DnsFacts, shared: Counter[str]) -> bool:
+    @staticmethod
+    def _indeterminate(facts: DnsFacts, shared: Counter[str]) -> bool:
+        """DNS cannot explain the host: no CNAME, no PTR, an address shared with another."""
         if facts.error is not None or facts.cname_chain or facts.ptr:
             return False
-        if not any(shared[a] > 1 for a in facts.addresses):
-            return False
-        return all(self._allowed(a) for a in facts.addresses)
+        return any(shared[a] > 1 for a in facts.addresses)
+
+    def _needs_probe(self, facts: DnsFacts, shared: Counter[str]) -> bool:
+        return self._indeterminate(facts, shared) and all(self._allowed(a) for a in facts.addresses)
 
     async def _probe_indeterminate(self) -> int:
         if self._probe is None:

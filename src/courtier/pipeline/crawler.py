@@ -100,6 +100,8 @@ MAX_ATTEMPTS = 3
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
 """Guard refusals that may pass on their own: retried with backoff, not recorded as final."""
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+EVIDENCE_SETTLE = 5.0
+"""Seconds to gather more header evidence before re-clustering origins on it."""
 
 
 class Crawler:
@@ -126,6 +128,7 @@ class Crawler:
         """Origin inference (DNS evidence); without it a site's origin is its address set."""
         self._origins_ready = asyncio.Event()
         self._observed_hosts: set[str] = set()
+        self._new_evidence = asyncio.Event()
         """Hosts whose home page's headers went to origin inference."""
         self.media: MediaCrawl | None = None
         """Page requisites on media hosts (``[media] fetch``), started with the fetcher."""
@@ -763,6 +766,7 @@ class Crawler:
         home = probe_response(result.status, list(result.headers), result.body, rt.host)
         if self.origins.observe(rt.host, home, None):
             self.stats.header_evidence += 1
+            self._new_evidence.set()
 
     def _charge_response_type(
         self, rt: SiteRuntime, item: LeasedUrl, result: FetchResult, *, cost: float
@@ -911,7 +915,12 @@ class Crawler:
                 for rt in self._sites.values():
                     if rt.host == change.site and rt.origin is not UNRESOLVED:
                         rt.origin = change.new
-            await asyncio.sleep(self.config.crawl.origin_recheck)
+            # Re-check when DNS answers expire, or soon after new header evidence arrived
+            # (a short wait gathers the home pages of many sites into one re-clustering).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_evidence.wait(), self.config.crawl.origin_recheck)
+                await asyncio.sleep(EVIDENCE_SETTLE)
+            self._new_evidence.clear()
             result = await self.origins.recheck()
 
     def _carry_origin_clock(self, old: str | None, new: str) -> None:
