@@ -2,6 +2,7 @@
 ads or timestamps (same fingerprint), and variants with a real content change (new one)."""
 
 import hashlib
+import re
 
 import pytest
 from hypothesis import given
@@ -170,3 +171,25 @@ def test_media_type_selects_the_fingerprint():
 @given(st.text(max_size=300))
 def test_any_markup_fingerprints_without_raising(markup: str):
     assert len(html_fingerprint(markup)) == 32
+
+
+_WORDISH = st.text(
+    alphabet=st.sampled_from(list("0123456789 :/-.,adfjmnostwAMPNOVJUL ghxyz\u0663")), max_size=60
+) | st.sampled_from(
+    [
+        "Posted 30 November 2026, 18:05 GMT",
+        "Mon, 30 Nov 2026 06:08:25 +0000",
+        "an hour ago",
+        "just now",
+        "1,234,567 views",
+        "Thursday at 6:08 pm",
+    ]
+)
+
+
+@given(_WORDISH)
+def test_the_guarded_volatile_pattern_matches_exactly_what_the_plain_one_does(text: str) -> None:
+    from courtier.frontier.fingerprint import _VOLATILE, _VOLATILE_START
+
+    plain = re.compile(_VOLATILE.pattern[len(_VOLATILE_START) + 3 : -1], re.IGNORECASE)
+    assert [m.span() for m in _VOLATILE.finditer(text)] == [m.span() for m in plain.finditer(text)]
