@@ -43,7 +43,9 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class CrawlSection:
     max_in_flight: int = 512
-    """Requests in flight over all sites at once (Little's law: rate x seconds per fetch)."""
+    """Requests in flight over all sites at once (Little's law: rate x seconds per fetch);
+    a fetch counts until its page is parsed. Above it nothing new is booked (booked slots
+    are still honoured)."""
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""
     parse_workers: int = 1

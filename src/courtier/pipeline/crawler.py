@@ -136,7 +136,8 @@ class Crawler:
         self._sites: dict[str, SiteRuntime] = {}
         self._scope: set[str] = set()
         self._outcomes: list[Outcome] = []
-        self._waiting: deque[SiteRuntime] = deque()
+        self._ready: deque[SiteRuntime] = deque()
+        """Sites with work waiting for capacity before they book (see ``_has_capacity``)."""
         self._refill: set[str] = set()
         self._refill_event = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -425,6 +426,20 @@ class Crawler:
             return
         self._book(rt, item)
 
+    def _has_capacity(self) -> bool:
+        # The cap on requests in flight (a fetch counts until its page is parsed) gates
+        # *booking*; a slot once booked is honoured even if the cap was reached meanwhile.
+        # Forfeiting it instead would still spend its keys (an origin's budget among them):
+        # when fetching outpaced parsing, that burned most of every origin's budget on
+        # slots nobody used. So in flight may exceed the cap by the slots already booked.
+        return self._in_flight < self.config.crawl.max_in_flight
+
+    def _release(self) -> None:
+        while self._ready and self._has_capacity() and not self._stopping:
+            rt = self._ready.popleft()
+            rt.ready = False
+            self._arm(rt)
+
     def _book(self, rt: SiteRuntime, work: LeasedUrl | str) -> None:
         assert self._loop is not None
         now = self._loop.time()
@@ -437,6 +452,12 @@ class Crawler:
             # so a long site pause never holds a slot on a key other sites share.
             rt.booked, rt.slot = work, None
             rt.timer = self._loop.call_at(earliest, self._retry_booking, rt)
+            return
+        if not self._has_capacity():
+            rt.booked, rt.slot = work, None
+            if not rt.ready:
+                rt.ready = True
+                self._ready.append(rt)
             return
         target = (
             "/robots.txt" if work is ROBOTS_WORK else target_of(cast(LeasedUrl, work).fetch_url)
@@ -523,9 +544,6 @@ class Crawler:
             return
         slot, work = rt.slot, rt.booked
         assert slot is not None and work is not None
-        if self._in_flight >= self.config.crawl.max_in_flight:
-            self._waiting.append(rt)
-            return
         if slot.is_missed(self._loop.time()):
             self.stats.missed_slots += 1
             rt.slot = None
@@ -555,8 +573,7 @@ class Crawler:
             log.error("fetch task for %s failed", rt.site, exc_info=task.exception())
             self.stats.internal_errors += 1
         self._arm(rt)
-        while self._waiting and self._in_flight < self.config.crawl.max_in_flight:
-            self._launch(self._waiting.popleft())
+        self._release()
 
     def _next_allowed(self, rt: SiteRuntime) -> LeasedUrl | None:
         """The next URL to fetch: fastlane and freshlane first, then refresh or discovery as

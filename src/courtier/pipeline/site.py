@@ -53,6 +53,8 @@ class SiteRuntime:
     origin: str | None = UNRESOLVED
     """Origin id the site books on (``UNRESOLVED`` until its first DNS answer)."""
     origin_lookup: bool = False
+    ready: bool = False
+    """Waiting in the engine's queue for capacity to book."""
     refill_requested: bool = False
     store_empty: bool = False
     attempts: Counter[int] = field(default_factory=Counter)
