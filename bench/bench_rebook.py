@@ -24,6 +24,9 @@ def main() -> int:
     parser.add_argument("--page-bytes", type=int, default=300_000)
     parser.add_argument("--duration", type=float, default=40.0)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "-s", dest="settings", action="append", default=[], help="a crawl setting, as for demo"
+    )
     args = parser.parse_args()
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory(prefix="courtier-bench-") as out:
@@ -31,6 +34,7 @@ def main() -> int:
                 sys.executable, "-m", "courtier", "demo", "--json", "--out", out,
                 "--sites", str(args.sites), "--page-bytes", str(args.page_bytes),
                 "--duration", str(args.duration),
+                *(arg for setting in args.settings for arg in ("-s", setting)),
             ]  # fmt: skip
             started = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -47,7 +51,8 @@ def main() -> int:
             f"{crawl['bytes'] / 1e6:.0f} MB) slots={crawl['slots']} "
             f"missed={crawl['missed_slots']} rebook_rate={crawl['rebook_rate']:.4%} "
             f"loop_lag_p99={crawl['loop_lag_p99_ms']}ms max={crawl['loop_lag_max_ms']}ms "
-            f"audit_ok={audit['ok']} failed={failed or '-'} wall={wall:.0f}s"
+            f"audit_ok={audit['ok']} failed={failed or '-'} wall={wall:.0f}s "
+            f"media={sum(crawl.get('media_requests', {}).values())}"
         )
     return 0
 

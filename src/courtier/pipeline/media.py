@@ -79,6 +79,8 @@ class MediaLane:
     booked: MediaItem | None = None
     slot: Slot | None = None
     keys: tuple[LimitKey, ...] = ()
+    ready: bool = False
+    """Queued for capacity (``MediaCrawl.ready``), not booked."""
     backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
     attempts: Counter[str] = field(default_factory=Counter)
     observations: CacheObservations = field(default_factory=CacheObservations)
@@ -94,6 +96,7 @@ class MediaHost:
     next_start: float = 0.0
     waiting: set[str] = field(default_factory=set)
     """Lanes waiting for this host's robots.txt."""
+    ready: bool = False
     service: CacheObservations = field(default_factory=CacheObservations)
     """What the host's answers show about caching (decides how an image service is limited)."""
 
@@ -136,7 +139,10 @@ class MediaCrawl:
         self.seen = DedupCache(1_000_000)
         self.queued = 0
         self.in_flight = 0
-        self.waiting: deque[MediaLane] = deque()
+        self.slotted = 0
+        """Bookings holding a slot that has not started yet."""
+        self.ready: deque[MediaLane | MediaHost] = deque()
+        """Lanes and robots.txt fetches waiting for capacity, in arrival order."""
         self.stopping = False
 
     # -- intake -------------------------------------------------------------------------
@@ -183,6 +189,29 @@ class MediaCrawl:
                 host.timer = None
 
     # -- scheduling ---------------------------------------------------------------------
+    #
+    # Capacity counts requests in flight *and* slots booked but not started: a slot is booked
+    # only when its request can start in it. Booking first and queueing for capacity later
+    # would let slots expire in the queue, and every forfeited slot still spends its keys
+    # (an origin's budget among them), so work waits for capacity before it books.
+
+    def _has_capacity(self) -> bool:
+        return self.in_flight + self.slotted < self.config.media.max_in_flight
+
+    def _wait_for_capacity(self, waiter: MediaLane | MediaHost) -> None:
+        if not waiter.ready:
+            waiter.ready = True
+            self.ready.append(waiter)
+
+    def _release(self) -> None:
+        """Capacity freed: let waiting lanes and robots.txt fetches book, oldest first."""
+        while self.ready and self._has_capacity() and not self.stopping:
+            waiter = self.ready.popleft()
+            waiter.ready = False
+            if isinstance(waiter, MediaLane):
+                self.arm(waiter)
+            else:
+                self._robots_needed(waiter)
 
     def arm(self, lane: MediaLane) -> None:
         """Book the lane's next request and arm its timer, if it has work and room."""
@@ -205,6 +234,9 @@ class MediaCrawl:
         if lane.backoff.paused_until > now:
             lane.timer = self.loop.call_at(lane.backoff.paused_until, self._retry, lane)
             return
+        if not self._has_capacity():
+            self._wait_for_capacity(lane)
+            return
         item = lane.booked or self._next_allowed(lane, host)
         if item is None:
             return
@@ -221,6 +253,7 @@ class MediaCrawl:
             return
         self.tats.update(updates)
         self.stats.slots += 1
+        self.slotted += 1
         lane.slot, lane.keys = booking, keys
         lane.timer = self.loop.call_at(booking.start, self._launch, lane)
 
@@ -277,9 +310,7 @@ class MediaCrawl:
             return
         item, slot = lane.booked, lane.slot
         assert item is not None and slot is not None
-        if self.in_flight >= self.config.media.max_in_flight:
-            self.waiting.append(lane)
-            return
+        self.slotted -= 1
         if slot.is_missed(self.loop.time()):
             self.stats.missed_slots += 1
             lane.slot = None
@@ -301,8 +332,7 @@ class MediaCrawl:
             log.error("media fetch on %s failed", lane.name, exc_info=task.exception())
             self.stats.internal_errors += 1
         self.arm(lane)
-        while self.waiting and self.in_flight < self.config.media.max_in_flight:
-            self._launch(self.waiting.popleft())
+        self._release()
 
     # -- fetching -----------------------------------------------------------------------
 
@@ -413,6 +443,9 @@ class MediaCrawl:
     def _robots_needed(self, host: MediaHost) -> None:
         if host.fetching or host.timer is not None or self.stopping:
             return
+        if not self._has_capacity():
+            self._wait_for_capacity(host)
+            return
         now = self.loop.time()
         site = self.config.limits.site
         limit = Limit(
@@ -431,6 +464,7 @@ class MediaCrawl:
             return
         self.tats.update(updates)
         self.stats.slots += 1
+        self.slotted += 1
         host.fetching = True
         host.timer = self.loop.call_at(booking.start, self._robots_launch, host)
 
@@ -440,9 +474,12 @@ class MediaCrawl:
 
     def _robots_launch(self, host: MediaHost) -> None:
         host.timer = None
+        self.slotted -= 1
         if self.stopping:
             host.fetching = False
             return
+        # A robots.txt fetch that starts late only delays its host; it needs no rebooking.
+        self.in_flight += 1
         task = self.loop.create_task(self._fetch_robots(host))
         self.tasks.add(task)
         task.add_done_callback(self._robots_finished(host))
@@ -450,6 +487,7 @@ class MediaCrawl:
     def _robots_finished(self, host: MediaHost) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
             self.tasks.discard(task)
+            self.in_flight -= 1
             host.fetching = False
             if not task.cancelled() and task.exception() is not None:
                 log.error("robots.txt of %s failed", host.site, exc_info=task.exception())
@@ -457,6 +495,7 @@ class MediaCrawl:
             waiting, host.waiting = host.waiting, set()
             for name in sorted(waiting):
                 self.arm(self.lanes[name])
+            self._release()
 
         return done
 
