@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
 _REDIRECTS = (301, 302, 303, 307, 308)
+MEDIA_MAX_LEAD = 2.0
+"""Seconds ahead a media request may be booked: a slot held counts against the media cap,
+so a CDN miss waiting on a busy origin waits unbooked, leaving capacity to other lanes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,7 @@ class MediaCrawl:
         self.ready: deque[MediaLane | MediaHost] = deque()
         """Lanes and robots.txt fetches waiting for capacity, in arrival order."""
         self.stopping = False
+        self.max_lead = min(self.config.politeness.max_lead, MEDIA_MAX_LEAD)
 
     # -- intake -------------------------------------------------------------------------
 
@@ -242,9 +246,7 @@ class MediaCrawl:
             return
         keys = self._keys(lane, item)
         limits = self._limits(keys, host)
-        booking, updates = book(
-            self.tats, now, limits, self.image_cost, max_lead=self.config.politeness.max_lead
-        )
+        booking, updates = book(self.tats, now, limits, self.image_cost, max_lead=self.max_lead)
         lane.booked = item
         if isinstance(booking, Refusal):
             self.stats.lead_refusals += 1
