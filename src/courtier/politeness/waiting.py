@@ -11,29 +11,15 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
 
-from courtier.politeness.gcra import Booking, Limit, Refusal, Slot
+from courtier.politeness.gcra import Limit, Refusal, Slot
+from courtier.politeness.limiter.base import Limiter
 
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class BookingLimiter(Protocol):
-    @property
-    def clock(self) -> Callable[[], float]: ...
-
-    async def book(
-        self,
-        limits: Sequence[Limit],
-        cost: float,
-        *,
-        max_lead: float = math.inf,
-        slack: float | None = None,
-    ) -> Booking: ...
-
-
 async def wait_for_slot(
-    limiter: BookingLimiter,
+    limiter: Limiter,
     limits: Sequence[Limit],
     cost: float,
     *,
