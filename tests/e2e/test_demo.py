@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from courtier.cli import main
+from courtier.simweb.log import read_log
 from courtier.simweb.world import SIZE_PRESETS, SiteKind, build_world
 
 
@@ -133,3 +134,35 @@ def test_page_images_on_media_hosts_are_fetched_under_their_own_keys(demo_run):
                     assert [k.split(":")[0] for k in record["keys"]] == ["bucket"]
     # A CDN miss is booked on the CDN, the customer's miss key and the customer's origin.
     assert {"bucket", "cdn", "cdn-miss", "imgsvc", "origin"} <= keys
+
+
+def test_each_platform_keeps_its_budget_while_its_tenants_are_crawled_in_parallel(demo_run):
+    """Many tenants of one platform are active in the same seconds (not one after another),
+    and the platform's cost-weighted load - cache misses included - stays within budget."""
+    result, out = demo_run
+    audit = result["audit"]
+    world = build_world(dataclasses.replace(SIZE_PRESETS["small"], seed=5))
+    log = out / "simweb" / "simweb-requests.jsonl"
+    records = list(read_log(log)) if log.exists() else []
+    assert records, f"no request log at {log}"
+    by_origin = {o["origin"]: o for o in audit["origins"]}
+    for platform in ("platform-a", "platform-b"):
+        figures = by_origin[platform]
+        assert figures["max_units_1s"] <= figures["limit_1s"], figures
+        assert figures["max_units_5s"] <= figures["limit_5s"], figures
+        tenants = {
+            site.host
+            for r in records
+            if (site := world.site_of_host(r.host)) is not None and site.origin == platform
+        }
+        assert len(tenants) >= 5, (platform, tenants)
+        # In the busiest 10 s, several tenants were crawled side by side.
+        starts = sorted(
+            (r.start, world.site_of_host(r.host).host)  # type: ignore[union-attr]
+            for r in records
+            if (site := world.site_of_host(r.host)) is not None and site.origin == platform
+        )
+        busiest = max(
+            len({host for t, host in starts if start <= t < start + 10.0}) for start, _ in starts
+        )
+        assert busiest >= 3, (platform, busiest)
