@@ -85,6 +85,9 @@ class FetchSection:
         "image/",
     )
     """Media types (or prefixes ending in '/') whose bodies are read; others are not downloaded."""
+    ca_file: str = ""
+    """A PEM file of CA certificates trusted besides the system's (a private or test CA);
+    certificates are always verified."""
 
     @property
     def user_agent(self) -> str:

@@ -11,6 +11,7 @@ from origin_facts import plinth
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, probe_response
 from courtier.origins.infer import OriginInference
+from courtier.origins.tls_evidence import TlsFacts
 
 
 class TableDns:
@@ -157,3 +158,21 @@ async def test_headers_a_crawl_saw_anyway_count_where_dns_is_indeterminate() -> 
     assert after.origin == result.assignments["t2.test"].origin
     assert after.confidence > before.confidence
     assert any(e.kind.value == "headers" for e in after.evidence), after.evidence
+
+
+async def test_a_certificate_a_fetch_saw_corroborates_a_grouping() -> None:
+    inference = OriginInference(TableDns(WORLD), address_allowed=_allowed)
+    await inference.add(["t1.test", "t2.test", "solo.test"])
+    before = inference.assignments["t1.test"]
+    one = TlsFacts("ab" * 32, "01", "CN=Plinth CA", ("*.test",))
+    assert inference.observe_tls("t1.test", one)
+    assert not inference.observe_tls("t1.test", one)  # nothing new
+    assert inference.observe_tls("t2.test", one)
+    assert inference.observe_tls("solo.test", one)
+    assert not inference.observe_tls("unknown.test", one)
+    result = await inference.recheck()
+    after = result.assignments["t1.test"]
+    assert after.confidence > before.confidence
+    assert any(e.kind.value == "tls" for e in after.evidence), after.evidence
+    # A shared certificate never places a site on its own.
+    assert result.assignments["solo.test"].origin != after.origin

@@ -99,7 +99,7 @@ async def test_buckets_behind_one_path_style_endpoint_are_separate_lanes() -> No
     fetched = harness.media_fetches()
     assert len(fetched) == 3
     # One robots.txt for the endpoint, then all three buckets at once (no 1 s host spacing).
-    assert [u for _t, u in harness.fetcher.fetched][0].endswith("/robots.txt")
+    assert next(u for _t, u in harness.fetcher.fetched).endswith("/robots.txt")
     assert max(t for t, _ in fetched) - min(t for t, _ in fetched) < 0.2
     assert sorted(harness.media.lanes) == [f"bucket:simstore/media-{x}" for x in "abc"]
     for document in harness.documents:

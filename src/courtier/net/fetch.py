@@ -7,6 +7,8 @@ Rules:
   is also checked at creation (``socket_factory``) against the address policy: nothing
   connects to an address the policy refuses, whatever path led there.
 - ``Host``, TLS SNI and certificate checks stay on the hostname (the URL keeps the name).
+  Certificates are always verified (system CAs, plus ``fetch.ca_file``); the one an https
+  server presented comes back with the result, as evidence for origin inference.
 - Redirects are not followed here: the crawler turns a ``Location`` into new work that goes
   through scope, politeness and the guard again.
 - Limits: connect/read/total timeouts, header line size and count, and a body limit counted
@@ -19,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -125,6 +129,31 @@ class FetchResult:
     error: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     """Response headers as received (bounded by ``max_headers``): cache status, evidence."""
+    peercert: dict[str, Any] | None = None
+    """An https server's certificate as ``ssl`` decodes it (verified), for origin evidence."""
+    peercert_der: bytes | None = None
+
+
+PeerCertificate = tuple[dict[str, Any], bytes | None]
+
+
+def _recording_context(
+    context: ssl.SSLContext, certificates: dict[str, PeerCertificate]
+) -> ssl.SSLContext:
+    """``context``, made to note each verified handshake's certificate by server name.
+
+    A small response is read and its connection released before the caller sees it, so the
+    certificate is taken where it is sure to exist: when the handshake completes."""
+
+    class RecordingSSLObject(ssl.SSLObject):
+        def do_handshake(self) -> None:
+            super().do_handshake()  # raises until the handshake is done
+            if self.server_hostname:
+                peercert = self.getpeercert() or {}
+                certificates[self.server_hostname] = (peercert, self.getpeercert(True))
+
+    context.sslobject_class = RecordingSSLObject
+    return context
 
 
 class Fetcher:
@@ -135,16 +164,22 @@ class Fetcher:
         self.resolver = PinnedResolver()
         self._address_allowed = address_allowed
         self._session: aiohttp.ClientSession | None = None
+        self._certificates: dict[str, PeerCertificate] = {}
+        """Server name -> the certificate its last TLS handshake presented (verified)."""
 
     async def __aenter__(self) -> Fetcher:
+        s = self.settings
+        tls = _recording_context(ssl.create_default_context(), self._certificates)
+        if s.ca_file:
+            tls.load_verify_locations(cafile=s.ca_file)
         connector = aiohttp.TCPConnector(
             resolver=self.resolver,
             use_dns_cache=False,
             limit=0,
             limit_per_host=0,
             socket_factory=_guarded_socket_factory(self._address_allowed),
+            ssl=tls,
         )
-        s = self.settings
         trace = aiohttp.TraceConfig()
         trace.on_request_headers_sent.append(_note_headers_sent)
         self._session = aiohttp.ClientSession(
@@ -185,6 +220,7 @@ class Fetcher:
             ) as response:
                 sent = timing.get("sent")
                 latency = asyncio.get_running_loop().time() - sent if sent is not None else None
+                peercert, der = self._certificate_of(url, host)
                 content_type = response.headers.get("Content-Type", "")
                 error = None
                 if type_allowed(content_type, self.settings.allowed_types):
@@ -207,6 +243,8 @@ class Fetcher:
                     truncated=truncated,
                     error=error,
                     headers=tuple(response.headers.items()),
+                    peercert=peercert,
+                    peercert_der=der,
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             return FetchResult(
@@ -217,6 +255,12 @@ class Fetcher:
                 elapsed=clock() - started,
                 error=f"{type(exc).__name__}: {exc}"[:300],
             )
+
+    def _certificate_of(self, url: str, host: str) -> tuple[dict[str, Any] | None, bytes | None]:
+        if not url.startswith("https:"):
+            return None, None
+        found = self._certificates.get(host)
+        return (found[0] or None, found[1]) if found is not None else (None, None)
 
     async def _read_body(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
         limit = self.settings.max_body_bytes

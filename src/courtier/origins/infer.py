@@ -10,7 +10,8 @@ Rules:
 - ``recheck`` looks up again the hosts whose DNS facts have outlived their TTL.
 - ``observe`` takes header evidence a crawl gathered anyway (its own fetch of a site's home
   page): under the same rule as a probe (DNS indeterminate, once per host), at no
-  extra request. It counts from the next ``add`` or ``recheck``.
+  extra request. It counts from the next ``add`` or ``recheck``. ``observe_tls`` likewise
+  takes the certificate an https fetch saw (corroboration only, so whatever DNS says).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluste
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, header_fingerprint
 from courtier.origins.probe import Probe
+from courtier.origins.tls_evidence import TlsFacts
 
 logger = logging.getLogger("courtier.origins")
 
@@ -105,6 +107,15 @@ class OriginInference:
             return False
         self._probed.add(host)
         self._facts[host] = replace(facts, headers=header_fingerprint(home, missing))
+        return True
+
+    def observe_tls(self, host: str, tls: TlsFacts) -> bool:
+        """The certificate a known host presented to a fetch the caller made anyway (it only
+        corroborates a grouping, so it is kept whatever DNS says). True when it is new."""
+        facts = self._facts.get(host)
+        if facts is None or facts.tls == tls:
+            return False
+        self._facts[host] = replace(facts, tls=tls)
         return True
 
     async def add(self, hosts: Iterable[str]) -> InferenceResult:

@@ -71,6 +71,7 @@ from courtier.net.guard import Guard
 from courtier.origins.header_evidence import probe_response
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.store import OriginStore
+from courtier.origins.tls_evidence import tls_facts
 from courtier.pipeline.clocks import load_clocks, save_clocks
 from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.media import MediaCrawl
@@ -774,15 +775,20 @@ class Crawler:
                 self.stats.latency_slowdowns["origin"] += 1
 
     def _observe_headers(self, rt: SiteRuntime, result: FetchResult) -> None:
-        """The home page's headers are header evidence for origin inference, at no extra
-        request (it keeps them only where DNS is indeterminate; they count from its next
-        re-check)."""
+        """The home page's headers (and, over https, the certificate) are evidence for origin
+        inference at no extra request: headers are kept only where DNS is indeterminate,
+        certificates corroborate; both count from the next re-check."""
         if self.origins is None or rt.host in self._observed_hosts or result.status is None:
             return
         self._observed_hosts.add(rt.host)
         home = probe_response(result.status, list(result.headers), result.body, rt.host)
         if self.origins.observe(rt.host, home, None):
             self.stats.header_evidence += 1
+            self._new_evidence.set()
+        if result.peercert is not None and self.origins.observe_tls(
+            rt.host, tls_facts(result.peercert, result.peercert_der)
+        ):
+            self.stats.tls_evidence += 1
             self._new_evidence.set()
 
     def _charge_response_type(

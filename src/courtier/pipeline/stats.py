@@ -67,6 +67,8 @@ class CrawlStats:
     media_dropped: int = 0
     header_evidence: int = 0
     """Sites whose home-page headers went into origin inference (no probe request needed)."""
+    tls_evidence: int = 0
+    """Sites whose https certificate went into origin inference (corroboration)."""
     """Media URLs not queued because the media queue was full."""
 
     def record_fetch(self, result: FetchResult, *, robots: bool) -> None:
@@ -138,4 +140,5 @@ class CrawlStats:
             "miss_charges": self.miss_charges,
             "media_dropped": self.media_dropped,
             "header_evidence": self.header_evidence,
+            "tls_evidence": self.tls_evidence,
         }
