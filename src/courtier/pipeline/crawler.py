@@ -85,7 +85,7 @@ from courtier.politeness.backoff import (
     parse_retry_after,
 )
 from courtier.politeness.gcra import KeyParams, Limit, Refusal, book
-from courtier.politeness.keys import KeyType, LimitKey, guess_origin
+from courtier.politeness.keys import KeyType, LimitKey, RequestClass, guess_origin
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 from courtier.politeness.robots import RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
@@ -341,22 +341,46 @@ class Crawler:
 
         A TAT also holds slots booked for requests this run will never make; the floor keeps
         only what requests already started demand: at most one request of the dearest class
-        from now (an origin), or the site's own next start and pause.
+        from now (an origin), one image (a bucket, CDN or image-service key, a media host's
+        site key), or the site's own next start and pause.
         """
         assert self._loop is not None
         now, offset = self._loop.time(), self._wall_offset()
         dearest = max(self._costs.costs.values())
+        image = self._costs.costs[RequestClass.IMAGE]
         floors: dict[str, float] = {}
         for key, tat in self._tats.items():
+            if tat <= now:
+                continue
             kind, _, name = key.partition(":")
             if kind == KeyType.ORIGIN.value:
                 params = self._policy.params(LimitKey(KeyType.ORIGIN, name))
                 factor = self._origin_latency.get(name, _FULL_RATE).factor
                 tat = min(tat, now + dearest * params.interval / factor)
                 floors[key] = tat + offset
+            elif kind != KeyType.SITE.value or name not in self._sites:
+                # Media keys and media hosts' site keys (seed sites are handled below).
+                try:
+                    params = self._policy.params(LimitKey.parse(key))
+                except ValueError:
+                    continue
+                floors[key] = min(tat, now + image * max(params.interval, self._media_delay(key)))
+                floors[key] += offset
         for rt in self._sites.values():
             floors[f"site:{rt.site}"] = max(rt.next_start, rt.backoff.paused_until) + offset
         return floors
+
+    def _media_delay(self, key: str) -> float:
+        """A media host's Crawl-delay, for its site key (0 for anything else)."""
+        if self.media is None or not key.startswith("site:"):
+            return 0.0
+        host = self.media.hosts.get(key.removeprefix("site:"))
+        delay = (
+            None
+            if host is None or host.robots is None
+            else host.robots.crawl_delay(self.config.fetch.user_agent_token)
+        )
+        return delay or self.config.site_interval
 
     def _restore_clocks(self, floors: dict[str, float]) -> None:
         offset = self._wall_offset()
