@@ -19,10 +19,10 @@ Theory of operation:
   the SSRF guard again, with a hop budget. The one exception: images seed pages embed from
   object stores, CDNs and image services, fetched by ``media.py`` on their own keys (bucket,
   CDN and the customer's origin on a miss, image service), in lanes keyed by those keys.
-- Feedback after every answer: backoff (Retry-After, 429/503, runs of 5xx), latency feedback
-  per site and origin, an origin pause when several of its sites push back, and a charge for
-  a response dearer than its URL looked. A ranking cycle can promote horizon hosts into the
-  seed while the crawl runs.
+- Feedback after every answer (``feedback.py``): backoff (Retry-After, 429/503, runs of
+  5xx), latency feedback per site and origin, an origin pause when several of its sites push
+  back, and a charge for a response dearer than its URL looked. A ranking cycle can promote
+  horizon hosts into the seed while the crawl runs.
 - Parsing runs in a process pool; store access runs on one store thread in batches. The
   event loop only schedules, fetches and moves small records.
 - Stopping (deadline, SIGINT, SIGTERM): no new starts, in-flight requests get a short grace,
@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import logging
-import math
 import multiprocessing
 import signal
 import time
@@ -74,19 +72,14 @@ from courtier.origins.store import OriginStore
 from courtier.origins.tls_evidence import tls_facts
 from courtier.pipeline.clocks import load_clocks, save_clocks
 from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.feedback import Feedback
 from courtier.pipeline.media import MediaCrawl
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
 from courtier.pipeline.site import ROBOTS_WORK, UNRESOLVED, SiteRuntime, target_of
 from courtier.pipeline.stats import CrawlStats
-from courtier.politeness.backoff import (
-    BackoffParams,
-    BackoffState,
-    after_response,
-    parse_retry_after,
-)
+from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit, Refusal, book
 from courtier.politeness.keys import KeyType, LimitKey, RequestClass, guess_origin
-from courtier.politeness.latency import LatencyParams, LatencyState, observe
 from courtier.politeness.robots import RobotsStatus, rules_from_response
 from courtier.sinks.documents import DocumentSink
 from courtier.url import Url, UrlError, host_of_site, parse_url
@@ -95,7 +88,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_FULL_RATE = LatencyState()
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/no-answer this often is given up for this run."""
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
@@ -157,39 +149,26 @@ class Crawler:
         )
         self._lookups = asyncio.Semaphore(64)
         """Origin lookups at once: a start-up burst must not flood the resolver."""
-        self._origin_latency: dict[str, LatencyState] = {}
-        self._origin_reports: dict[str, dict[str, float]] = {}
-        """Per origin: site -> when it last answered 429/503."""
-        params = config.politeness
-        self._latency_params = LatencyParams(
-            ratio=params.latency_ratio,
-            min_rise=params.latency_min_rise,
-            decrease=params.latency_decrease,
-            increase=params.latency_increase,
-            floor=params.latency_floor,
-            cooldown=params.latency_cooldown,
+        self.feedback = Feedback(
+            config,
+            tats=self._tats,
+            costs=self._costs,
+            policy=self._policy,
+            stats=self.stats,
+            clock=self._now,
         )
-        # With one request in flight per site, every answer was sent at the site's current
-        # rate, so a site needs no cooldown between cuts; an origin (many sites in flight) does.
-        self._site_latency_params = (
-            dataclasses.replace(self._latency_params, cooldown=0.0)
-            if params.max_in_flight_per_site == 1
-            else self._latency_params
-        )
-        params = config.politeness
-        self._backoff_params = BackoffParams(
-            base_interval=config.site_interval,
-            default_retry_after=params.default_retry_after,
-            max_backoff=params.max_backoff,
-            suspend_after=params.suspend_after_errors,
-            suspend_for=params.suspend_for,
-        )
+        """Backoff, latency feedback, origin pauses and cost corrections after each answer."""
 
     # -- plumbing -----------------------------------------------------------------------
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._loop is not None
         return await self._loop.run_in_executor(self._store_exec, fn, *args)
+
+    def _now(self) -> float:
+        """The event loop's time (set when ``run`` starts)."""
+        assert self._loop is not None
+        return self._loop.time()
 
     def stop(self) -> None:
         """Stop starting requests; ``run`` returns after a short grace for in-flight ones."""
@@ -269,9 +248,9 @@ class Crawler:
             stats=self.stats,
             tasks=self._tasks,
             origin_of=self._origin_of_site,
-            origin_limit=self._origin_limit,
+            origin_limit=self.feedback.origin_limit,
             write_document=self.sink.write,
-            backoff_params=self._backoff_params,
+            backoff_params=self.feedback.backoff_params,
         )
 
     def _origin_of_site(self, site: str) -> str | None:
@@ -355,7 +334,7 @@ class Crawler:
             kind, _, name = key.partition(":")
             if kind == KeyType.ORIGIN.value:
                 params = self._policy.params(LimitKey(KeyType.ORIGIN, name))
-                factor = self._origin_latency.get(name, _FULL_RATE).factor
+                factor = self.feedback.origin_factor(name)
                 tat = min(tat, now + dearest * params.interval / factor)
                 floors[key] = tat + offset
             elif kind != KeyType.SITE.value or name not in self._sites:
@@ -519,15 +498,7 @@ class Crawler:
         )
         if rt.origin is None or rt.origin is UNRESOLVED:
             return (site,)
-        return (site, self._origin_limit(rt.origin))
-
-    def _origin_limit(self, origin: str) -> Limit:
-        """The origin's key as configured, slowed by the origin's own latency feedback."""
-        params = self._policy.params(LimitKey(KeyType.ORIGIN, origin))
-        factor = self._origin_latency.get(origin, _FULL_RATE).factor
-        if factor < 1.0:
-            params = dataclasses.replace(params, interval=params.interval / factor)
-        return Limit(f"origin:{origin}", params)
+        return (site, self.feedback.origin_limit(rt.origin))
 
     def _start_origin_lookup(self, rt: SiteRuntime) -> None:
         """Resolve the host once before its first booking, to know which origin it books on."""
@@ -555,7 +526,7 @@ class Crawler:
         if not resolution.allowed and resolution.reason in TRANSIENT_REFUSALS:
             # Unknown is not "no origin": never book on the site key alone because DNS was
             # slow. Back off and ask again.
-            self._back_off(rt, None, None)
+            self.feedback.back_off(rt, None, None)
             self._arm(rt)
             return
         # A refused host books on its site key alone; the fetch is refused by the guard.
@@ -658,7 +629,7 @@ class Crawler:
             result = await self._guarded_fetch(rt, url, host, robots=True)
             if result is None and rt.refusal in TRANSIENT_REFUSALS:
                 # DNS trouble says nothing about robots.txt: back off and ask again.
-                self._back_off(rt, None, None)
+                self.feedback.back_off(rt, None, None)
                 return
             if result is None or result.status is None:
                 result = None
@@ -712,34 +683,19 @@ class Crawler:
         self.stats.record_fetch(result, robots=robots)
         return result
 
-    def _back_off(self, rt: SiteRuntime, status: int | None, retry_after: str | None) -> None:
-        assert self._loop is not None
-        wait = parse_retry_after(retry_after, time.time())
-        rt.backoff = after_response(
-            rt.backoff, status, wait, self._loop.time(), self._backoff_params
-        )
-        if rt.backoff.suspended:
-            log.warning(
-                "suspending %s for %.0f s after %d failures in a row",
-                rt.site,
-                self.config.politeness.suspend_for,
-                self.config.politeness.suspend_after_errors,
-            )
-            self.stats.suspended_sites += 1
-
     async def _fetch_url(self, rt: SiteRuntime, item: LeasedUrl, cost: float) -> None:
         assert self._loop is not None
         result = await self._guarded_fetch(rt, item.fetch_url, rt.host, robots=False)
         if result is None:
             if rt.refusal in TRANSIENT_REFUSALS:
-                self._back_off(rt, None, None)
+                self.feedback.back_off(rt, None, None)
                 self._retry_or_fail(rt, item, None)
             else:
                 self._outcome(item.id, UrlStatus.REFUSED, None)
             return
-        self._back_off(rt, result.status, result.retry_after)
-        self._feedback(rt, result)
-        self._charge_response_type(rt, item, result, cost=cost)
+        self.feedback.back_off(rt, result.status, result.retry_after)
+        self.feedback.answered(rt, result)
+        self.feedback.charge_response_type(rt, item, result, cost=cost)
         status = result.status
         if status is None or status in (429, 503):
             if not self._retry_or_fail(rt, item, status):
@@ -775,29 +731,6 @@ class Crawler:
             delay = self.config.frontier.freshlane_interval + 2 * self.config.crawl.flush_interval
             self._loop.call_later(delay, self._look_again, rt)
 
-    def _feedback(self, rt: SiteRuntime, result: FetchResult) -> None:
-        """Latency feedback on the site and its origin; 429/503 from several sites of one
-        origin pause the whole origin."""
-        assert self._loop is not None
-        now = self._loop.time()
-        status = result.status
-        origin = rt.origin if rt.origin is not UNRESOLVED else None
-        if status in (429, 503) and origin is not None:
-            self._origin_pushed_back(origin, rt.site, result.retry_after, now)
-        if status is None or status >= 500 or status == 429 or result.latency is None:
-            return
-        before = rt.latency.factor
-        rt.latency = observe(rt.latency, result.latency, now, self._site_latency_params)
-        if rt.latency.factor < before:
-            self.stats.latency_slowdowns["site"] += 1
-            # The slower spacing applies to the very next request, counted from this one.
-            rt.next_start = max(rt.next_start, rt.last_sent + rt.interval)
-        if origin is not None:
-            state = self._origin_latency.get(origin, _FULL_RATE)
-            self._origin_latency[origin] = observe(state, result.latency, now, self._latency_params)
-            if self._origin_latency[origin].factor < state.factor:
-                self.stats.latency_slowdowns["origin"] += 1
-
     def _observe_headers(self, rt: SiteRuntime, result: FetchResult) -> None:
         """The home page's headers (and, over https, the certificate) are evidence for origin
         inference at no extra request: headers are kept only where DNS is indeterminate,
@@ -814,44 +747,6 @@ class Crawler:
         ):
             self.stats.tls_evidence += 1
             self._new_evidence.set()
-
-    def _charge_response_type(
-        self, rt: SiteRuntime, item: LeasedUrl, result: FetchResult, *, cost: float
-    ) -> None:
-        """A response whose type makes it dearer than its URL looked is charged the
-        difference on its origin (never credited: the booking already spaced it)."""
-        if rt.origin is None or rt.origin is UNRESOLVED or not result.content_type:
-            return
-        actual = self._costs.cost_of_target(target_of(item.fetch_url), result.content_type)
-        if actual <= cost:
-            return
-        assert self._loop is not None
-        key = f"origin:{rt.origin}"
-        params = self._policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
-        start = max(self._tats.get(key, -math.inf), self._loop.time())
-        self._tats[key] = start + params.charge(actual - cost)
-        self.stats.cost_corrections += 1
-
-    def _origin_pushed_back(
-        self, origin: str, site: str, retry_after: str | None, now: float
-    ) -> None:
-        params = self.config.politeness
-        reports = self._origin_reports.setdefault(origin, {})
-        reports[site] = now
-        for other, when in list(reports.items()):
-            if when < now - params.origin_pause_window:
-                del reports[other]
-        if len(reports) < params.origin_pause_sites:
-            return
-        wait = parse_retry_after(retry_after, time.time())
-        until = now + (wait if wait is not None else params.default_retry_after)
-        key = f"origin:{origin}"
-        if self._tats.get(key, -math.inf) < until:
-            # Nobody on this origin may start before ``until``: its TAT says so.
-            self._tats[key] = until
-            self.stats.origin_pauses += 1
-            log.warning("pausing origin %s: %d of its sites pushed back", origin, len(reports))
-        reports.clear()
 
     def _retry_or_fail(self, rt: SiteRuntime, item: LeasedUrl, status: int | None) -> bool:
         """Queue ``item`` again (True) unless it has used its attempts (False: failed)."""
