@@ -63,3 +63,18 @@ def test_cdn_response_headers_are_recognised(headers: list[tuple[str, str]]) -> 
 
 def test_ordinary_server_headers_are_not_a_cdn() -> None:
     assert headers_cdn_reason([("Server", "Apache/2.4.58"), ("X-Powered-By", "PHP/8.2")]) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "domain"),
+    [
+        ("d111111abcdef8.cloudfront.net", "cloudfront.net"),  # the suffix, not the PSL entry
+        ("e123.a.akamaiedge.net.", "akamaiedge.net"),
+        ("acme.b-cdn.net", "b-cdn.net"),
+        ("edge7.simcdn.test", "simcdn.test"),
+        ("cdn-photos.example.com", None),
+        ("www.example.com", None),
+    ],
+)
+def test_the_cdn_an_edge_name_belongs_to(name: str, domain: str | None) -> None:
+    assert CdnRules().cdn_domain(name) == domain

@@ -234,3 +234,35 @@ def test_an_object_store_never_charges_a_customers_origin() -> None:
 def test_media_source_of_a_url(url: str, source: str | None) -> None:
     found = KeyRules().media_source(parse_url(url))
     assert (found.value if found else None) == source
+
+
+@pytest.mark.parametrize(
+    ("url", "keys"),
+    [
+        (
+            "https://d111111abcdef8.cloudfront.net/img/a.jpg",
+            ["cdn:cloudfront.net", "cdn-miss:d111111abcdef8.cloudfront.net", "origin:o1"],
+        ),
+        (
+            "https://acme.b-cdn.net/a.jpg",
+            ["cdn:b-cdn.net", "cdn-miss:acme.b-cdn.net", "origin:o1"],
+        ),
+    ],
+)
+def test_a_per_customer_cdn_hostname_is_recognised_by_its_name(url: str, keys: list[str]) -> None:
+    assert KeyRules().media_source(parse_url(url)) is not None
+    assert keys_of(url, customer_origin="o1") == keys
+    assert keys_of(url, customer_origin="o1", cache_miss_expected=False) == keys[:1]
+
+
+@pytest.mark.parametrize(
+    "url", ["https://cdn-photos.example.com/a.jpg", "https://edge.example.com/a.jpg"]
+)
+def test_a_site_merely_named_cdn_is_not_a_cdn(url: str) -> None:
+    assert KeyRules().media_source(parse_url(url)) is None
+    assert keys_of(url)[0].startswith("site:")
+
+
+def test_name_detection_can_be_turned_off() -> None:
+    rules = KeyRules(cdn_names=None)
+    assert rules.media_source(parse_url("https://d1.cloudfront.net/a.jpg")) is None

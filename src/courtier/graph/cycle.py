@@ -47,7 +47,7 @@ def is_media_host(site: str, rules: KeyRules | None = None) -> bool:
     """True for object-store endpoints and buckets, CDN and image-service hosts."""
     rules = rules or KeyRules()
     host = host_of_site(site)
-    if host in rules.cdn_hosts or host in rules.imgsvc_hosts:
+    if host in rules.cdn_hosts or host in rules.imgsvc_hosts or rules.cdn_named(host):
         return True
     try:
         return any(object_store(f"http://{site}{path}") for path in ("/", _BUCKET_PROBE))

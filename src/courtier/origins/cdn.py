@@ -83,13 +83,29 @@ class CdnRules:
 
     def name_reason(self, name: str) -> str | None:
         """Why ``name`` (a CNAME target or PTR name) is a CDN edge name, or None."""
+        found = self._match(name)
+        if found is None:
+            return None
+        domain, known = found
+        name = name.lower().rstrip(".")
+        if known:
+            return f"{name} is under the CDN suffix {domain}"
+        return f"{name} is under {domain}, a CDN's domain"
+
+    def cdn_domain(self, name: str) -> str | None:
+        """The CDN an edge name belongs to (``cloudfront.net`` for ``d1.cloudfront.net``:
+        the known suffix, not the per-customer registrable domain), or None."""
+        found = self._match(name)
+        return None if found is None else found[0]
+
+    def _match(self, name: str) -> tuple[str, bool] | None:
         name = name.lower().rstrip(".")
         for suffix in (*KNOWN_CDN_SUFFIXES, *self.extra_suffixes):
             if name == suffix or name.endswith("." + suffix):
-                return f"{name} is under the CDN suffix {suffix}"
+                return suffix, True
         domain = registrable_domain(name)
         if domain is not None and _CDN_LABEL.search(domain.split(".", 1)[0]):
-            return f"{name} is under {domain}, a CDN's domain"
+            return domain, False
         return None
 
     def first_name_reason(self, names: Iterable[str]) -> str | None:

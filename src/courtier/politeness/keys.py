@@ -6,8 +6,9 @@ Rules:
   ``site:<site>`` and ``origin:<origin id>`` for an ordinary page or same-origin media;
   ``bucket:<provider>/<bucket>`` alone for an object-store URL (the bucket is the site: the
   store's shared hostname must not throttle every bucket behind it); ``cdn:<cdn host>`` for a
-  CDN URL, plus ``cdn-miss:<cdn host>/<customer>`` and the embedding site's
-  ``origin:<id>`` while a cache miss is expected (a miss reaches the customer's origin);
+  CDN URL, plus ``cdn-miss:<cdn host>/<customer>`` and the embedding site's ``origin:<id>``
+  while a cache miss is expected (a miss reaches the customer's origin); a per-customer CDN
+  hostname (``d1234.cloudfront.net``) is ``cdn:<registrable domain>`` and ``cdn-miss:<host>``;
   ``imgsvc:<service>/<customer>`` for an image service, plus the customer's origin while the
   service behaves as a cache and a miss is expected.
 - A key type has a rate (cost units per second), a burst tolerance and a slot width. Object
@@ -29,8 +30,9 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
+from courtier.origins.cdn import CdnRules
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams, Limit
-from courtier.url import Url, object_store
+from courtier.url import Url, is_ip_address, object_store
 
 
 class KeyType(StrEnum):
@@ -225,15 +227,24 @@ DEFAULT_IMGSVC_HOSTS: Final = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class KeyRules:
-    """Which hosts are CDNs and image services (path ``/<customer>/...`` on both)."""
+    """Which hosts are CDNs and image services.
+
+    Shared hosts (``cdn_hosts``, ``imgsvc_hosts``) name the customer in the first path
+    segment. A host whose *name* says CDN edge (``cdn_names``: ``d1234.cloudfront.net``,
+    ``acme.b-cdn.net``; see ``courtier.origins.cdn``) is one customer's CDN hostname: the host
+    is the customer, its registrable domain the CDN.
+    """
 
     cdn_hosts: frozenset[str] = DEFAULT_CDN_HOSTS
     imgsvc_hosts: frozenset[str] = DEFAULT_IMGSVC_HOSTS
+    cdn_names: CdnRules | None = field(default_factory=CdnRules)
 
     def media_source(self, url: Url) -> MediaSource | None:
         """The kind of media host ``url`` is on, or None for an ordinary site."""
         if object_store(url) is not None:
             return MediaSource.STORE
+        if self.cdn_named(url.host):
+            return MediaSource.CDN
         if _first_segment(url) is None:
             return None
         if url.host in self.cdn_hosts:
@@ -241,6 +252,14 @@ class KeyRules:
         if url.host in self.imgsvc_hosts:
             return MediaSource.IMGSVC
         return None
+
+    def cdn_named(self, host: str) -> bool:
+        """A per-customer CDN hostname, recognised by its name (not a configured shared one)."""
+        if self.cdn_names is None or host in self.cdn_hosts or host in self.imgsvc_hosts:
+            return False
+        if is_ip_address(host):
+            return False
+        return self.cdn_names.cdn_domain(host) is not None
 
 
 def _first_segment(url: Url) -> str | None:
@@ -271,6 +290,14 @@ def politeness_keys(
     store = object_store(url)
     if store is not None:
         return (LimitKey(KeyType.BUCKET, f"{store.provider}/{store.bucket}"),)
+    if rules.cdn_named(url.host):
+        assert rules.cdn_names is not None
+        keys = [LimitKey(KeyType.CDN, rules.cdn_names.cdn_domain(url.host) or url.host)]
+        if cache_miss_expected:
+            keys.append(LimitKey(KeyType.CDN_MISS, url.site))
+            if customer_origin is not None:
+                keys.append(LimitKey(KeyType.ORIGIN, customer_origin))
+        return tuple(keys)
     customer = _first_segment(url)
     if url.host in rules.cdn_hosts and customer is not None:
         keys = [LimitKey(KeyType.CDN, url.site)]
