@@ -56,6 +56,7 @@ class Harness:
     def __init__(self, config: Config, fetcher: ScriptedFetcher, origins: dict[str, str]) -> None:
         self.tats: dict[str, float] = {}
         self.documents: list[dict[str, Any]] = []
+        self.written = asyncio.Event()
         self.stats = CrawlStats()
         self.tasks: set[asyncio.Task[None]] = set()
         self.fetcher = fetcher
@@ -74,9 +75,20 @@ class Harness:
             tasks=self.tasks,
             origin_of=origins.get,
             origin_limit=origin_limit,
-            write_document=self.documents.append,
+            write_document=self._write,
             backoff_params=BackoffParams(1.0, 60.0, 3600.0, 20),
         )
+
+    async def fetched(self, n: int) -> None:
+        """Wait until ``n`` media documents are written (answers recorded), not a fixed time."""
+        async with asyncio.timeout(5.0):
+            while len(self.documents) < n:
+                self.written.clear()
+                await self.written.wait()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self.documents.append(record)
+        self.written.set()
 
     async def settle(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -112,10 +124,10 @@ async def test_a_bucket_takes_a_burst_then_its_rate() -> None:
     harness = Harness(config, ScriptedFetcher(), {})
     for n in range(6):
         harness.media.offer(f"http://media-a.s3.simstore.test/img/{n}.jpg", "a.test")
-    await harness.settle(1.3)
+    await harness.settle(1.7)
     starts = sorted(t for t, _ in harness.media_fetches())
     # tau = 1 s at 2/s: three start at once (the burst), the rest 0.5 s apart.
-    assert len(starts) == 5
+    assert len(starts) >= 5
     assert starts[2] - starts[0] < 0.1
     assert 0.4 < starts[3] - starts[0] < 0.65
     assert 0.4 < starts[4] - starts[3] < 0.65
@@ -151,10 +163,10 @@ async def test_an_unexpected_miss_is_charged_to_the_origin_afterwards() -> None:
     harness = Harness(load(None, FAST), ScriptedFetcher(answer), {"shop.test": "o1"})
     for n in range(8):  # eight hits: misses are no longer expected
         harness.media.offer(f"http://cdn.simcdn.test/shop.test/img/{n}.jpg", "shop.test")
-        await harness.settle(0.02)
+        await harness.fetched(n + 1)
     charged_before = harness.tats.get("origin:o1")
     harness.media.offer("http://cdn.simcdn.test/shop.test/img/9.jpg", "shop.test")
-    await harness.settle(0.1)
+    await harness.fetched(9)
     last = harness.documents[-1]
     assert last["keys"] == ["cdn:cdn.simcdn.test"]  # booked as a hit ...
     assert last["cache"] == "miss"  # ... it was a miss: the origin pays afterwards
@@ -166,7 +178,7 @@ async def test_an_image_service_without_cache_headers_becomes_store_like() -> No
     harness = Harness(load(None, FAST), ScriptedFetcher(), {"acme.test": "o1"})
     for n in range(7):
         harness.media.offer(f"http://img.simresize.test/acme/w_320/img/{n}.jpg", "acme.test")
-        await harness.settle(0.05)
+        await harness.fetched(n + 1)
     keys = [d["keys"] for d in harness.documents]
     assert keys[0] == ["imgsvc:img.simresize.test/acme", "origin:o1"]  # unknown: as a cache
     assert keys[-1] == ["imgsvc:img.simresize.test/acme"]  # five silent answers: a store
@@ -195,7 +207,7 @@ async def test_a_429_backs_the_lane_off_until_retry_after() -> None:
 
     harness = Harness(load(None, FAST), ScriptedFetcher(answer), {})
     harness.media.offer("http://media-a.s3.simstore.test/img/1.jpg", "a.test")
-    await harness.settle(1.3)
+    await harness.settle(1.7)
     (first, _), (second, _) = harness.media_fetches()
     assert second - first >= 1.0  # Retry-After is a hard floor
     assert [d["status"] for d in harness.documents] == [429, 200]
@@ -220,7 +232,7 @@ async def test_a_crawl_delay_on_a_media_host_spaces_every_lane_there() -> None:
     for bucket in ("media-a", "media-b", "media-c"):
         harness.media.offer(f"http://s3.simstore.test/{bucket}/img/1.jpg", "a.test")
     # The robots.txt request itself was booked on the host's site key (1 s) first.
-    await harness.settle(2.3)
+    await harness.settle(2.7)
     starts = sorted(t for t, _ in harness.media_fetches())
     assert len(starts) == 3
     assert all(b - a >= 0.45 for a, b in itertools.pairwise(starts))
