@@ -119,7 +119,7 @@ class DnsResolver:
         self._clock = clock
         self._cache: OrderedDict[str, _CacheEntry] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[tuple[str, ...]]] = {}
-        self._dns, self._config_error = _make_dns_resolver(nameserver, timeout)
+        self._dns, self._config_error = make_dns_resolver(nameserver, timeout)
 
     def cached_names(self) -> int:
         """How many names the cache holds (expired ones included until evicted or looked up)."""
@@ -214,9 +214,11 @@ class DnsResolver:
         return addresses, float(answer.chaining_result.minimum_ttl)
 
 
-def _make_dns_resolver(
+def make_dns_resolver(
     nameserver: str | None, timeout: float
 ) -> tuple[dns.asyncresolver.Resolver | None, str]:
+    """A dnspython resolver for ``nameserver`` (None: the system's), without dnspython's
+    cache; or None and why the system's configuration could not be read."""
     if nameserver is None:
         try:
             resolver = dns.asyncresolver.Resolver(configure=True)

@@ -26,7 +26,7 @@ import dns.rdatatype
 import dns.resolver
 import dns.reversename
 
-from courtier.net.resolve import parse_nameserver
+from courtier.net.resolve import make_dns_resolver
 from courtier.url import is_ip_address
 
 DEFAULT_TTL = 300.0
@@ -61,15 +61,9 @@ class DnsEvidenceSource:
         """``nameserver`` None means the system's resolvers (/etc/resolv.conf)."""
         if concurrency < 1 or timeout <= 0:
             raise ValueError("concurrency must be >= 1 and timeout > 0")
-        if nameserver is None:
-            resolver = dns.asyncresolver.Resolver(configure=True)
-        else:
-            address, port = parse_nameserver(nameserver)
-            resolver = dns.asyncresolver.Resolver(configure=False)
-            resolver.nameservers = [dns.nameserver.Do53Nameserver(address, port)]
-        resolver.timeout = timeout
-        resolver.lifetime = timeout
-        resolver.cache = None
+        resolver, error = make_dns_resolver(nameserver, timeout)
+        if resolver is None:
+            raise ValueError(f"no DNS resolver: {error}")
         self._resolver = resolver
         self._slots = asyncio.Semaphore(concurrency)
         self._ptr: dict[str, asyncio.Future[tuple[tuple[str, ...], float]]] = {}
