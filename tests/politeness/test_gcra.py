@@ -174,3 +174,11 @@ def test_starts_on_a_key_never_beat_the_charges_minus_burst_and_slack(
                 break
     for (first, cost), (second, _) in itertools.pairwise(started):
         assert second - first >= cost * interval - width - 1e-9
+
+
+def test_a_late_charge_moves_the_clock_on_from_now_or_its_tat_never_back() -> None:
+    from courtier.politeness.gcra import charge_after
+
+    limit = Limit("origin:o", KeyParams(interval=0.5))
+    assert charge_after({}, 10.0, limit, 2.0) == 11.0  # idle key: from now
+    assert charge_after({"origin:o": 12.0}, 10.0, limit, 2.0) == 13.0  # busy key: from its TAT

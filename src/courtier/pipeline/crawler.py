@@ -75,6 +75,7 @@ from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.feedback import Feedback
 from courtier.pipeline.media import MediaCrawl
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
+from courtier.pipeline.robots_fetch import fetch_robots
 from courtier.pipeline.site import ROBOTS_WORK, UNRESOLVED, SiteRuntime, target_of
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffState
@@ -121,8 +122,9 @@ class Crawler:
         """Origin inference (DNS evidence); without it a site's origin is its address set."""
         self._origins_ready = asyncio.Event()
         self._observed_hosts: set[str] = set()
-        self._new_evidence = asyncio.Event()
         """Hosts whose home page's headers went to origin inference."""
+        self._new_evidence = asyncio.Event()
+        """Set when inference got evidence that should re-cluster the origins soon."""
         self.media: MediaCrawl | None = None
         """Page requisites on media hosts (``[media] fetch``), started with the fetcher."""
         self.stats = CrawlStats()
@@ -343,23 +345,11 @@ class Crawler:
                     params = self._policy.params(LimitKey.parse(key))
                 except ValueError:
                     continue
-                floors[key] = min(tat, now + image * max(params.interval, self._media_delay(key)))
-                floors[key] += offset
+                spacing = self.media.spacing(key) if self.media is not None else 0.0
+                floors[key] = min(tat, now + image * max(params.interval, spacing)) + offset
         for rt in self._sites.values():
             floors[f"site:{rt.site}"] = max(rt.next_start, rt.backoff.paused_until) + offset
         return floors
-
-    def _media_delay(self, key: str) -> float:
-        """A media host's Crawl-delay, for its site key (0 for anything else)."""
-        if self.media is None or not key.startswith("site:"):
-            return 0.0
-        host = self.media.hosts.get(key.removeprefix("site:"))
-        delay = (
-            None
-            if host is None or host.robots is None
-            else host.robots.crawl_delay(self.config.fetch.user_agent_token)
-        )
-        return delay or self.config.site_interval
 
     def _restore_clocks(self, floors: dict[str, float]) -> None:
         offset = self._wall_offset()
@@ -622,26 +612,16 @@ class Crawler:
 
     async def _fetch_robots(self, rt: SiteRuntime) -> None:
         config = self.config.robots
+
+        async def get(url: str, host: str) -> FetchResult | None:
+            return await self._guarded_fetch(rt, url, host, robots=True)
+
         url = f"{rt.scheme}://{rt.site}/robots.txt"
-        result: FetchResult | None = None
-        host = rt.host
-        for _hop in range(config.max_redirects + 1):
-            result = await self._guarded_fetch(rt, url, host, robots=True)
-            if result is None and rt.refusal in TRANSIENT_REFUSALS:
-                # DNS trouble says nothing about robots.txt: back off and ask again.
-                self.feedback.back_off(rt, None, None)
-                return
-            if result is None or result.status is None:
-                result = None
-                break
-            if result.status in (301, 302, 303, 307, 308) and result.location:
-                try:
-                    hop = parse_url(result.location, url)
-                except UrlError:
-                    break
-                url, host = hop.fetch_url, hop.host
-                continue
-            break
+        result = await fetch_robots(get, url, rt.host, config.max_redirects)
+        if result is None and rt.refusal in TRANSIENT_REFUSALS:
+            # DNS trouble says nothing about robots.txt: back off and ask again.
+            self.feedback.back_off(rt, None, None)
+            return
         status = None if result is None else result.status
         body = b"" if result is None else result.body
         rt.robots = rules_from_response(
@@ -738,7 +718,9 @@ class Crawler:
         if self.origins is None or rt.host in self._observed_hosts or result.status is None:
             return
         self._observed_hosts.add(rt.host)
-        home = probe_response(result.status, list(result.headers), result.body, rt.host)
+        # Only a not-found page's body counts in a fingerprint: the home page's headers are
+        # what matters, so its body (maybe megabytes) is not hashed on the event loop.
+        home = probe_response(result.status, list(result.headers), b"", rt.host)
         if self.origins.observe(rt.host, home, None):
             self.stats.header_evidence += 1
             self._new_evidence.set()

@@ -40,11 +40,12 @@ from courtier.net.fetch import FetchResult
 from courtier.pipeline.site import UNRESOLVED, SiteRuntime, target_of
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams, after_response, parse_retry_after
-from courtier.politeness.gcra import Limit
+from courtier.politeness.gcra import Limit, charge_after
 from courtier.politeness.keys import CostModel, KeyType, LimitKey, LimitPolicy
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 
-# The engine's logger: these warnings are the engine's, as they were before the split.
+# The engine's logger: suspensions and origin pauses are the crawl's news, where operators
+# already look for it.
 log = logging.getLogger("courtier.pipeline.crawler")
 
 _FULL_RATE = LatencyState()
@@ -178,8 +179,8 @@ class Feedback:
         actual = self.costs.cost_of_target(target_of(item.fetch_url), result.content_type)
         if actual <= cost:
             return
-        key = f"origin:{rt.origin}"
-        params = self.policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
-        start = max(self.tats.get(key, -math.inf), self.clock())
-        self.tats[key] = start + params.charge(actual - cost)
+        limit = Limit(
+            f"origin:{rt.origin}", self.policy.params(LimitKey(KeyType.ORIGIN, rt.origin))
+        )
+        self.tats[limit.key] = charge_after(self.tats, self.clock(), limit, actual - cost)
         self.stats.cost_corrections += 1

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -40,6 +39,8 @@ from courtier.frontier.dedup import DedupCache
 from courtier.net.fetch import Fetcher, FetchResult
 from courtier.net.guard import Guard
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
+from courtier.pipeline.discovery import MAX_REDIRECTS
+from courtier.pipeline.robots_fetch import REDIRECTS, fetch_robots
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import (
     BackoffParams,
@@ -47,7 +48,7 @@ from courtier.politeness.backoff import (
     after_response,
     parse_retry_after,
 )
-from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
+from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book, charge_after
 from courtier.politeness.keys import KeyType, LimitKey, MediaSource, RequestClass, politeness_keys
 from courtier.politeness.robots import RobotsRules, RobotsStatus, rules_from_response
 from courtier.url import Url, UrlError, parse_url
@@ -56,7 +57,6 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
-_REDIRECTS = (301, 302, 303, 307, 308)
 MEDIA_MAX_LEAD = 2.0
 """Seconds ahead a media request may be booked: a slot held counts against the media cap,
 so a CDN miss waiting on a busy origin waits unbooked, leaving capacity to other lanes."""
@@ -135,8 +135,8 @@ class MediaCrawl:
         self.backoff_params = backoff_params
         self.rules = config.media.rules()
         self.policy = config.limits.policy()
-        self.image_cost = config.costs.model().costs[RequestClass.IMAGE]
-        self.robots_cost = config.costs.model().costs[RequestClass.ROBOTS]
+        costs = config.costs.model().costs
+        self.image_cost, self.robots_cost = costs[RequestClass.IMAGE], costs[RequestClass.ROBOTS]
         self.lanes: dict[str, MediaLane] = {}
         self.hosts: dict[str, MediaHost] = {}
         self.seen = DedupCache(1_000_000)
@@ -151,16 +151,13 @@ class MediaCrawl:
 
     # -- intake -------------------------------------------------------------------------
 
-    def source_of(self, url: Url) -> MediaSource | None:
-        return self.rules.media_source(url)
-
     def offer(self, fetch_url: str, referrer: str, redirects: int = 0) -> bool:
         """Queue a media URL a page of ``referrer`` embeds. False: not a media host's URL."""
         try:
             url = parse_url(fetch_url)
         except UrlError:
             return False
-        source = self.source_of(url)
+        source = self.rules.media_source(url)
         if source is None:
             return False
         if self.stopping or not self.seen.first_sighting(url.canonical):
@@ -301,6 +298,15 @@ class MediaCrawl:
             limits.append(Limit(f"site:{host.site}", params))
         return tuple(limits)
 
+    def spacing(self, key: str) -> float:
+        """Seconds between requests a media host's ``site:`` key asks for: its Crawl-delay,
+        else the site interval its robots.txt request was booked at (0 for other keys)."""
+        if not key.startswith("site:"):
+            return 0.0
+        host = self.hosts.get(key.removeprefix("site:"))
+        delay = None if host is None else self._crawl_delay(host)
+        return delay or self.config.site_interval
+
     def _crawl_delay(self, host: MediaHost) -> float | None:
         if host.robots is None:
             return None
@@ -338,17 +344,17 @@ class MediaCrawl:
 
     # -- fetching -----------------------------------------------------------------------
 
-    async def _get(self, url: Url) -> tuple[FetchResult | None, str | None]:
+    async def _get(self, fetch_url: str, host: str) -> tuple[FetchResult | None, str | None]:
         """Fetch through the guard: (result, None), or (None, the guard's refusal reason)."""
-        resolution = await self.guard.resolve(url.host)
+        resolution = await self.guard.resolve(host)
         if not resolution.allowed:
             self.stats.refused[resolution.reason] += 1
             return None, resolution.reason
-        result = await self.fetcher.fetch(url.fetch_url, url.host, resolution.addresses)
+        result = await self.fetcher.fetch(fetch_url, host, resolution.addresses)
         return result, None
 
     async def _fetch(self, lane: MediaLane, item: MediaItem, keys: tuple[LimitKey, ...]) -> None:
-        result, refusal = await self._get(item.url)
+        result, refusal = await self._get(item.url.fetch_url, item.url.host)
         if result is None:
             if refusal in TRANSIENT_REFUSALS:
                 self._back_off(lane, None, None)
@@ -367,7 +373,7 @@ class MediaCrawl:
             self._charge_unexpected_miss(item, keys, verdict)
         if status is None or status in (429, 503) or status >= 500:
             self._retry_or_drop(lane, item)
-        elif status in _REDIRECTS and result.location and item.redirects < 5:
+        elif status in REDIRECTS and result.location and item.redirects < MAX_REDIRECTS:
             try:
                 target = parse_url(result.location, item.url.fetch_url)
             except UrlError:
@@ -391,8 +397,7 @@ class MediaCrawl:
         if origin is None:
             return
         limit = self.origin_limit(origin)
-        start = max(self.tats.get(limit.key, -math.inf), self.loop.time())
-        self.tats[limit.key] = start + limit.params.charge(self.image_cost)
+        self.tats[limit.key] = charge_after(self.tats, self.loop.time(), limit, self.image_cost)
         self.stats.miss_charges += 1
 
     def _back_off(self, lane: MediaLane, status: int | None, retry_after: str | None) -> None:
@@ -503,19 +508,15 @@ class MediaCrawl:
 
     async def _fetch_robots(self, host: MediaHost) -> None:
         config = self.config.robots
-        url = parse_url(f"{host.scheme}://{host.site}/robots.txt")
-        result: FetchResult | None = None
-        for _hop in range(config.max_redirects + 1):
-            result, _refusal = await self._get(url)
+
+        async def get(fetch_url: str, name: str) -> FetchResult | None:
+            result, _refusal = await self._get(fetch_url, name)
             if result is not None:
                 self.stats.record_fetch(result, robots=True)
-            if result is None or result.status not in _REDIRECTS or not result.location:
-                break
-            try:
-                url = parse_url(result.location, url.fetch_url)
-            except UrlError:
-                result = None
-                break
+            return result
+
+        url = parse_url(f"{host.scheme}://{host.site}/robots.txt")
+        result = await fetch_robots(get, url.fetch_url, url.host, config.max_redirects)
         status = None if result is None else result.status
         host.robots = rules_from_response(
             status,

@@ -196,3 +196,10 @@ def book(
     }
     slot = Slot(start=start, deadline=start + slot_slack(limits, slack), keys=keys, cost=cost)
     return slot, updates
+
+
+def charge_after(tats: Mapping[str, float], now: float, limit: Limit, cost: float) -> float:
+    """The key's new TAT when ``cost`` more is spent on it after the fact (a request turned
+    out dearer than it was booked): as if booked now, never earlier than its TAT, nothing
+    ever credited. The caller writes it back."""
+    return max(tats.get(limit.key, -math.inf), now) + limit.params.charge(cost)
