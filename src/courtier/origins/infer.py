@@ -76,6 +76,9 @@ class OriginInference:
         self._rules = rules or CdnRules()
         self._clock = clock
         self._facts: dict[str, SiteFacts] = {}
+        self._hosts_per_address: Counter[str] = Counter()
+        """How many known hosts resolve to each address (kept with ``_facts``): the crawl
+        asks "is this address shared?" once per site, so it must not recount every host."""
         self._probed: set[str] = set()
         self._checked_at: dict[str, float] = {}
         self._assignments: dict[str, Assignment] = {}
@@ -102,8 +105,7 @@ class OriginInference:
         facts = self._facts.get(host)
         if facts is None or host in self._probed:
             return False
-        shared = Counter(a for f in self._facts.values() for a in f.dns.addresses)
-        if not self._indeterminate(facts.dns, shared):  # fetched already: no address check
+        if not self._indeterminate(facts.dns, self._hosts_per_address):  # fetched: no check
             return False
         self._probed.add(host)
         self._facts[host] = replace(facts, headers=header_fingerprint(home, missing))
@@ -137,6 +139,9 @@ class OriginInference:
         now = self._clock()
         for facts in found:
             old = self._facts.get(facts.host)
+            if old is not None:
+                self._hosts_per_address.subtract(set(old.dns.addresses))
+            self._hosts_per_address.update(set(facts.addresses))
             keep_headers = old is not None and old.dns.addresses == facts.addresses
             if not keep_headers:
                 self._probed.discard(facts.host)
@@ -168,7 +173,7 @@ class OriginInference:
     async def _probe_indeterminate(self) -> int:
         if self._probe is None:
             return 0
-        shared = Counter(a for f in self._facts.values() for a in f.dns.addresses)
+        shared = self._hosts_per_address
         todo = [
             f
             for host, f in self._facts.items()
