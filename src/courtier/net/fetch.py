@@ -135,6 +135,10 @@ class FetchResult:
 
 
 PeerCertificate = tuple[dict[str, Any], bytes | None]
+CERTIFICATES_KEPT = 4096
+"""Server names whose last certificate is kept: far more than the connections open at once
+(``crawl.max_in_flight``), so every live connection's certificate is there, while a long
+crawl over millions of hosts does not keep them all."""
 
 
 def _recording_context(
@@ -150,7 +154,10 @@ def _recording_context(
             super().do_handshake()  # raises until the handshake is done
             if self.server_hostname:
                 peercert = self.getpeercert() or {}
+                certificates.pop(self.server_hostname, None)  # newest last
                 certificates[self.server_hostname] = (peercert, self.getpeercert(True))
+                while len(certificates) > CERTIFICATES_KEPT:
+                    del certificates[next(iter(certificates))]
 
     context.sslobject_class = RecordingSSLObject
     return context
