@@ -10,25 +10,21 @@ suspended for hours (``suspend_for``), then tried again from a clean slate.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from email.utils import parsedate_to_datetime
+
+from courtier.net.headers import retry_after_seconds
 
 _MAX_RETRY_AFTER = 24 * 3600.0
 
 
-def parse_retry_after(value: str | None, now_wall: float) -> float | None:
-    """Seconds to wait from a Retry-After value, or None if absent or unreadable."""
-    if value is None:
+def parse_retry_after(
+    value: str | None, now_wall: float, *, maximum: float = _MAX_RETRY_AFTER
+) -> float | None:
+    """Seconds to wait from a Retry-After value, at most ``maximum``; None if absent or
+    unreadable (``courtier.net.headers.retry_after_seconds`` reads it)."""
+    seconds = retry_after_seconds(value, now_wall)
+    if seconds is None:
         return None
-    text = value.strip()
-    if text.isdigit():
-        return min(float(text), _MAX_RETRY_AFTER)
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return min(max(0.0, when.timestamp() - now_wall), _MAX_RETRY_AFTER)
+    return min(seconds, maximum)
 
 
 @dataclass(frozen=True, slots=True)
