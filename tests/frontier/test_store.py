@@ -1,3 +1,4 @@
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from courtier.frontier.base import HorizonLink, NewUrl, Outcome, SiteState, UrlStatus
@@ -57,3 +58,18 @@ def test_horizon_links_are_recorded_with_host_graph_counts(tmp_path: Path):
     store.add_sites(["out.test"], SiteState.SEED, 1.0)
     store.write_batch([], [], [HorizonLink("http://a.test/", "a.test", "x.test")], 1.0)
     assert set(store.sites_in_state(SiteState.SEED)) == {"a.test", "out.test"}
+
+
+def test_clock_floors_are_saved_and_loaded_on_the_store_thread(tmp_path: Path):
+    """The engine opens the store on one thread and calls it from its single store thread."""
+    path = tmp_path / "f.sqlite3"
+    store = SqliteFrontier(path)
+    with ThreadPoolExecutor(1) as store_thread:
+        store_thread.submit(store.save_clock_floors, {"site:a.test": 130.0}, 100.0).result()
+        assert store_thread.submit(store.load_clock_floors, 100.0).result() == {
+            "site:a.test": 130.0
+        }
+        store_thread.submit(store.close).result()
+    reopened = SqliteFrontier(path)
+    assert reopened.load_clock_floors(120.0) == {"site:a.test": 130.0}
+    reopened.close()

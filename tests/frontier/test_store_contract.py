@@ -415,3 +415,106 @@ def test_site_sizes_count_known_and_queued_discovery_urls(store: FrontierStore):
     leased = store.lease("a.test", 1, T0)
     assert len(leased) == 1
     assert store.site_sizes() == {"a.test": (2, 1), "b.test": (1, 1)}
+
+
+# -- clock floors --------------------------------------------------------------------------
+
+
+def test_clock_floors_outlive_the_store_and_only_future_ones_are_kept(open_store: Opener):
+    first = open_store()
+    first.save_clock_floors(
+        {"site:a.test": T0 + 30, "origin:o": T0 + 5, "site:past.test": T0 - 1, "cdn:c": T0},
+        T0,
+    )
+    first.close()
+    again = open_store()
+    assert again.load_clock_floors(T0) == {"site:a.test": T0 + 30, "origin:o": T0 + 5}
+    assert again.load_clock_floors(T0 + 10) == {"site:a.test": T0 + 30}
+    assert again.load_clock_floors(T0 + 30) == {}
+
+
+def test_saved_clock_floors_are_only_raised_and_past_ones_are_forgotten(store: FrontierStore):
+    store.save_clock_floors({"site:a.test": T0 + 30, "origin:o": T0 + 5, "bucket:b": T0 + 8}, T0)
+    # a later stop: a lower floor never lowers a saved one, a higher one raises it
+    store.save_clock_floors({"site:a.test": T0 + 20, "origin:o": T0 + 50, "bucket:b": T0 + 6}, T0)
+    assert store.load_clock_floors(T0) == {
+        "site:a.test": T0 + 30,
+        "origin:o": T0 + 50,
+        "bucket:b": T0 + 8,
+    }
+    # at T0 + 10 the bucket's floor is over: it is deleted, not merely hidden
+    store.save_clock_floors({}, T0 + 10)
+    assert store.load_clock_floors(T0 - 100) == {"site:a.test": T0 + 30, "origin:o": T0 + 50}
+    # a floor no later than now is not saved, whatever was saved before
+    store.save_clock_floors({"cdn:c": T0 + 10, "origin:o": T0 + 9}, T0 + 10)
+    assert store.load_clock_floors(T0 - 100) == {"site:a.test": T0 + 30, "origin:o": T0 + 50}
+
+
+def test_clock_floors_keep_keys_with_separators_and_quotes_apart(store: FrontierStore):
+    floors = {
+        "origin:addr=10.0.0.1,10.0.0.2": T0 + 1,
+        'origin:q"uote': T0 + 2,
+        "origin:back\\slash": T0 + 3,
+        "site:{x}": T0 + 4,
+        "imgsvc:img.simresize.test/acme": T0 + 5.25,
+    }
+    store.save_clock_floors(floors, T0)
+    assert store.load_clock_floors(T0) == floors
+
+
+@pytest.mark.parametrize(
+    ("floors", "now", "message"),
+    [
+        ({"": T0 + 1}, T0, "non-empty"),
+        ({"site:a.test": float("nan")}, T0, "finite"),
+        ({"site:a.test": float("inf")}, T0, "finite"),
+        ({"site:a.test": T0 + 1, "site:b.test": "soon"}, T0, "finite"),
+        ({"site:a.test": T0 + 1}, float("nan"), "now"),
+    ],
+)
+def test_bad_clock_floors_are_refused_and_nothing_is_written(
+    store: FrontierStore, floors: dict[str, float], now: float, message: str
+):
+    store.save_clock_floors({"site:kept.test": T0 + 60}, T0)
+    with pytest.raises(FrontierError, match=message):
+        store.save_clock_floors(floors, now)
+    assert store.load_clock_floors(T0) == {"site:kept.test": T0 + 60}
+
+
+def test_clock_floors_saved_by_the_previous_version_are_loaded(tmp_path: Path):
+    """The engine used to write ``limit_clocks`` into the store file itself; those floors
+    (and the table beside a store of the current schema) stay readable."""
+    path = tmp_path / "frontier.sqlite3"
+    SqliteFrontier(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE limit_clocks")
+        db.execute(
+            "CREATE TABLE limit_clocks (key TEXT PRIMARY KEY, not_before REAL NOT NULL) "
+            "WITHOUT ROWID"
+        )
+        db.execute("INSERT INTO limit_clocks VALUES ('site:a.test', ?)", (T0 + 30,))
+    db.close()
+    store = SqliteFrontier(path)
+    try:
+        assert store.load_clock_floors(T0) == {"site:a.test": T0 + 30}
+        store.save_clock_floors({"site:a.test": T0 + 10, "origin:o": T0 + 5}, T0)
+        assert store.load_clock_floors(T0) == {"site:a.test": T0 + 30, "origin:o": T0 + 5}
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+def test_a_first_schema_store_gains_the_clock_floors_table(tmp_path: Path):
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.executescript(_FIRST_SCHEMA)
+    old.close()
+    store = SqliteFrontier(path)
+    try:
+        assert store.load_clock_floors(T0) == {}
+        store.save_clock_floors({"origin:o": T0 + 5}, T0)
+        assert store.load_clock_floors(T0) == {"origin:o": T0 + 5}
+    finally:
+        store.close()

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book
+from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book, charge_after
 from courtier.politeness.limiter import Limiter, LimiterError, MemoryLimiter, SqliteLimiter
 from courtier.politeness.limiter.postgres import TABLE, PostgresLimiter
 from pg import PostgresCluster, PostgresUnavailable
@@ -267,6 +267,228 @@ async def test_concurrent_tasks_get_distinct_evenly_spaced_slots(backend: Backen
     starts = sorted(start for result in results for start in result)
     assert starts == [T0 + 0.5 * i for i in range(80)]
     assert tats == {"site:a.test": T0 + 40.0, "origin:o": T0 + 40.0}
+
+
+# --- clock adjustments: floors, late charges, busy keys ---
+
+
+async def test_raise_floor_delays_the_next_booking_to_the_floor(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        await limiter.raise_floor({"site:a.test": T0 + 30.0})
+        assert await limiter.tats(["site:a.test"]) == {"site:a.test": T0 + 30.0}
+        paused = slot(await limiter.book([key("site:a.test", 1.0)], 1))
+        assert await limiter.tats(["site:a.test"]) == {"site:a.test": T0 + 31.0}
+    assert paused.start == T0 + 30.0
+
+
+async def test_raise_floor_only_raises_and_moves_every_key_at_once(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        for _ in range(5):  # site:a.test booked up to T0 + 5
+            await limiter.book([key("site:a.test", 1.0)], 1)
+        await limiter.raise_floor(
+            {"site:a.test": T0 + 2.0, "origin:o": T0 + 8.0, "site:b.test": T0 - 50.0}
+        )
+        tats = await limiter.tats(["site:a.test", "origin:o", "site:b.test"])
+        assert tats == {"site:a.test": T0 + 5.0, "origin:o": T0 + 8.0, "site:b.test": T0 - 50.0}
+        # a floor in the past holds nobody back
+        assert slot(await limiter.book([key("site:b.test", 1.0)], 1)).start == T0
+        await limiter.raise_floor({})  # nothing to do
+        assert await limiter.tats(["origin:o"]) == {"origin:o": T0 + 8.0}
+
+
+async def test_a_floor_counts_for_multi_key_bookings_and_refusals(backend: Backend) -> None:
+    clock = FakeClock()
+    site, origin = key("site:a.test", 1.0), key("origin:o", 1.0)
+    async with backend.limiter(clock) as limiter:
+        await limiter.raise_floor({"origin:o": T0 + 20.0})
+        refused = await limiter.book([site, origin], 1, max_lead=5.0)
+        assert refused == Refusal(T0 + 15.0, T0 + 20.0, ("origin:o",))
+        assert await limiter.tats(["site:a.test"]) == {}
+        both = slot(await limiter.book([site, origin], 1))
+    assert both.start == T0 + 20.0
+
+
+async def test_a_burst_key_may_start_its_tolerance_before_a_floor(backend: Backend) -> None:
+    clock = FakeClock()
+    bucket = key("bucket:simstore/b", 1.0, burst=3.0)
+    async with backend.limiter(clock) as limiter:
+        await limiter.raise_floor({bucket.key: T0 + 10.0})
+        early = slot(await limiter.book([bucket], 1))
+        await limiter.raise_floor({bucket.key: T0 + 40.0 + bucket.params.burst})  # a hard floor
+        hard = slot(await limiter.book([bucket], 1))
+    assert early.start == T0 + 7.0
+    assert hard.start == T0 + 40.0
+
+
+async def test_charge_adds_to_the_tat_from_now_and_returns_it(backend: Backend) -> None:
+    clock = FakeClock()
+    origin = key("origin:o", 0.5)  # 0.5 s per cost unit
+    async with backend.limiter(clock) as limiter:
+        assert await limiter.charge(origin, 2) == T0 + 1.0  # no TAT yet: from now
+        assert await limiter.charge(origin, 4) == T0 + 3.0  # from the TAT, still ahead
+        clock.advance(10.0)
+        assert await limiter.charge(origin, 1) == T0 + 10.5  # an old TAT: from now
+        assert await limiter.tats(["origin:o"]) == {"origin:o": T0 + 10.5}
+        assert slot(await limiter.book([origin], 1)).start == T0 + 10.5
+
+
+async def test_charge_of_an_unweighted_key_counts_one_request(backend: Backend) -> None:
+    clock = FakeClock()
+    site = Limit("site:a.test", KeyParams(2.0, weighted=False))
+    async with backend.limiter(clock) as limiter:
+        await limiter.book([site], 4)
+        assert await limiter.charge(site, 4) == T0 + 4.0
+
+
+async def test_charge_agrees_with_the_pure_function_exactly(backend: Backend) -> None:
+    clock = FakeClock(T0 + 0.1)
+    origin = key("origin:o", 0.3)
+    model: dict[str, float] = {}
+    async with backend.limiter(clock) as limiter:
+        for step_cost, advance in [(1.0, 0.0), (2.0, 0.7), (4.0, 0.05), (1.0, 9.3)]:
+            clock.advance(advance)
+            expected = charge_after(model, clock(), origin, step_cost)
+            model[origin.key] = expected
+            assert await limiter.charge(origin, step_cost) == expected
+
+
+async def test_keys_after_lists_exactly_the_keys_busy_after_a_time(backend: Backend) -> None:
+    clock = FakeClock()
+    async with backend.limiter(clock) as limiter:
+        await limiter.book([key("site:a.test", 1.0)], 1)  # T0 + 1
+        await limiter.book([key("site:b.test", 5.0)], 1)  # T0 + 5
+        await limiter.raise_floor({"origin:o": T0 + 30.0, "site:old.test": T0 - 10.0})
+        assert await limiter.keys_after(T0 + 1.0) == {
+            "site:b.test": T0 + 5.0,
+            "origin:o": T0 + 30.0,
+        }
+        assert set(await limiter.keys_after(T0 - 20.0)) == {
+            "site:a.test",
+            "site:b.test",
+            "origin:o",
+            "site:old.test",
+        }
+        assert await limiter.keys_after(T0 + 30.0) == {}
+
+
+@pytest.mark.parametrize(
+    ("floors", "message"),
+    [
+        ({"": T0}, "non-empty"),
+        ({"site:a.test": math.nan}, "finite"),
+        ({"site:a.test": math.inf}, "finite"),
+        ({"site:a.test": True}, "finite"),
+        ({"site:a.test": T0, "site:b.test": -math.inf}, "finite"),
+    ],
+)
+async def test_bad_floors_are_rejected_before_touching_the_store(
+    backend: Backend, floors: dict[str, float], message: str
+) -> None:
+    async with backend.limiter(FakeClock()) as limiter:
+        with pytest.raises(ValueError, match=message):
+            await limiter.raise_floor(floors)
+        assert await limiter.tats(["site:a.test", "site:b.test"]) == {}
+
+
+async def test_bad_charges_and_times_are_rejected_before_touching_the_store(
+    backend: Backend,
+) -> None:
+    async with backend.limiter(FakeClock()) as limiter:
+        for cost in (0, -1.0, math.inf, math.nan):
+            with pytest.raises(ValueError, match="cost"):
+                await limiter.charge(key("site:a.test", 1.0), cost)
+        with pytest.raises(ValueError, match="Limit"):
+            await limiter.charge("site:a.test", 1)  # type: ignore[arg-type]
+        for when in (math.nan, math.inf):
+            with pytest.raises(ValueError, match="when"):
+                await limiter.keys_after(when)
+        assert await limiter.tats(["site:a.test"]) == {}
+
+
+async def test_floors_and_charges_are_shared_by_every_limiter_on_one_store(
+    shared_backend: Backend,
+) -> None:
+    clock = FakeClock()
+    async with shared_backend.limiter(clock) as first, shared_backend.limiter(clock) as second:
+        await first.raise_floor({"site:a.test": T0 + 12.0})
+        await first.charge(key("origin:o", 1.0), 3)
+        assert await second.keys_after(T0) == {"site:a.test": T0 + 12.0, "origin:o": T0 + 3.0}
+        assert slot(await second.book([key("site:a.test", 1.0)], 1)).start == T0 + 12.0
+
+
+def test_memory_limiter_adjusts_clocks_synchronously() -> None:
+    clock = FakeClock()
+    limiter = MemoryLimiter(clock)
+    limiter.raise_floor_now({"site:a.test": T0 + 4.0})
+    assert limiter.charge_now(key("site:a.test", 1.0), 1) == T0 + 5.0
+    assert limiter.charge_now(key("origin:o", 0.5), 4) == T0 + 2.0
+    assert slot(limiter.book_now([key("site:a.test", 1.0)], 1)).start == T0 + 5.0
+    assert limiter.snapshot() == {"site:a.test": T0 + 6.0, "origin:o": T0 + 2.0}
+    with pytest.raises(ValueError, match="finite"):
+        limiter.raise_floor_now({"site:b.test": T0, "site:c.test": math.nan})
+    assert "site:b.test" not in limiter.snapshot()  # nothing half-applied
+
+
+async def test_concurrent_floors_and_bookings_on_postgres_never_start_before_the_floor(
+    postgres_dsn: str,
+) -> None:
+    """Bookings race floors raised by other sessions: each booking either ran before a floor
+    was raised (its TAT is then raised over it) or starts at or after that floor."""
+    backend = Backend("postgres", Path("unused"), postgres_dsn)
+    backend.reset()
+    clock = FakeClock()
+    site = key("site:race.test", 0.01)
+    floors = [T0 + 1.0 + 0.5 * i for i in range(40)]
+
+    async with backend.limiter(clock) as booker, backend.limiter(clock) as pauser:
+        raised: list[float] = []  # floors whose raise_floor has returned
+        starts: list[tuple[float, float]] = []  # (highest floor known raised before, start)
+
+        async def pause() -> None:
+            for floor in floors:
+                await pauser.raise_floor({site.key: floor})
+                raised.append(floor)
+                await asyncio.sleep(0)
+
+        async def book() -> None:
+            for _ in range(60):
+                known = raised[-1] if raised else -math.inf
+                starts.append((known, slot(await booker.book([site], 1)).start))
+
+        await asyncio.gather(pause(), book(), book(), book())
+        final = await booker.tats([site.key])
+
+    assert final[site.key] >= floors[-1]
+    for known, start in starts:
+        assert start >= known  # a floor raised before a booking began holds it back
+    ordered = sorted(start for _, start in starts)
+    gaps = [b - a for a, b in itertools.pairwise(ordered)]
+    assert min(gaps) >= 0.01 - 1e-6  # floors never let two bookings bunch up (1e-6: float ulp)
+    assert len(ordered) == 180
+
+
+async def test_concurrent_sessions_raising_floors_and_booking_never_go_below_a_floor(
+    postgres_dsn: str,
+) -> None:
+    """Many sessions at once on one key: a booking by one session after another session's
+    raise_floor returned never starts before that floor, and the TAT ends at the highest."""
+    backend = Backend("postgres", Path("unused"), postgres_dsn)
+    backend.reset()
+    clock = FakeClock()
+    site = key("site:race.test", 0.0)
+    async with backend.limiter(clock) as limiter:  # 4 connections: really concurrent
+
+        async def pause_then_book(floor: float) -> float:
+            await limiter.raise_floor({site.key: floor})
+            return slot(await limiter.book([site], 1)).start
+
+        floors = [T0 + 100.0 - i for i in range(50)]
+        starts = await asyncio.gather(*(pause_then_book(floor) for floor in floors))
+        assert await limiter.tats([site.key]) == {site.key: T0 + 100.0}
+    for floor, start in zip(floors, starts, strict=True):
+        assert start >= floor
 
 
 # --- floor integrity and agreement with the pure function, over random histories ---

@@ -21,6 +21,10 @@ Rules every backend keeps:
   at once): that is how a stopped crawl resumes and how a dead worker's URLs return.
 - **Host links.** ``host_links`` aggregates links between hosts (horizon and seed alike),
   which is the graph PageRank ranks.
+- **Clock floors.** Per limit key, the wall-clock time before which nothing may start on it,
+  saved when a crawl stops and loaded when the next starts, so a quick restart never lets a
+  site or an origin start early (or inside a ``Retry-After`` window). A saved floor is only
+  ever raised, and floors in the past are forgotten.
 
 Times are seconds on the caller's clock (the engine passes ``time.time()``); no backend reads
 a clock itself.
@@ -29,7 +33,7 @@ a clock itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final, Protocol
@@ -280,6 +284,27 @@ def check_limit(limit: int) -> None:
         raise FrontierError(f"limit must be >= 0, got {limit}")
 
 
+def future_floors(floors: Mapping[str, float], now: float) -> list[tuple[str, float]]:
+    """The ``(key, floor)`` pairs of ``floors`` later than ``now``, in key order; a
+    ``FrontierError`` for an empty or non-string key or a time that is not a finite number."""
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+        raise FrontierError(f"now must be a finite time, got {now!r}")
+    rows: list[tuple[str, float]] = []
+    for key, floor in floors.items():
+        if not isinstance(key, str) or not key:
+            raise FrontierError(f"a limit key must be a non-empty string, got {key!r}")
+        if (
+            isinstance(floor, bool)
+            or not isinstance(floor, int | float)
+            or not math.isfinite(floor)
+        ):
+            raise FrontierError(f"the floor of {key!r} must be a finite time, got {floor!r}")
+        if floor > now:
+            rows.append((key, float(floor)))
+    rows.sort()
+    return rows
+
+
 def upgrades_by_canonical(urls: Iterable[NewUrl]) -> dict[str, NewUrl]:
     """Per canonical URL, the offer with the most urgent lane (first one on a tie)."""
     best: dict[str, NewUrl] = {}
@@ -400,3 +425,13 @@ class FrontierStore(Protocol):
 
     def schedule_of(self, canonical: str) -> PageSchedule | None:
         """The scheduling state of one URL, or None if unknown."""
+
+    # clock floors ---------------------------------------------------------------------
+
+    def save_clock_floors(self, floors: Mapping[str, float], now: float) -> None:
+        """In one transaction: forget saved floors at or before ``now``, then save each floor
+        of ``floors`` later than ``now`` (per limit key, the wall-clock time before which
+        nothing may start on it), raising a saved one, never lowering it."""
+
+    def load_clock_floors(self, now: float) -> dict[str, float]:
+        """The saved floors later than ``now``."""

@@ -10,6 +10,8 @@ Same rules as every backend (``courtier.frontier.base``), with what sharing adds
 - ``ON CONFLICT DO UPDATE`` may touch a row once per statement, so counters (horizon inlinks,
   host links) are summed per key in Python before they are sent.
 
+Clock floors (``save_clock_floors``) live in ``limit_clocks`` beside the frontier tables.
+
 Tables live in ``schema`` (created if missing; ``public`` by default) so that several
 crawls, or tests, can share one server. Sessions run with ``synchronous_commit = off`` unless
 asked otherwise: a crash loses at most the last fraction of a second of frontier writes, which
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -42,6 +44,7 @@ from courtier.frontier.base import (
     UrlLane,
     UrlStatus,
     check_limit,
+    future_floors,
     schedule_after,
     upgrades_by_canonical,
 )
@@ -89,6 +92,10 @@ CREATE TABLE IF NOT EXISTS host_links (
     dst text NOT NULL,
     links bigint NOT NULL,
     PRIMARY KEY (src, dst)
+);
+CREATE TABLE IF NOT EXISTS limit_clocks (
+    key text PRIMARY KEY,
+    not_before float8 NOT NULL
 );
 """
 _SCHEMA_LOCK: Final = 0x66726F6E74696572  # pg_advisory_xact_lock id ("frontier")
@@ -568,6 +575,25 @@ class PostgresFrontier:
         if not rows:
             return None
         return PageSchedule.from_row(rows[0])
+
+    # -- clock floors ----------------------------------------------------------------------
+
+    def save_clock_floors(self, floors: Mapping[str, float], now: float) -> None:
+        rows = future_floors(floors, now)  # in key order: concurrent savers lock alike
+        with self._transaction() as cur:
+            cur.execute("DELETE FROM limit_clocks WHERE not_before <= %s", (now,))
+            if rows:
+                cur.execute(
+                    "INSERT INTO limit_clocks (key, not_before) "
+                    "SELECT * FROM unnest(%s::text[], %s::float8[]) "
+                    "ON CONFLICT (key) DO UPDATE "
+                    "SET not_before = greatest(limit_clocks.not_before, excluded.not_before)",
+                    ([key for key, _ in rows], [floor for _, floor in rows]),
+                )
+
+    def load_clock_floors(self, now: float) -> dict[str, float]:
+        rows = self._read("SELECT key, not_before FROM limit_clocks WHERE not_before > %s", (now,))
+        return {str(key): float(when) for key, when in rows}
 
 
 _OUTCOME_ARRAYS: Final = (

@@ -14,13 +14,18 @@ Schema versions (``PRAGMA user_version``): 0 is the first store (``courtier.fron
 opening such a file adds the scheduling columns with ``ALTER TABLE ADD COLUMN`` and fills them
 in place (queued URLs due at their discovery time, fetched ones due one initial refresh
 interval after their fetch), so an existing crawl continues where it stopped.
+
+Clock floors live in ``limit_clocks``, the table (and declaration) the crawl engine used to
+write into the store file itself: it is created on open whatever the version, without a
+version bump, so stores that already hold saved floors keep them and an older courtier can
+still open a newer store.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -41,6 +46,7 @@ from courtier.frontier.base import (
     UrlLane,
     UrlStatus,
     check_limit,
+    future_floors,
     schedule_after,
     upgrades_by_canonical,
 )
@@ -97,6 +103,18 @@ CREATE TABLE IF NOT EXISTS host_links (
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
 """
+
+# Created on open at any schema version (see the module docstring).
+_CLOCKS_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS limit_clocks (
+    key TEXT PRIMARY KEY,
+    not_before REAL NOT NULL
+) WITHOUT ROWID
+"""
+_RAISE_CLOCK: Final = (
+    "INSERT INTO limit_clocks (key, not_before) VALUES (?, ?) ON CONFLICT (key) "
+    "DO UPDATE SET not_before = max(not_before, excluded.not_before)"
+)
 
 # Columns added by version 1, with their declarations (ADD COLUMN needs constant defaults).
 _V1_COLUMNS: Final = (
@@ -166,8 +184,11 @@ class SqliteFrontier:
             raise FrontierError(
                 f"store schema version {version} is newer than this courtier ({SCHEMA_VERSION})"
             )
-        if version == SCHEMA_VERSION:
-            return
+        if version < SCHEMA_VERSION:
+            self._upgrade()
+        self._db.execute(_CLOCKS_SCHEMA)
+
+    def _upgrade(self) -> None:
         with self._transaction():
             for statement in _SCHEMA_V0.split(";"):
                 if statement.strip():
@@ -532,6 +553,20 @@ class SqliteFrontier:
             f"SELECT {_SCHEDULE_COLUMNS} FROM urls WHERE canonical = ?", (canonical,)
         ).fetchone()
         return None if row is None else PageSchedule.from_row(row)
+
+    # -- clock floors ----------------------------------------------------------------------
+
+    def save_clock_floors(self, floors: Mapping[str, float], now: float) -> None:
+        rows = future_floors(floors, now)
+        with self._transaction():
+            self._db.execute("DELETE FROM limit_clocks WHERE not_before <= ?", (now,))
+            self._db.executemany(_RAISE_CLOCK, rows)
+
+    def load_clock_floors(self, now: float) -> dict[str, float]:
+        rows = self._db.execute(
+            "SELECT key, not_before FROM limit_clocks WHERE not_before > ?", (now,)
+        )
+        return {str(key): float(when) for key, when in rows}
 
 
 def _serving_order(row: tuple[Any, ...]) -> tuple[int, float, int]:

@@ -22,15 +22,28 @@ Contract for callers:
 - Bad input (no keys, duplicate keys, non-positive cost) raises ValueError before any I/O;
   a storage failure raises ``LimiterError`` and books nothing: the crawl treats the request
   as not booked and tries later.
+
+Besides bookings, two clock adjustments, each atomic (one statement or transaction):
+
+- ``raise_floor``: ``TAT = max(TAT, floor)`` per key (a pause, a restored floor, a clock
+  carried over to a site's new origin); a key without a TAT gets one. It never lowers a TAT.
+  A booking then starts no earlier than ``floor - tau`` (the key's burst tolerance, which
+  travels with bookings, not with floors): pass ``floor + tau`` for a hard floor on a key
+  that tolerates bursts. With ``tau = 0`` nothing starts before the floor.
+- ``charge``: a late charge, ``TAT = max(TAT, now) + charge(cost)`` on ``clock()``, for a
+  request that turned out dearer than booked (``gcra.charge_after``). It never credits.
+
+``keys_after(when)`` lists every key whose TAT lies after ``when`` (to save the floors of all
+busy keys when a crawl stops).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from courtier.politeness.gcra import Booking, Limit
+from courtier.politeness.gcra import Booking, Limit, check_request
 
 Clock = Callable[[], float]
 
@@ -40,6 +53,31 @@ DEFAULT_PRUNE_MARGIN = 300.0
 
 class LimiterError(RuntimeError):
     """The limiter's storage failed; nothing was booked."""
+
+
+def check_time(name: str, value: float) -> float:
+    """``value`` as a float if it is a finite number of seconds, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite time in seconds, got {value!r}")
+    return float(value)
+
+
+def check_floors(floors: Mapping[str, float]) -> dict[str, float]:
+    """A validated copy of ``floors`` for ``raise_floor``: non-empty string keys, finite
+    times; ValueError otherwise."""
+    checked: dict[str, float] = {}
+    for key, floor in floors.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"a limit key must be a non-empty string, got {key!r}")
+        checked[key] = check_time(f"the floor of {key!r}", floor)
+    return checked
+
+
+def check_charge(limit: Limit, cost: float) -> None:
+    """ValueError unless ``limit`` is a ``Limit`` and ``cost`` a positive finite number."""
+    if not isinstance(limit, Limit):
+        raise ValueError(f"a charge needs a Limit, got {limit!r}")
+    check_request((limit,), cost, math.inf, None)
 
 
 @runtime_checkable
@@ -58,6 +96,20 @@ class Limiter(Protocol):
         slack: float | None = None,
     ) -> Booking:
         """Book one request of ``cost`` on every key of ``limits`` at ``clock()``."""
+        ...
+
+    async def raise_floor(self, floors: Mapping[str, float]) -> None:
+        """``TAT = max(TAT, floor)`` for every key of ``floors``, atomically (keys without a
+        TAT get one). Nothing on a key starts before its floor minus its burst tolerance."""
+        ...
+
+    async def charge(self, limit: Limit, cost: float) -> float:
+        """A late charge: ``TAT = max(TAT, clock()) + limit.params.charge(cost)``, atomically;
+        returns the new TAT. Never credits."""
+        ...
+
+    async def keys_after(self, when: float) -> dict[str, float]:
+        """Every key whose TAT is later than ``when``, with its TAT."""
         ...
 
     async def tats(self, keys: Sequence[str]) -> dict[str, float]:

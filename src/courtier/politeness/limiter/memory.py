@@ -2,7 +2,8 @@
 
 ``book`` never awaits between reading and writing the TATs, so bookings from any number of
 asyncio tasks on one event loop are atomic without a lock. It is not thread-safe: use it from
-the event loop that owns it.
+the event loop that owns it. Every operation has a synchronous twin (``book_now``,
+``raise_floor_now``, ``charge_now``) for callers in the owning thread that need no coroutine.
 """
 
 from __future__ import annotations
@@ -11,8 +12,14 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 
-from courtier.politeness.gcra import Booking, Limit, book
-from courtier.politeness.limiter.base import DEFAULT_PRUNE_MARGIN, Clock
+from courtier.politeness.gcra import Booking, Limit, book, charge_after
+from courtier.politeness.limiter.base import (
+    DEFAULT_PRUNE_MARGIN,
+    Clock,
+    check_charge,
+    check_floors,
+    check_time,
+)
 
 
 class MemoryLimiter:
@@ -49,6 +56,29 @@ class MemoryLimiter:
         slack: float | None = None,
     ) -> Booking:
         return self.book_now(limits, cost, max_lead=max_lead, slack=slack)
+
+    def raise_floor_now(self, floors: Mapping[str, float]) -> None:
+        """``raise_floor`` without a coroutine, for synchronous callers in the owning thread."""
+        tats = self._tats
+        for key, floor in check_floors(floors).items():
+            tats[key] = max(tats.get(key, -math.inf), floor)
+
+    async def raise_floor(self, floors: Mapping[str, float]) -> None:
+        self.raise_floor_now(floors)
+
+    def charge_now(self, limit: Limit, cost: float) -> float:
+        """``charge`` without a coroutine, for synchronous callers in the owning thread."""
+        check_charge(limit, cost)
+        tat = charge_after(self._tats, self._clock(), limit, cost)
+        self._tats[limit.key] = tat
+        return tat
+
+    async def charge(self, limit: Limit, cost: float) -> float:
+        return self.charge_now(limit, cost)
+
+    async def keys_after(self, when: float) -> dict[str, float]:
+        when = check_time("when", when)
+        return {key: tat for key, tat in self._tats.items() if tat > when}
 
     def snapshot(self) -> dict[str, float]:
         """A copy of every TAT, to persist and later pass back as ``tats``."""

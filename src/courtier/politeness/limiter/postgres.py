@@ -12,6 +12,11 @@ A booking is one statement (``_BOOK``), so one transaction, that runs the arithm
 3. ``booked``: ``tat = greatest(tat, start) + charge`` for every key, only if every key has a
    row and ``start`` is within ``max_lead`` (otherwise nothing is written).
 
+``raise_floor`` is one upsert (``tat = greatest(tat, floor)``) and ``charge`` one upsert
+(``tat = greatest(tat, now) + charge``) returning the new TAT; both write the keys in key
+order, like a booking's lock, so they queue behind bookings of the same keys (and bookings
+behind them) instead of deadlocking, and a booking that waited for a floor sees it.
+
 A key seen for the first time has no row to lock: the booking then inserts ``-Infinity``
 rows for its keys (which changes no booking) and runs the statement again. The charges
 (``cost * T`` or ``T``) are computed in Python by ``KeyParams.charge`` so both implementations
@@ -30,13 +35,20 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import psycopg
 
 from courtier.politeness.gcra import Booking, Limit, Refusal, Slot, check_request, slot_slack
-from courtier.politeness.limiter.base import DEFAULT_PRUNE_MARGIN, Clock, LimiterError
+from courtier.politeness.limiter.base import (
+    DEFAULT_PRUNE_MARGIN,
+    Clock,
+    LimiterError,
+    check_charge,
+    check_floors,
+    check_time,
+)
 
 TABLE: Final = "courtier_limiter_tat"
 _SCHEMA_LOCK: Final = 0x636F757274696572  # pg_advisory_xact_lock id ("courtier")
@@ -76,6 +88,18 @@ SELECT plan.start, plan.found, plan.saturated FROM plan
 _ADD_KEYS: Final = f"""
 INSERT INTO {TABLE} (key, tat) SELECT k, '-Infinity' FROM unnest(%s::text[]) AS k ORDER BY k
 ON CONFLICT (key) DO NOTHING
+"""
+
+_RAISE_FLOOR: Final = f"""
+INSERT INTO {TABLE} AS t (key, tat)
+SELECT k, f FROM unnest(%(keys)s::text[], %(floors)s::float8[]) AS v(k, f) ORDER BY k
+ON CONFLICT (key) DO UPDATE SET tat = greatest(t.tat, excluded.tat)
+"""
+
+_CHARGE: Final = f"""
+INSERT INTO {TABLE} AS t (key, tat) VALUES (%(key)s, %(now)s::float8 + %(charge)s::float8)
+ON CONFLICT (key) DO UPDATE SET tat = greatest(t.tat, %(now)s::float8) + %(charge)s::float8
+RETURNING t.tat
 """
 
 Params = Sequence[object] | dict[str, Any]
@@ -157,6 +181,27 @@ class PostgresLimiter:
             held = set(saturated)  # reported in the caller's order, as gcra.book does
             return Refusal(start - max_lead, start, tuple(k for k in keys if k in held))
         return Slot(start, start + slot_slack(limits, slack), tuple(keys), cost)
+
+    async def raise_floor(self, floors: Mapping[str, float]) -> None:
+        checked = check_floors(floors)
+        if not checked:
+            return
+        keys = sorted(checked)
+        params = {
+            "keys": _text_array(keys),
+            "floors": _float_array(checked[key] for key in keys),
+        }
+        await self._fetch_all(_RAISE_FLOOR, params, rows=False)
+
+    async def charge(self, limit: Limit, cost: float) -> float:
+        check_charge(limit, cost)
+        params = {"key": limit.key, "now": self._clock(), "charge": limit.params.charge(cost)}
+        (tat,) = await self._fetch_one(_CHARGE, params)
+        return float(tat)
+
+    async def keys_after(self, when: float) -> dict[str, float]:
+        query = f"SELECT key, tat FROM {TABLE} WHERE tat > %s"
+        return dict(await self._fetch_all(query, (check_time("when", when),)))
 
     async def tats(self, keys: Sequence[str]) -> dict[str, float]:
         query = f"SELECT key, tat FROM {TABLE} WHERE key = ANY (%s) AND tat > '-Infinity'"

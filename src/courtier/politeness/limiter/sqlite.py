@@ -4,7 +4,9 @@ A booking is one ``BEGIN IMMEDIATE`` transaction: it takes the database's write 
 reads the TATs of all its keys in one statement, runs ``gcra.book`` and writes the new TATs
 back before committing, so concurrent bookers (tasks or processes) are serialised and a
 multi-key booking is all-or-nothing. The clock is read after the lock is held, so time spent
-waiting for another process never produces a slot that starts in the past.
+waiting for another process never produces a slot that starts in the past. ``raise_floor`` is
+one upsert statement (``tat = max(tat, floor)``) in one transaction, and ``charge`` one
+``BEGIN IMMEDIATE`` transaction that reads the clock under the lock, like a booking.
 
 The database runs in WAL mode with ``synchronous=NORMAL``: a power cut may lose the last
 bookings, which only means a key is booked from a slightly earlier TAT after a restart.
@@ -19,12 +21,19 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from courtier.politeness.gcra import Booking, Limit, book, check_request
-from courtier.politeness.limiter.base import DEFAULT_PRUNE_MARGIN, Clock, LimiterError
+from courtier.politeness.gcra import Booking, Limit, book, charge_after, check_request
+from courtier.politeness.limiter.base import (
+    DEFAULT_PRUNE_MARGIN,
+    Clock,
+    LimiterError,
+    check_charge,
+    check_floors,
+    check_time,
+)
 
 _T = TypeVar("_T")
 
@@ -37,6 +46,10 @@ CREATE TABLE IF NOT EXISTS limiter_tat (
 _UPSERT = (
     "INSERT INTO limiter_tat (key, tat) VALUES (?, ?) "
     "ON CONFLICT (key) DO UPDATE SET tat = excluded.tat"
+)
+_RAISE = (
+    "INSERT INTO limiter_tat (key, tat) VALUES (?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET tat = max(tat, excluded.tat)"
 )
 
 
@@ -86,6 +99,19 @@ class SqliteLimiter:
             self._selects[count] = sql
         return sql
 
+    def _write(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``work`` in one ``BEGIN IMMEDIATE`` transaction on the calling thread."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return result
+
     def book_blocking(
         self,
         limits: Sequence[Limit],
@@ -96,21 +122,17 @@ class SqliteLimiter:
     ) -> Booking:
         """One booking transaction on the calling thread (``book`` runs this off the loop)."""
         keys = [limit.key for limit in limits]
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+
+        def write(db: sqlite3.Connection) -> Booking:
             tats = dict(db.execute(self._select(len(keys)), keys).fetchall())
             booking, updates = book(
                 tats, self._clock(), limits, cost, max_lead=max_lead, slack=slack
             )
             if updates:
                 db.executemany(_UPSERT, updates.items())
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        return booking
+            return booking
+
+        return self._write(write)
 
     async def book(
         self,
@@ -125,6 +147,36 @@ class SqliteLimiter:
         return await self._run(
             lambda: self.book_blocking(limits, cost, max_lead=max_lead, slack=slack)
         )
+
+    async def raise_floor(self, floors: Mapping[str, float]) -> None:
+        rows = sorted(check_floors(floors).items())
+        if not rows:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            db.executemany(_RAISE, rows)
+
+        await self._run(lambda: self._write(write))
+
+    async def charge(self, limit: Limit, cost: float) -> float:
+        check_charge(limit, cost)
+
+        def write(db: sqlite3.Connection) -> float:
+            tats = dict(db.execute(self._select(1), (limit.key,)).fetchall())
+            tat = charge_after(tats, self._clock(), limit, cost)
+            db.execute(_UPSERT, (limit.key, tat))
+            return tat
+
+        return await self._run(lambda: self._write(write))
+
+    async def keys_after(self, when: float) -> dict[str, float]:
+        after = check_time("when", when)
+
+        def read() -> dict[str, float]:
+            query = "SELECT key, tat FROM limiter_tat WHERE tat > ?"
+            return dict(self._db.execute(query, (after,)).fetchall())
+
+        return await self._run(read)
 
     async def tats(self, keys: Sequence[str]) -> dict[str, float]:
         wanted = list(keys)
