@@ -90,6 +90,93 @@ def test_default_rules_classify_and_cost_requests(
     assert request_cost(parse_url(url)) == cost
 
 
+@pytest.mark.parametrize(
+    ("target", "klass"),
+    [
+        # one listing, event, post or item: a detail page
+        ("/listing/123", RequestClass.DETAIL),
+        ("/listings/some-flat", RequestClass.DETAIL),
+        ("/Listing/ABC-42/", RequestClass.DETAIL),
+        ("/listings/london/some-flat", RequestClass.DETAIL),
+        ("/events/2024-summer-fair", RequestClass.DETAIL),
+        ("/calendar/summer-fair", RequestClass.DETAIL),
+        ("/tags/python/post-1", RequestClass.DETAIL),
+        ("/lists/favourites/item-3", RequestClass.DETAIL),
+        ("/archives/123", RequestClass.DETAIL),  # WordPress numeric permalinks
+        ("/archive/old-story", RequestClass.DETAIL),
+        ("/index.php/2024/05/a-post/", RequestClass.DETAIL),  # WordPress PATH_INFO links
+        ("/index.php?p=123", RequestClass.DETAIL),
+        ("/item/7?ref=item&utm_source=self", RequestClass.DETAIL),
+        ("/findings/2024", RequestClass.DETAIL),  # an index word only as a whole segment
+        ("/eventsx", RequestClass.DETAIL),
+        ("/playlists/x", RequestClass.DETAIL),
+        # the word alone, its name, a date, a page number, a query: an index
+        ("/listings", RequestClass.INDEX),
+        ("/listings/", RequestClass.INDEX),
+        ("/LISTINGS.html", RequestClass.INDEX),
+        ("/listing?page=2", RequestClass.INDEX),
+        ("/listings/some-flat?sort=price", RequestClass.INDEX),
+        ("/search?q=x", RequestClass.INDEX),
+        ("/search/shoes/red", RequestClass.INDEX),
+        ("/browse/books/fiction", RequestClass.INDEX),
+        ("/find.php?what=x", RequestClass.INDEX),
+        ("/tags", RequestClass.INDEX),
+        ("/tags/python", RequestClass.INDEX),
+        ("/tag/python/", RequestClass.INDEX),
+        ("/tags/python/page/2", RequestClass.INDEX),
+        ("/blog/tags/python?page=2", RequestClass.INDEX),
+        ("/list", RequestClass.INDEX),
+        ("/list/abc", RequestClass.INDEX),  # a named list is a list
+        ("/category/news/", RequestClass.INDEX),
+        ("/categories/shoes/boots/", RequestClass.INDEX),  # categories nest
+        ("/category/news/page/3", RequestClass.INDEX),
+        ("/page/3", RequestClass.INDEX),
+        ("/blog/page/2/", RequestClass.INDEX),
+        ("/archive/2024/", RequestClass.INDEX),
+        ("/archives/2024/05", RequestClass.INDEX),
+        ("/events", RequestClass.INDEX),
+        ("/events/2024-05-17", RequestClass.INDEX),
+        ("/calendar/2026/1", RequestClass.INDEX),
+        ("/blog/index.html", RequestClass.INDEX),
+        ("/", RequestClass.INDEX),
+        ("/index.php", RequestClass.INDEX),
+        ("/?page=2", RequestClass.INDEX),
+        ("/products?sort=price", RequestClass.INDEX),
+        ("/products?filter=red&s=x", RequestClass.INDEX),
+        # images and robots.txt come first
+        ("/listing/123/photo.jpg", RequestClass.IMAGE),
+        ("/robots.txt", RequestClass.ROBOTS),
+    ],
+)
+def test_default_rules_tell_an_index_from_one_thing_it_lists(
+    target: str, klass: RequestClass
+) -> None:
+    assert CostModel().classify_target(target) is klass
+
+
+@pytest.mark.parametrize(
+    ("target", "cost"),
+    [
+        ("/", 4.0),  # home
+        ("/list/1", 4.0),  # a catalogue page: links to its items and the next page
+        ("/list/12", 4.0),
+        ("/search?q=garden", 4.0),
+        ("/search?q=garden&page=2", 4.0),
+        ("/search?page=2&q=garden", 4.0),
+        ("/calendar/2026/1", 4.0),  # the calendar trap
+        ("/item/1", 2.0),  # one listed item: the detail page
+        ("/item/7?utm_source=self&ref=item", 2.0),
+        ("/private/edit/3", 2.0),
+        ("/go/elsewhere", 2.0),
+        ("/img/3.jpg", 1.0),
+        ("/robots.txt", 1.0),
+    ],
+)
+def test_the_simulated_webs_pages_cost_as_their_class(target: str, cost: float) -> None:
+    """The seed sites' URL shapes (``courtier.simweb.pages``) and what they cost there."""
+    assert CostModel().cost_of_target(target) == cost
+
+
 def test_image_response_type_refines_the_class() -> None:
     url = parse_url("http://a.test/media?id=7")
     assert CostModel().classify(url) == RequestClass.DETAIL

@@ -16,6 +16,9 @@ Rules:
   not cost units: its gap (1 s, or robots Crawl-delay) is start-to-start per request.
 - A request's cost comes from its class: the first URL rule that matches the path and query
   wins; once the response type is known it refines the class (an ``image/*`` body is an image).
+  The default rules (``DEFAULT_URL_RULES``) tell an index (a search, a listing of many items,
+  a tag, category or date archive, a numbered page: cost 4) from a detail page (one item,
+  listing, event or post: cost 2) by what follows the index word in the path.
 - ``politeness_keys`` and ``request_cost`` are pure: the facts they need (origin id, whether a
   cache miss is expected) are arguments. Until origin inference supplies ids, ``guess_origin``
   groups sites by a shared CNAME target or a shared address.
@@ -142,17 +145,51 @@ class UrlRule:
 
 _IMAGE_SUFFIXES: Final = r"(?i)\.(?:jpe?g|png|gif|webp|avif|svg|ico|bmp|tiff?)(?:\?|$)"
 
+# Pieces of the index rules. A rule that ends in _END matches only when the path ends there
+# (a trailing slash and any query allowed): what follows an index word decides the class.
+_END: Final = r"/?(?:\?|$)"
+_SEGMENT: Final = r"/[^/?#]+"
+_EXT: Final = r"(?:\.\w+)?"  # /listings.html, /search.php
+_DATE: Final = r"(?:/\d{4}(?:[-/]\d{1,2}){0,2})?"  # /2024, /2024/05, /2024-05-17
+
 DEFAULT_URL_RULES: Final[tuple[UrlRule, ...]] = (
     UrlRule(r"^/robots\.txt(?:\?|$)", RequestClass.ROBOTS),
     UrlRule(_IMAGE_SUFFIXES, RequestClass.IMAGE),
-    UrlRule(
-        r"(?i)/(?:search|find|tags?|categor(?:y|ies)|archives?|page/\d+|lists?|listings?"
-        r"|browse|calendar|events|index)(?:[/?.]|$)",
-        RequestClass.INDEX,
-    ),
+    # The rest finds index pages (cost 4); a page no rule matches is a detail page (cost 2).
+    # Searching and browsing: everything below is an index (/search/shoes, /browse/a/b).
+    UrlRule(r"(?i)/(?:search|find|browse)(?:[/?.]|$)", RequestClass.INDEX),
+    # Pagination anywhere: /page/3, /blog/page/2, /category/news/page/3.
+    UrlRule(r"(?i)/page/\d+(?:[/?.]|$)", RequestClass.INDEX),
+    # Named collections: the word, or the word and one name (/tags, /tag/python/, /list/2,
+    # /lists/favourites); a page below the name is a detail (/tags/python/post-1).
+    UrlRule(rf"(?i)/(?:tags?|lists?)(?:\.\w+|{_SEGMENT})?{_END}", RequestClass.INDEX),
+    # Categories nest: /category/news, /categories/shoes/boots/.
+    UrlRule(rf"(?i)/categor(?:y|ies){_EXT}(?:{_SEGMENT})*{_END}", RequestClass.INDEX),
+    # Browsable by date: the word, or the word and a date (/archive/2024/, /calendar/2026/1,
+    # /events/2024/05); an event or a post is a detail (/events/2024-summer-fair, /archives/123,
+    # WordPress's numeric permalinks).
+    UrlRule(rf"(?i)/(?:archives?|calendar|events){_EXT}{_DATE}{_END}", RequestClass.INDEX),
+    # Listings: /listings, /listing?page=2 are indexes; one listing is a detail
+    # (/listing/123, /listings/some-flat).
+    UrlRule(rf"(?i)/listings?{_EXT}{_END}", RequestClass.INDEX),
+    # A directory index file (/blog/index.html), but not a path below it (/index.php/a-post).
+    UrlRule(r"(?i)/index(?:\.\w+)?/?$", RequestClass.INDEX),
+    # Searching, paging or sorting queries on any path (but not ?p=123, a WordPress post).
     UrlRule(r"(?i)[?&](?:q|s|query|search|page|sort|filter)=", RequestClass.INDEX),
     UrlRule(r"^/(?:index\.\w+)?$", RequestClass.INDEX),  # the home page
 )
+"""Request classes from the path and query, first match wins, else ``DETAIL``.
+
+An index word as the last path segment is an index page (``/listings``, ``/events/``,
+``/tags``); a collection word (tag, list, category) followed by its name still is
+(``/tags/python``, ``/list/2``, ``/category/news/``), as is a date after a date-browsable word
+(``/archive/2024/``); ``page/N`` anywhere, search and browse paths, and searching, paging or
+sorting queries are indexes. An index word followed by an id or a slug names one thing: a
+detail page (``/listing/123``, ``/listings/some-flat``, ``/events/2024-summer-fair``,
+``/tags/python/post-1``). In the simulated web (``courtier.simweb.pages``) ``/``,
+``/list/N`` (a catalogue page of items), ``/search?q=..`` and ``/calendar/Y/M`` are indexes,
+``/item/N`` is a detail page, ``/img/N.jpg`` an image.
+"""
 
 
 @dataclass(frozen=True, slots=True)
