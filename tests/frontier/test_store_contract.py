@@ -7,6 +7,7 @@ or a second worker would.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,6 +30,9 @@ from courtier.frontier.base import (
 from courtier.frontier.postgres_store import PostgresFrontier
 from courtier.frontier.refresh import DAY, HOUR, Importance, RefreshPolicy
 from courtier.frontier.sqlite_store import SCHEMA_VERSION, SqliteFrontier
+from courtier.origins.cluster import Assignment, OriginChange
+from courtier.origins.evidence import Evidence, Kind
+from courtier.origins.store import OriginStore
 
 POLICY = RefreshPolicy()
 T0 = 1_800_000_000.0
@@ -518,3 +522,123 @@ def test_a_first_schema_store_gains_the_clock_floors_table(tmp_path: Path):
         assert store.load_clock_floors(T0) == {"origin:o": T0 + 5}
     finally:
         store.close()
+
+
+# -- origins -------------------------------------------------------------------------------
+
+
+def _origin(site: str, origin: str, confidence: float = 0.9) -> Assignment:
+    evidence = (Evidence(Kind.CNAME, "edge.p.test", 0.95, f"{site} CNAMEs to edge.p.test"),)
+    return Assignment(site, origin, confidence, evidence)
+
+
+def test_saved_origins_log_first_sightings_then_only_the_sites_that_moved(open_store: Opener):
+    store = open_store()
+    assert store.origins() == {}
+    first = store.save_origins(
+        [_origin("a.test", "cname:edge.p.test"), _origin("b.test", "cname:edge.p.test")],
+        T0,
+        {"a.test": T0 + 300},
+    )
+    assert first == [
+        OriginChange("a.test", None, "cname:edge.p.test"),
+        OriginChange("b.test", None, "cname:edge.p.test"),
+    ]
+    moved = store.save_origins(
+        [_origin("a.test", "cname:edge.p.test"), _origin("b.test", "addr:192.0.2.5")],
+        T0 + 60,
+        {},
+    )
+    assert moved == [OriginChange("b.test", "cname:edge.p.test", "addr:192.0.2.5")]
+    assert store.save_origins([_origin("b.test", "addr:192.0.2.5", 0.5)], T0 + 90, {}) == []
+    assert store.save_origins([], T0 + 120, {}) == []
+    store.close()
+    assert open_store().origins() == {"a.test": "cname:edge.p.test", "b.test": "addr:192.0.2.5"}
+
+
+def test_a_site_twice_in_one_batch_logs_both_moves_and_keeps_the_last(store: FrontierStore):
+    store.save_origins([_origin("a.test", "x")], T0, {})
+    changes = store.save_origins([_origin("a.test", "y"), _origin("a.test", "z")], T0 + 1, {})
+    assert changes == [OriginChange("a.test", "x", "y"), OriginChange("a.test", "x", "z")]
+    assert store.origins() == {"a.test": "z"}
+
+
+def test_a_failed_origin_batch_saves_nothing(store: FrontierStore):
+    store.save_origins([_origin("a.test", "x")], T0, {})
+    broken = Assignment("b.test", None, 0.5, ())  # type: ignore[arg-type]
+    with pytest.raises(FrontierError):
+        store.save_origins([_origin("a.test", "y"), broken], T0 + 1, {})
+    assert store.origins() == {"a.test": "x"}
+    assert store.save_origins([_origin("a.test", "y")], T0 + 2, {}) == [
+        OriginChange("a.test", "x", "y")
+    ]
+
+
+def test_origins_saved_by_the_sqlite_frontier_are_read_by_the_origin_store(tmp_path: Path):
+    path = tmp_path / "frontier.sqlite3"
+    frontier = SqliteFrontier(path)
+    try:
+        frontier.write_batch([_url("/")], [], [], T0)
+        frontier.save_origins([_origin("a.test", "o1"), _origin("b.test", "o1")], T0, {})
+        frontier.save_origins([_origin("a.test", "o2", 0.4)], T0 + 10, {"a.test": T0 + 500})
+        with OriginStore(path, create=False) as origins:  # while the frontier is still open
+            assert origins.origins() == {"a.test": "o2", "b.test": "o1"}
+            stored = origins.get("a.test")
+            assert stored is not None
+            assert stored.assignment == _origin("a.test", "o2", 0.4)
+            assert (stored.checked_at, stored.recheck_at) == (T0 + 10, T0 + 500)
+            assert origins.due(T0 + 100) == ["b.test"]
+            assert [(c.change, c.changed_at) for c in origins.changes("a.test")] == [
+                (OriginChange("a.test", None, "o1"), T0),
+                (OriginChange("a.test", "o1", "o2"), T0 + 10),
+            ]
+            # and the other way round: what the origin store saves, the frontier reads
+            origins.save([_origin("c.test", "o3")], T0 + 20, {})
+        assert frontier.origins() == {"a.test": "o2", "b.test": "o1", "c.test": "o3"}
+        assert frontier.counts()["queued"] == 1
+    finally:
+        frontier.close()
+
+
+def test_an_origin_store_file_opens_as_a_frontier_and_keeps_its_origins(tmp_path: Path):
+    path = tmp_path / "frontier.sqlite3"
+    with OriginStore(path) as origins:
+        origins.save([_origin("a.test", "o1")], T0, {})
+    frontier = SqliteFrontier(path)
+    try:
+        assert frontier.origins() == {"a.test": "o1"}
+        assert frontier.save_origins([_origin("a.test", "o2")], T0 + 1, {}) == [
+            OriginChange("a.test", "o1", "o2")
+        ]
+    finally:
+        frontier.close()
+
+
+def test_postgres_keeps_origin_evidence_and_logs_changes_in_order(postgres_dsn: str):
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    store = PostgresFrontier(postgres_dsn, schema=schema)
+    try:
+        store.save_origins([_origin("b.test", "o1"), _origin("a.test", "o1")], T0, {})
+        store.save_origins([_origin("a.test", "o2", 0.4)], T0 + 10, {"a.test": T0 + 500})
+    finally:
+        store.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        sites = conn.execute(
+            f"SELECT site, origin, confidence, evidence, checked_at, recheck_at "
+            f"FROM {schema}.origin_sites ORDER BY site".encode()
+        ).fetchall()
+        changes = conn.execute(
+            f"SELECT site, old_origin, new_origin, changed_at FROM {schema}.origin_changes "
+            f"ORDER BY id".encode()
+        ).fetchall()
+        conn.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+    evidence = [e.to_json() for e in _origin("a.test", "o2").evidence]
+    assert [(s, o, c, json.loads(e), at, due) for s, o, c, e, at, due in sites] == [
+        ("a.test", "o2", 0.4, evidence, T0 + 10, T0 + 500),
+        ("b.test", "o1", 0.9, [e.to_json() for e in _origin("b.test", "o1").evidence], T0, T0),
+    ]
+    assert changes == [
+        ("b.test", None, "o1", T0),
+        ("a.test", None, "o1", T0),
+        ("a.test", "o1", "o2", T0 + 10),
+    ]

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from courtier.origins.cluster import Assignment
+from courtier.origins.cluster import Assignment, OriginChange
 from courtier.origins.evidence import Evidence, Kind
-from courtier.origins.store import OriginStore, OriginStoreError
+from courtier.origins.store import (
+    OriginStore,
+    OriginStoreError,
+    create_tables,
+    read_origins,
+    save_assignments,
+)
 
 
 def _a(site: str, origin: str, confidence: float = 0.9) -> Assignment:
@@ -72,3 +78,29 @@ def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database, just some text that is long enough" * 20)
     with pytest.raises(OriginStoreError):
         OriginStore(path)
+
+
+def test_the_table_functions_write_in_the_callers_transaction(tmp_path: Path) -> None:
+    """What the SQLite frontier relies on: the SQL runs on any connection, inside the caller's
+    transaction, and a rollback takes back the origins and their change log alike."""
+    path = tmp_path / "s.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    create_tables(db)
+    create_tables(db)  # idempotent
+    db.execute("BEGIN IMMEDIATE")
+    assert save_assignments(db, [_a("a.test", "o1")], 1.0, {}) == [
+        OriginChange("a.test", None, "o1")
+    ]
+    db.execute("ROLLBACK")
+    assert read_origins(db) == {}
+    db.execute("BEGIN IMMEDIATE")
+    save_assignments(db, [_a("a.test", "o1"), _a("b.test", "o1")], 1.0, {"b.test": 9.0})
+    db.execute("COMMIT")
+    db.close()
+    with OriginStore(path, create=False) as store:
+        assert store.origins() == {"a.test": "o1", "b.test": "o1"}
+        assert [c.change for c in store.changes()] == [
+            OriginChange("a.test", None, "o1"),
+            OriginChange("b.test", None, "o1"),
+        ]
+        assert store.due(5.0) == ["a.test"]

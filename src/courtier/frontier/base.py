@@ -25,6 +25,11 @@ Rules every backend keeps:
   saved when a crawl stops and loaded when the next starts, so a quick restart never lets a
   site or an origin start early (or inside a ``Retry-After`` window). A saved floor is only
   ever raised, and floors in the past are forgotten.
+- **Origins.** Inferred origins (site -> origin, confidence, evidence, when checked, when due
+  for a re-check) are saved through the store, in tables ``origin_sites`` and
+  ``origin_changes`` beside the frontier's; every change of a site's origin is logged (a first
+  sighting is a change from None). The SQLite store shares these tables, and their SQL, with
+  ``courtier.origins.store.OriginStore``, so ``courtier origins`` reads what a crawl saved.
 
 Times are seconds on the caller's clock (the engine passes ``time.time()``); no backend reads
 a clock itself.
@@ -39,6 +44,7 @@ from enum import IntEnum
 from typing import Any, Final, Protocol
 
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
+from courtier.origins.cluster import Assignment, OriginChange
 
 DEFAULT_REFRESH_POLICY: Final = RefreshPolicy()
 
@@ -435,3 +441,20 @@ class FrontierStore(Protocol):
 
     def load_clock_floors(self, now: float) -> dict[str, float]:
         """The saved floors later than ``now``."""
+
+    # origins --------------------------------------------------------------------------
+
+    def save_origins(
+        self,
+        assignments: Sequence[Assignment],
+        checked_at: float,
+        recheck_at: Mapping[str, float],
+    ) -> list[OriginChange]:
+        """In one transaction, upsert each site's origin, confidence, evidence, ``checked_at``
+        and ``recheck_at`` (the site's entry, else ``checked_at``), and log in
+        ``origin_changes`` every assignment whose origin differs from the site's stored one (a
+        site never seen before changes from None). Returns those changes, in batch order:
+        exactly ``courtier.origins.store.OriginStore.save``."""
+
+    def origins(self) -> dict[str, str]:
+        """Every site with a saved origin, and that origin."""

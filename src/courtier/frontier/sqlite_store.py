@@ -19,6 +19,10 @@ Clock floors live in ``limit_clocks``, the table (and declaration) the crawl eng
 write into the store file itself: it is created on open whatever the version, without a
 version bump, so stores that already hold saved floors keep them and an older courtier can
 still open a newer store.
+
+Origins (``save_origins``) live in ``origin_sites`` and ``origin_changes``, the tables of
+``courtier.origins.store`` (whose functions hold their SQL), created the same way on open: so
+``OriginStore`` opened on the store file (``courtier origins``) reads what a crawl saved.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ from courtier.frontier.base import (
     upgrades_by_canonical,
 )
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, reclassify
+from courtier.origins import store as origin_tables
+from courtier.origins.cluster import Assignment, OriginChange
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -187,6 +193,7 @@ class SqliteFrontier:
         if version < SCHEMA_VERSION:
             self._upgrade()
         self._db.execute(_CLOCKS_SCHEMA)
+        origin_tables.create_tables(self._db)
 
     def _upgrade(self) -> None:
         with self._transaction():
@@ -567,6 +574,20 @@ class SqliteFrontier:
             "SELECT key, not_before FROM limit_clocks WHERE not_before > ?", (now,)
         )
         return {str(key): float(when) for key, when in rows}
+
+    # -- origins ---------------------------------------------------------------------------
+
+    def save_origins(
+        self,
+        assignments: Sequence[Assignment],
+        checked_at: float,
+        recheck_at: Mapping[str, float],
+    ) -> list[OriginChange]:
+        with self._transaction():
+            return origin_tables.save_assignments(self._db, assignments, checked_at, recheck_at)
+
+    def origins(self) -> dict[str, str]:
+        return origin_tables.read_origins(self._db)
 
 
 def _serving_order(row: tuple[Any, ...]) -> tuple[int, float, int]:
