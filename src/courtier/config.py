@@ -58,6 +58,13 @@ class CrawlSection:
     """Seconds between looks for newly due work (refresh, fastlane) on idle sites."""
     origin_recheck: float = 60.0
     """Seconds between re-checks of origin evidence whose DNS answers have expired."""
+    limiter: str = "memory"
+    """Where the limit keys' clocks live: "memory" (this process; floors saved at a stop) or
+    "sqlite" (the store file, written before each request it books)."""
+
+    def __post_init__(self) -> None:
+        if self.limiter not in ("memory", "sqlite"):
+            raise ValueError(f'limiter must be "memory" or "sqlite", got {self.limiter!r}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +248,10 @@ class PolitenessSection:
     """This many sites of one origin answering 429/503 within origin_pause_window pause the
     whole origin, not just those sites."""
     origin_pause_window: float = 60.0
+    origin_error_run: int = 5
+    """Failures in a row (5xx, no answer) across two or more sites of one origin that back
+    the whole origin off (longer with each further run); ``suspend_after_errors`` of them
+    stop it for ``suspend_for``."""
     default_retry_after: float = 60.0
     """Pause after a 429/503 that carries no usable Retry-After."""
     max_backoff: float = 3600.0
@@ -249,6 +260,9 @@ class PolitenessSection:
     """Consecutive failures after which a site is suspended ..."""
     suspend_for: float = 6 * 3600.0
     """... for this many seconds, then tried again."""
+    max_retry_after: float = 24 * 3600.0
+    """A Retry-After longer than this is clamped to it; nothing a server says is stored as a
+    time beyond it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +273,10 @@ class RobotsSection:
     """After a 5xx/unreachable robots.txt (disallow all), try it again after this long."""
     max_bytes: int = 500 * 1024
     max_redirects: int = 5
+    max_crawl_delay: float = 300.0
+    """A Crawl-delay longer than this (seconds) is not honoured: the site is suspended
+    (``crawl-delay-too-long``) instead of crawled at that pace. Heritrix caps at 300 s too
+    (respectCrawlDelayUpToSeconds)."""
 
 
 @dataclass(frozen=True, slots=True)

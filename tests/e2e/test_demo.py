@@ -16,12 +16,16 @@ from courtier.simweb.log import read_log
 from courtier.simweb.world import SIZE_PRESETS, SiteKind, build_world
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+@pytest.fixture(scope="module", params=["memory", "sqlite"])
+def demo_run(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[dict, Path]:
+    """The same crawl with each limiter backend: the backend is a setting, not a code path."""
     out = tmp_path_factory.mktemp("demo")
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         args = ["demo", "--duration", "20", "--size", "small", "--seed", "5", "--json"]
+        args += ["-s", f"crawl.limiter={request.param}"]
         code = main([*args, "--out", str(out)])
     result = json.loads(buffer.getvalue().strip().splitlines()[-1])
     result["exit_code"] = code

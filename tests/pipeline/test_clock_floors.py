@@ -2,46 +2,48 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
 from courtier.config import Config
-from courtier.net.guard import Guard
-from courtier.net.policy import AddressPolicy
-from courtier.net.resolve import StaticResolver
-from courtier.pipeline.crawler import Crawler
+from courtier.pipeline.clocks import KeyClocks
+from courtier.politeness.keys import LimitKey
+from courtier.politeness.limiter import MemoryLimiter
+
+NOW = 1_000_000.0
 
 
-def _crawler(tmp_path: Path) -> Crawler:
-    policy = AddressPolicy(allow=["127.0.0.1/32"])
-    return Crawler(
-        Config(),
-        store_path=tmp_path / "frontier.sqlite3",
-        out_dir=tmp_path,
-        guard=Guard(policy, StaticResolver({})),
-        address_allowed=lambda _a: True,
-        seeds=[],
-    )
-
-
-async def test_media_keys_keep_at_most_one_image_of_their_clock(tmp_path: Path) -> None:
-    crawler = _crawler(tmp_path)
-    loop = asyncio.get_running_loop()
-    crawler._loop = loop
-    now = loop.time()
-    crawler._tats.update(
+async def test_media_keys_keep_at_most_one_image_of_their_clock() -> None:
+    limiter = MemoryLimiter(clock=lambda: NOW)
+    clocks = KeyClocks(limiter, Config().limits.policy())
+    await clocks.raise_floors(
         {
-            "cdn-miss:cdn.simcdn.test/shop.test": now + 0.3,  # within one image: kept
-            "bucket:simstore/media-a": now + 60.0,  # booked far ahead: capped
-            "origin:platform-a": now + 30.0,  # capped at one index page (4 units at 2/s)
-            "imgsvc:img.simresize.test/acme": now - 5.0,  # in the past: nothing to keep
-            "site:s3.simstore.test": now + 0.5,  # a media host's robots.txt spacing
+            "cdn-miss:cdn.simcdn.test/shop.test": NOW + 0.3,  # within one image: kept
+            "bucket:simstore/media-a": NOW + 60.0,  # booked far ahead: capped
+            "origin:platform-a": NOW + 30.0,  # capped at one index page (4 units at 2/s)
+            "imgsvc:img.simresize.test/acme": NOW - 5.0,  # in the past: nothing to keep
+            "site:s3.simstore.test": NOW + 0.5,  # a media host's robots.txt spacing
+            "site:seed.test": NOW + 9.0,  # a seed site: its lane gives its own floor
         }
     )
-    offset = crawler._wall_offset()
-    floors = {key: wall - offset for key, wall in crawler._clock_floors().items()}
-    assert abs(floors["cdn-miss:cdn.simcdn.test/shop.test"] - (now + 0.3)) < 0.01
-    assert now < floors["bucket:simstore/media-a"] <= now + 1.0 / 50 + 0.01
-    assert abs(floors["origin:platform-a"] - (now + 2.0)) < 0.01
+    floors = await clocks.floors(
+        NOW,
+        dearest=4.0,
+        image=1.0,
+        origin_interval=lambda _origin: 0.5,
+        media_spacing=lambda key: 1.0 if key.startswith("site:") else 0.0,
+        owned_sites={"seed.test"},
+    )
+    assert abs(floors["cdn-miss:cdn.simcdn.test/shop.test"] - (NOW + 0.3)) < 0.01
+    assert NOW < floors["bucket:simstore/media-a"] <= NOW + 1.0 / 50 + 0.01
+    assert abs(floors["origin:platform-a"] - (NOW + 2.0)) < 0.01
     assert "imgsvc:img.simresize.test/acme" not in floors
-    assert abs(floors["site:s3.simstore.test"] - (now + 0.5)) < 0.01
+    assert abs(floors["site:s3.simstore.test"] - (NOW + 0.5)) < 0.01
+    assert "site:seed.test" not in floors
+
+
+async def test_a_floor_is_hard_on_a_key_with_burst_tolerance() -> None:
+    limiter = MemoryLimiter(clock=lambda: NOW)
+    config = Config()
+    clocks = KeyClocks(limiter, config.limits.policy())
+    await clocks.raise_floors({"bucket:simstore/media-a": NOW + 5.0})
+    limit = config.limits.policy().limits([LimitKey.parse("bucket:simstore/media-a")])
+    slot = await clocks.book(limit, 1.0, max_lead=60.0)
+    assert slot.start >= NOW + 5.0  # a Retry-After on a bucket is not shortened by its burst

@@ -21,7 +21,7 @@ from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
-from courtier.pipeline.crawler import Crawler
+from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.site import read_seeds
 from courtier.url import host_of_site
 

@@ -20,8 +20,8 @@ from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import OriginInference
-from courtier.pipeline import crawler as crawler_module
-from courtier.pipeline.crawler import Crawler
+from courtier.pipeline import origins_live as crawler_module
+from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.site import read_seeds
 
 TENANTS = ("t1.test", "t2.test")

@@ -19,7 +19,7 @@ from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import DnsResolver
 from courtier.origins.dns_evidence import DnsEvidenceSource
 from courtier.origins.infer import OriginInference
-from courtier.pipeline.crawler import Crawler
+from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.site import read_seeds
 from courtier.pipeline.stats import CrawlStats
 

@@ -94,7 +94,7 @@ async def _note_headers_sent(
 ) -> None:
     timing = context.trace_request_ctx
     if isinstance(timing, dict):
-        timing["sent"] = asyncio.get_running_loop().time()
+        timing["sent"] = time.time()
 
 
 def type_allowed(content_type: str, allowed: tuple[str, ...]) -> bool:
@@ -121,7 +121,8 @@ class FetchResult:
     retry_after: str | None = None
     started_at: float = 0.0
     sent_at: float | None = None
-    """Event-loop time when the request headers went out: the start a server sees."""
+    """Wall-clock time when the request headers went out: the start a server sees (the crawl
+    engine's clock, which limiters and stores share)."""
     latency: float | None = None
     """Seconds from the request's headers going out to the response's headers arriving."""
     elapsed: float = 0.0
@@ -226,7 +227,7 @@ class Fetcher:
                 url, allow_redirects=False, trace_request_ctx=timing
             ) as response:
                 sent = timing.get("sent")
-                latency = asyncio.get_running_loop().time() - sent if sent is not None else None
+                latency = time.time() - sent if sent is not None else None
                 peercert, der = self._certificate_of(url, host)
                 content_type = response.headers.get("Content-Type", "")
                 error = None

@@ -1,46 +1,107 @@
-"""Limit clocks that outlive a run.
+"""``KeyClocks``: the one owner of every limit key's state in a crawl.
 
-A stop followed by a quick restart must not let a site or an origin start early: the next
-run would otherwise begin with empty GCRA state and ask again at once, just after the last
-run's final request or inside a Retry-After window. At the end of a run the engine writes,
-per limit key, the wall-clock time before which nothing may start on it; at the start of
-the next it takes those floors back. The table lives in the crawl's store file.
+Rules:
+- Every write to a limit key goes through here: bookings (GCRA slots), floors (a pause, a
+  Retry-After, an origin stopped after a run of errors, a clock carried over when a site's
+  origin id changes, floors restored from the last run) and late charges (a response dearer
+  than it was booked, a cache miss nobody expected). Nothing else in the engine holds a TAT.
+- The state lives behind the ``Limiter`` protocol: in memory (the embedded default), in the
+  store's SQLite file, or in PostgreSQL, chosen by ``[crawl] limiter``; the engine cannot
+  tell which. Times are the engine's clock (``Timer.now``), which the limiter books on.
+- Floors that outlive a run: at a stop the engine saves, per key, the time before which
+  nothing may start on it (``floors``), through the frontier store; the next run raises its
+  keys to them before its first booking (``restore``). A TAT also holds slots booked for
+  requests this run will never make, so a saved floor keeps only what requests already
+  started demand: at most one request of the dearest class on an origin, one image on a
+  media key, and each site's own next start and pause (given by its lane).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping
-from pathlib import Path
+import math
+from collections.abc import Callable, Mapping, Sequence
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS limit_clocks (
-    key TEXT PRIMARY KEY,
-    not_before REAL NOT NULL
-) WITHOUT ROWID
-"""
+from courtier.politeness.gcra import Booking, Limit
+from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy
+from courtier.politeness.limiter.base import Limiter
 
 
-def save_clocks(path: Path, not_before: Mapping[str, float], now: float) -> None:
-    """Record the floors still in the future (wall-clock seconds); forget the past ones."""
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.execute(_SCHEMA)
-        db.execute("DELETE FROM limit_clocks WHERE not_before <= ?", (now,))
-        db.executemany(
-            "INSERT INTO limit_clocks (key, not_before) VALUES (?, ?) ON CONFLICT (key) "
-            "DO UPDATE SET not_before = max(not_before, excluded.not_before)",
-            [(key, when) for key, when in not_before.items() if when > now],
-        )
-    db.close()
+class KeyClocks:
+    def __init__(self, limiter: Limiter, policy: LimitPolicy) -> None:
+        self.limiter = limiter
+        self.policy = policy
+        self.booked_keys: set[str] = set()
+        """Keys this process has written (what a stop saves floors for)."""
 
+    async def book(self, limits: Sequence[Limit], cost: float, *, max_lead: float) -> Booking:
+        self.booked_keys.update(limit.key for limit in limits)
+        return await self.limiter.book(limits, cost, max_lead=max_lead)
 
-def load_clocks(path: Path, now: float) -> dict[str, float]:
-    """The floors recorded by earlier runs that still lie in the future."""
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.execute(_SCHEMA)
-        rows = db.execute("SELECT key, not_before FROM limit_clocks WHERE not_before > ?", (now,))
-        result = {str(key): float(when) for key, when in rows}
-    db.close()
-    return result
+    async def raise_floors(self, floors: Mapping[str, float]) -> None:
+        """Nothing starts on each key before its floor (a TAT only ever moves later).
+
+        A booking may start a key's burst tolerance before its TAT, so the TAT is set that
+        much past the floor: a floor is hard on a bucket too."""
+        wanted = {
+            key: when + self._burst(key) for key, when in floors.items() if math.isfinite(when)
+        }
+        if wanted:
+            self.booked_keys.update(wanted)
+            await self.limiter.raise_floor(wanted)
+
+    def _burst(self, key: str) -> float:
+        try:
+            return self.policy.params(LimitKey.parse(key)).burst
+        except ValueError:
+            return 0.0
+
+    async def charge(self, limit: Limit, cost: float) -> None:
+        """Spend ``cost`` more on ``limit`` after the fact; never credited."""
+        self.booked_keys.add(limit.key)
+        await self.limiter.charge(limit, cost)
+
+    async def carry(self, old_key: str, new_key: str) -> None:
+        """A site moving to another origin brings the old origin's clock along: a fresh key
+        must not let it start early."""
+        if old_key == new_key:
+            return
+        old = (await self.limiter.tats([old_key])).get(old_key)
+        if old is not None:
+            await self.raise_floors({new_key: old})
+
+    async def restore(self, floors: Mapping[str, float]) -> int:
+        await self.raise_floors(floors)
+        return len(floors)
+
+    async def floors(
+        self,
+        now: float,
+        *,
+        dearest: float,
+        image: float,
+        origin_interval: Callable[[str], float],
+        media_spacing: Callable[[str], float],
+        owned_sites: set[str],
+    ) -> dict[str, float]:
+        """Per key still ahead of ``now``, the time before which nothing may start on it.
+
+        ``origin_interval(name)``: the origin's seconds per cost unit as this run left it;
+        ``media_spacing(key)``: a media host's ``site:`` spacing (its Crawl-delay). Seed
+        sites' keys (``owned_sites``) are left to their lanes, which know their spacing.
+        """
+        ahead = await self.limiter.tats(sorted(self.booked_keys))
+        floors: dict[str, float] = {}
+        for key, tat in ahead.items():
+            if tat <= now:
+                continue
+            kind, _, name = key.partition(":")
+            if kind == KeyType.ORIGIN.value:
+                floors[key] = min(tat, now + dearest * origin_interval(name))
+            elif kind != KeyType.SITE.value or name not in owned_sites:
+                try:
+                    params = self.policy.params(LimitKey.parse(key))
+                except ValueError:
+                    continue
+                spacing = max(params.interval, media_spacing(key))
+                floors[key] = min(tat, now + image * spacing)
+        return floors

@@ -8,6 +8,8 @@ Rules:
   cap (traps).
 - A redirect is a link with a hop budget; a sitemap's entries are links at depth 1; a fast
   source's links take the freshlane once.
+- A sitemap speaks only for its own host (the sitemaps protocol), or for a site whose
+  robots.txt names it: one site cannot fill another's frontier through its sitemap.
 - Links that point at a blocked address literal are counted (SSRF bait), not fetched.
 - Images on media hosts (object stores, CDNs, image services) go to the media crawl
   (``media.py``) when it runs, not to the horizon: they are requisites of seed pages.
@@ -25,11 +27,11 @@ from courtier.frontier.surface import SurfacePolicy, admits, decide_depth_cap
 from courtier.frontier.traps import PatternCounter
 from courtier.net.policy import AddressPolicy
 from courtier.pipeline.parse import Link, ParsedPage, ParsedSitemap
-from courtier.pipeline.site import SiteRuntime
+from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.url import UrlError, host_of_site, is_ip_address, parse_url
 
-log = logging.getLogger("courtier.pipeline.crawler")
+log = logging.getLogger("courtier.pipeline.engine")
 
 MAX_REDIRECTS = 5
 MAX_SITEMAPS = 50
@@ -39,7 +41,7 @@ MAX_SITEMAPS = 50
 class Discovery:
     def __init__(
         self,
-        sites: dict[str, SiteRuntime],
+        sites: dict[str, SiteLane],
         scope: set[str],
         stats: CrawlStats,
         policy: AddressPolicy,
@@ -55,8 +57,9 @@ class Discovery:
         deduplicates what the cache has forgotten)."""
         self.traps = PatternCounter()
         """URLs admitted per URL pattern this run (a calendar's months share one pattern)."""
-        self.sitemaps: set[str] = set()
-        """Fetch URLs known to be sitemaps (from robots.txt, or listed by a sitemap index)."""
+        self.sitemaps: dict[str, frozenset[str]] = {}
+        """Fetch URLs known to be sitemaps (from robots.txt, or listed by a sitemap index),
+        with the sites whose robots.txt named them (for whom they may list URLs)."""
         self.new_urls: list[NewUrl] = []
         self.horizon: list[HorizonLink] = []
         self.edges: list[HostEdge] = []
@@ -72,7 +75,7 @@ class Discovery:
         self.new_urls, self.horizon, self.edges, self.evictions = [], [], [], []
         return drained
 
-    def queue_sitemaps(self, rt: SiteRuntime, sitemaps: list[str]) -> None:
+    def queue_sitemaps(self, rt: SiteLane, sitemaps: list[str]) -> None:
         """Sitemaps robots.txt lists on seed sites become ordinary (booked) work."""
         for raw in sitemaps[:MAX_SITEMAPS]:
             try:
@@ -81,10 +84,11 @@ class Discovery:
                 self.stats.bad_links += 1
                 continue
             if url.site in self.scope:
-                self.sitemaps.add(url.fetch_url)
+                named = self.sitemaps.get(url.fetch_url, frozenset())
+                self.sitemaps[url.fetch_url] = named | {rt.site}
                 self.add_link(rt, Link(url.canonical, url.fetch_url, url.site), 1, 0)
 
-    def redirect(self, rt: SiteRuntime, item: LeasedUrl, location: str) -> None:
+    def redirect(self, rt: SiteLane, item: LeasedUrl, location: str) -> None:
         if item.redirects >= MAX_REDIRECTS:
             self.stats.refused["redirect-limit"] += 1
             return
@@ -96,7 +100,7 @@ class Discovery:
         link = Link(target.canonical, target.fetch_url, target.site)
         self.add_link(rt, link, item.depth, item.redirects + 1)
 
-    def page(self, rt: SiteRuntime, item: LeasedUrl, page: ParsedPage) -> None:
+    def page(self, rt: SiteLane, item: LeasedUrl, page: ParsedPage) -> None:
         self.stats.links_found += len(page.links) + len(page.images)
         self.stats.bad_links += page.bad_links
         # Links a fast source reveals take the priority path (the freshlane, once).
@@ -110,20 +114,27 @@ class Discovery:
             if image.site in self.scope or media is None or not media(image.fetch_url, rt.site):
                 self.add_link(rt, image, item.depth + 1, 0, lane)
 
-    def sitemap(self, rt: SiteRuntime, sitemap: ParsedSitemap) -> None:
+    def sitemap(self, rt: SiteLane, url: str, sitemap: ParsedSitemap) -> None:
+        """``sitemap`` was fetched from ``url``, a URL of ``rt``'s site."""
         self.stats.bad_links += sitemap.bad_links
         if sitemap.error:
             log.info("sitemap of %s read in part: %s", rt.site, sitemap.error)
+        speaks_for = self.sitemaps.get(url, frozenset()) | {rt.site}
         for link in sitemap.links:
+            if link.site not in speaks_for:
+                self.stats.refused["sitemap-other-host"] += 1
+                continue
             if sitemap.index:
-                self.sitemaps.add(link.fetch_url)
+                self.sitemaps[link.fetch_url] = self.sitemaps.get(link.fetch_url, frozenset()) | (
+                    speaks_for
+                )
             self.stats.sitemap_links += 1
             # Listed by the site itself: as close to the root as a link from its home page.
             self.add_link(rt, link, 1, 0, UrlLane.DISCOVERY)
 
     def add_link(
         self,
-        rt: SiteRuntime,
+        rt: SiteLane,
         link: Link,
         depth: int,
         redirects: int,
@@ -159,7 +170,7 @@ class Discovery:
                 self.stats.refused["redirect-out-of-scope"] += 1
             self._judge_literal(link.site)
 
-    def _surface(self, rt: SiteRuntime) -> None:
+    def _surface(self, rt: SiteLane) -> None:
         """Surface mode: a site whose frontier outgrows a level keeps only its shallow URLs."""
         decision = decide_depth_cap(rt.discovered, rt.depth_cap, self.surface_policy)
         if decision.cap == rt.depth_cap:

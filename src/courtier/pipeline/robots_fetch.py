@@ -1,35 +1,111 @@
-"""Fetching one robots.txt: the redirect hops RFC 9309 asks a crawler to follow.
+"""robots.txt for every host the crawl fetches from: one cache, one fetch, one set of rules.
 
 Rules:
-- Up to ``max_redirects`` hops are followed (RFC 9309: at least five), each through ``get``,
-  which applies the SSRF guard to every host. A chain that does not end in time, or a
-  ``Location`` that is no URL, ends at that 3xx answer (read as "unavailable": allow all).
-- ``get`` returning None (the guard refused) ends the chain with None; the caller knows why.
+- One ``RobotsCache`` holds the rules of seed sites and media hosts alike; a host's rules
+  are fetched by one lane at a time, and the other lanes on that host wait for them.
+- The first request is booked by the lane that needs the rules. Up to ``max_redirects``
+  redirect hops are followed (RFC 9309: at least five), and every hop is booked on the
+  ``site:`` key of the host it goes to before it is sent, so robots.txt files that all
+  redirect to one innocent host cannot make it a target. A chain that does not end in time,
+  or a ``Location`` that is no URL, ends at that 3xx answer (RFC 9309: "unavailable").
+- The answer becomes rules by ``politeness.robots.rules_from_response``: 2xx parsed, 4xx
+  allow all, 429, 5xx and no answer disallow all until asked again (at the Retry-After when
+  the server gave one, clamped to ``max_retry_after``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from courtier.net.fetch import FetchResult
+from courtier.config import Config
+from courtier.pipeline.fetching import Answer
+from courtier.politeness.robots import RobotsRules, rules_from_response
 from courtier.url import UrlError, parse_url
 
-REDIRECTS = frozenset({301, 302, 303, 307, 308})
+Get = Callable[[str, str], Awaitable[Answer]]
+"""(fetch URL, its host) -> the answer."""
+BookHop = Callable[[str], Awaitable[bool]]
+"""Book a redirect hop on the ``site:`` key of this site and wait for its slot (False:
+the crawl is stopping, do not send it)."""
 
-Get = Callable[[str, str], Awaitable[FetchResult | None]]
-"""(fetch URL, its host) -> the answer, or None when the guard refused the host."""
+
+@dataclass(slots=True)
+class _Entry:
+    rules: RobotsRules | None = None
+    fetching: bool = False
+    waiters: list[Callable[[], None]] = field(default_factory=list)
 
 
-async def fetch_robots(get: Get, url: str, host: str, max_redirects: int) -> FetchResult | None:
+class RobotsCache:
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+
+    def rules(self, site: str, now: float) -> RobotsRules | None:
+        """The site's rules, or None when they must be (re)fetched first."""
+        entry = self._entries.get(site)
+        if entry is None or entry.rules is None or now >= entry.rules.expires_at:
+            return None
+        return entry.rules
+
+    def known(self, site: str) -> RobotsRules | None:
+        """The last rules fetched for ``site``, expired or not."""
+        entry = self._entries.get(site)
+        return None if entry is None else entry.rules
+
+    def claim(self, site: str, wake: Callable[[], None]) -> bool:
+        """True: the caller fetches the rules now. False: someone already does; ``wake`` is
+        called when the rules are in."""
+        entry = self._entries.setdefault(site, _Entry())
+        if entry.fetching:
+            entry.waiters.append(wake)
+            return False
+        entry.fetching = True
+        return True
+
+    def unclaim(self, site: str) -> list[Callable[[], None]]:
+        """The fetch ended without rules (stopping, DNS trouble): waiters try again."""
+        entry = self._entries.setdefault(site, _Entry())
+        entry.fetching = False
+        waiters, entry.waiters = entry.waiters, []
+        return waiters
+
+    def store(self, site: str, rules: RobotsRules) -> list[Callable[[], None]]:
+        entry = self._entries.setdefault(site, _Entry())
+        entry.rules = rules
+        return self.unclaim(site)
+
+
+async def fetch_robots(
+    get: Get, book_hop: BookHop, url: str, host: str, max_redirects: int
+) -> Answer:
     """The final answer for ``url`` (a robots.txt fetch URL) after its redirects."""
-    result: FetchResult | None = None
-    for _hop in range(max_redirects + 1):
-        result = await get(url, host)
-        if result is None or result.status not in REDIRECTS or not result.location:
-            return result
+    answer = await get(url, host)
+    for _hop in range(max_redirects):
+        location = answer.redirect
+        if location is None:
+            return answer
         try:
-            hop = parse_url(result.location, url)
+            hop = parse_url(location, url)
         except UrlError:
-            return result
+            return answer
+        if not await book_hop(hop.site):
+            return answer
         url, host = hop.fetch_url, hop.host
-    return result
+        answer = await get(url, host)
+    return answer
+
+
+def rules_of(answer: Answer, now: float, config: Config) -> RobotsRules:
+    robots = config.robots
+    result = answer.result
+    return rules_from_response(
+        None if result is None else result.status,
+        b"" if result is None else result.body,
+        now,
+        max_age=robots.max_age,
+        retry_unreachable=robots.retry_unreachable,
+        max_bytes=robots.max_bytes,
+        retry_after=answer.retry_after,
+        max_retry_after=config.politeness.max_retry_after,
+    )

@@ -1,29 +1,39 @@
-"""A site as the crawl engine tracks it, and the seed list that names the sites.
+"""A seed site as the engine tracks it (its lane), and the seed list that names the sites.
 
-``SiteRuntime`` is the engine's per-site state: its queue of leased URLs, its robots.txt
-rules, backoff and latency state, its booking, and the counters the frontier policies read.
-Only the engine mutates it, on the event loop.
+``SiteLane`` is the per-site state: its queue of leased URLs, backoff and latency, its
+spacing, its origin and the counters the frontier policies read. The scheduler's own
+bookkeeping of the lane is ``sched``; everything else is written only by the page lanes
+(``pages.py``) and the feedback writer, on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
+import enum
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from courtier.frontier.base import LeasedUrl
-from courtier.frontier.split import SplitState
+from courtier.frontier.split import EmitRate, SplitState
+from courtier.pipeline.scheduler import LaneState
 from courtier.politeness.backoff import BackoffState
-from courtier.politeness.gcra import Slot
 from courtier.politeness.latency import LatencyState
-from courtier.politeness.robots import RobotsRules
 from courtier.url import Url, UrlError, parse_url
 
-ROBOTS_WORK = "robots.txt"
-"""Booked work meaning: fetch the site's robots.txt."""
-UNRESOLVED = "?"
-"""A site whose origin is not known yet."""
+
+@dataclass(frozen=True, slots=True)
+class RobotsWork:
+    """Work meaning: fetch the robots.txt of ``site`` (a seed site or a media host)."""
+
+    site: str
+    scheme: str
+
+
+class OriginStatus(enum.Enum):
+    UNRESOLVED = "unresolved"  # not looked up yet: the site cannot book
+    LOOKING_UP = "looking-up"
+    RESOLVED = "resolved"  # ``origin`` is the id (None: the site books on its own key only)
 
 
 def target_of(fetch_url: str) -> str:
@@ -32,46 +42,51 @@ def target_of(fetch_url: str) -> str:
     return fetch_url[slash:] if slash >= 0 else "/"
 
 
-@dataclass(slots=True)
-class SiteRuntime:
-    site: str
+@dataclass(slots=True, eq=False)
+class SiteLane:
+    name: str
+    """The site (canonical host[:port]): the lane's name and its ``site:`` key."""
     host: str
     scheme: str = "http"
+    sched: LaneState[Any] = field(default_factory=LaneState)
     queue: deque[LeasedUrl] = field(default_factory=deque)
     backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
+    latency: LatencyState = field(default_factory=LatencyState)
     next_start: float = 0.0
-    in_flight: int = 0
-    robots: RobotsRules | None = None
-    crawl_delay: float = 0.0
+    """Earliest start the site's own spacing allows (start-to-start, from real sends)."""
     last_sent: float = 0.0
+    crawl_delay: float = 0.0
+    margin: float = 0.0
+    origin_status: OriginStatus = OriginStatus.UNRESOLVED
+    origin: str | None = None
     refusal: str | None = None
     """Why the guard last refused this site's host, if it did."""
-    timer: asyncio.TimerHandle | None = None
-    booked: LeasedUrl | str | None = None
-    """The work the next booking is for (a URL, or ``ROBOTS_WORK``)."""
-    slot: Slot | None = None
-    origin: str | None = UNRESOLVED
-    """Origin id the site books on (``UNRESOLVED`` until its first DNS answer)."""
-    origin_lookup: bool = False
-    ready: bool = False
-    """Waiting in the engine's queue for capacity to book."""
     refill_requested: bool = False
     store_empty: bool = False
     attempts: Counter[int] = field(default_factory=Counter)
-
-    margin: float = 0.0
-    latency: LatencyState = field(default_factory=LatencyState)
     discovered: int = 0
     """URLs ever discovered on the site (surface mode; eviction does not lower it)."""
     backlog: int = 0
     """Discovered URLs not fetched yet (drives the discovery/refresh split)."""
     depth_cap: int | None = None
     split: SplitState = field(default_factory=SplitState)
+    emit: EmitRate = field(default_factory=EmitRate)
+    """Requests the site really gets per second (the split's drain time reads it)."""
+    suspended_reason: str | None = None
+    """Set when the site asks for more than the crawl grants (e.g. a huge Crawl-delay)."""
+
+    @property
+    def site(self) -> str:
+        return self.name
 
     @property
     def interval(self) -> float:
         base = max(self.backoff.interval, self.crawl_delay)
         return base / self.latency.factor + self.margin
+
+    @property
+    def booked_origin(self) -> str | None:
+        return self.origin if self.origin_status is OriginStatus.RESOLVED else None
 
 
 def read_seeds(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:

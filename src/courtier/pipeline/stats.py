@@ -29,6 +29,9 @@ class CrawlStats:
     latency_slowdowns: Counter[str] = field(default_factory=Counter)
     """Rate cuts by latency feedback, per key type (site, origin)."""
     origin_pauses: int = 0
+    origin_backoffs: Counter[str] = field(default_factory=Counter)
+    """Origin-wide holds by cause: origin-paused (429/503 from several sites),
+    origin-backoff (a run of errors), origin-stopped (a long run: stopped for a while)."""
     cost_corrections: int = 0
     """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
@@ -116,6 +119,7 @@ class CrawlStats:
             "lead_refusals": self.lead_refusals,
             "latency_slowdowns": dict(self.latency_slowdowns),
             "origin_pauses": self.origin_pauses,
+            "origin_backoffs": dict(self.origin_backoffs),
             "cost_corrections": self.cost_corrections,
             "origins": self.origins,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),

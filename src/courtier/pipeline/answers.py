@@ -1,0 +1,97 @@
+"""What an answer means for the work that asked it: one decision for pages and media.
+
+Rules, in order:
+- The guard refused the host for good (a blocked address, no such name): the URL is
+  refused, never retried.
+- No answer (timeout, reset, DNS trouble), 429 or 5xx: asked again later, at most
+  ``MAX_ATTEMPTS`` times in a run and never while the lane is suspended; then failed.
+- A redirect (``fetching.REDIRECTS`` with a Location) is new work: the target goes through
+  scope, robots.txt, booking and the guard again, with a hop budget.
+- 2xx HTML is parsed for links (and fingerprinted); a 2xx body of a URL known to be a
+  sitemap is read as one; any other 2xx body is fingerprinted by its bytes.
+- Everything else is done: the status is recorded and the URL falls due again later.
+
+``document`` builds the ``documents.jsonl`` record of an answer (pages and media).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from typing import Any
+
+from courtier.net.fetch import FetchResult
+from courtier.pipeline.fetching import MAX_ATTEMPTS, Answer
+from courtier.pipeline.parse import ParsedPage
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+class Verdict(enum.Enum):
+    REFUSED = "refused"
+    RETRY = "retry"
+    FAILED = "failed"
+    REDIRECT = "redirect"
+    PARSE_PAGE = "parse-page"
+    PARSE_SITEMAP = "parse-sitemap"
+    DONE = "done"
+
+
+def decide(answer: Answer, *, attempts: int, suspended: bool, sitemap: bool) -> Verdict:
+    """``attempts``: how often this URL was asked before, in this run."""
+    result = answer.result
+    if result is None and not answer.transient:
+        return Verdict.REFUSED
+    if answer.retryable:
+        if attempts + 1 < MAX_ATTEMPTS and not suspended:
+            return Verdict.RETRY
+        return Verdict.FAILED
+    assert result is not None
+    if answer.redirect is not None:
+        return Verdict.REDIRECT
+    if answer.ok and sitemap:
+        return Verdict.PARSE_SITEMAP
+    if answer.ok and result.content_type.lower().startswith(_HTML_TYPES):
+        return Verdict.PARSE_PAGE
+    return Verdict.DONE
+
+
+def body_fingerprint(result: FetchResult) -> str | None:
+    """Unparsed bodies (images, feeds, text): the raw bytes' MD5."""
+    if result.status is None or not 200 <= result.status < 300 or not result.body:
+        return None
+    return hashlib.md5(result.body, usedforsecurity=False).hexdigest()
+
+
+def document(
+    result: FetchResult,
+    *,
+    url: str,
+    site: str,
+    page: ParsedPage | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "url": url,
+        "site": site,
+        **extra,
+        "status": result.status,
+        "fetched_at": round(result.started_at, 3),
+        "elapsed_ms": round(result.elapsed * 1000, 1),
+        "content_type": result.content_type,
+        "bytes": len(result.body),
+    }
+    if result.truncated:
+        record["truncated"] = True
+    if result.error:
+        record["error"] = result.error
+    if result.location:
+        record["location"] = result.location
+    if page is not None:
+        record["title"] = page.title
+        record["links"] = [link.fetch_url for link in page.links]
+        record["images"] = [image.fetch_url for image in page.images]
+        cut = getattr(page, "truncated", None)
+        if cut:
+            record["parse_truncated"] = cut
+    return record

@@ -1,0 +1,399 @@
+"""The crawl engine: starts, wires and stops the stages; the rules live in the stages.
+
+The flow of one URL: seed (``seeding``) -> frontier store (``frontier_io``: leases in,
+outcomes out, one store thread) -> a lane (``pages``: a seed site; ``media``: a media key)
+-> the scheduler (``scheduler``: arm, book on ``KeyClocks``, launch in the slot or rebook)
+-> the guarded fetch (``fetching``) -> the answer (``answers``: retry, redirect, parse;
+``feedback`` + ``apply``: backoff, origin push-back, latency, late charges) -> discovery
+(``discovery``: new URLs inside the seed, horizon outside, media requisites) -> the store
+and the document sink. Origins are tracked live (``origins_live``); a ranking cycle can
+promote horizon hosts into the seed while the crawl runs.
+
+Stopping (deadline, SIGINT, SIGTERM): no new starts, in-flight requests get a short grace,
+pending writes are flushed and the key clocks' floors are saved through the store, so a
+quick restart starts no key early. Leased-but-unfinished URLs go back to the queue on the
+next start, so a second run resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from courtier.config import Config
+from courtier.frontier.base import FrontierStore
+from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.frontier.surface import decide_depth_cap
+from courtier.graph.cycle import ranking_cycle
+from courtier.graph.pagerank import GraphError
+from courtier.net.fetch import Fetcher
+from courtier.net.guard import Guard
+from courtier.origins.infer import OriginInference
+from courtier.pipeline.apply import FeedbackWriter
+from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.fetching import FetcherLike, GuardedFetch
+from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.hops import HopBooker
+from courtier.pipeline.limiters import open_limiter
+from courtier.pipeline.media import MediaLane, MediaLanes
+from courtier.pipeline.origins_live import LiveOrigins
+from courtier.pipeline.pages import SiteLanes
+from courtier.pipeline.parse_runner import ParseRunner
+from courtier.pipeline.robots_fetch import RobotsCache
+from courtier.pipeline.scheduler import Scheduler
+from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed_store
+from courtier.pipeline.services import LaneServices
+from courtier.pipeline.site import SiteLane
+from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.timer import LoopTimer, Timer
+from courtier.politeness.backoff import after_response
+from courtier.politeness.keys import RequestClass
+from courtier.politeness.limiter.base import Limiter
+from courtier.sinks.documents import DocumentSink
+from courtier.url import Url
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store_path: Path,
+        out_dir: Path,
+        guard: Guard,
+        address_allowed: Callable[[str], bool],
+        seeds: list[Url],
+        duration: float | None = None,
+        origins: OriginInference | None = None,
+        store: FrontierStore | None = None,
+        limiter: Limiter | None = None,
+        fetcher: FetcherLike | None = None,
+        timer: Timer | None = None,
+    ) -> None:
+        self.config = config
+        self.store_path = store_path
+        self.out_dir = out_dir
+        self.guard = guard
+        self.address_allowed = address_allowed
+        self.seeds = seeds
+        self.duration = duration
+        self.inference = origins
+        self._store, self._limiter, self._fetcher, self._timer = store, limiter, fetcher, timer
+        self.stats = CrawlStats()
+        self.sites: dict[str, SiteLane] = {}
+        self.scope: set[str] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self._surface = config.frontier.surface_policy(config.crawl.max_depth)
+        self.discovery = Discovery(self.sites, self.scope, self.stats, guard.policy, self._surface)
+        self.media: MediaLanes | None = None
+
+    def stop(self) -> None:
+        """Stop starting requests; ``run`` returns after a short grace for in-flight ones."""
+        if self._stopping:
+            return
+        log.info("stopping: no new requests start")
+        self._stopping = True
+        self._stopped.set()
+        self.pages.stop(list(self.sites.values()))
+        if self.media is not None:
+            self.media.stopping = True
+            self.media_scheduler.stop(list(self.media.lanes.values()))
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def run(self) -> CrawlStats:
+        loop = asyncio.get_running_loop()
+        self.timer = self._timer or LoopTimer(loop)
+        store = self._store or SqliteFrontier(self.store_path)
+        self.frontier = FrontierIO(store, queue_per_site=self.config.crawl.queue_per_site)
+        limiter = self._limiter or open_limiter(self.config, self.store_path, self.timer.now)
+        self.clocks = KeyClocks(limiter, self.config.limits.policy())
+        self.parser = ParseRunner(self.config.crawl)
+        self.sink = DocumentSink(self.out_dir)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # Not the main thread (e.g. under a test runner's thread): no signal handling.
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stop)
+        started = time.monotonic()
+        try:
+            await self._start_up()
+            async with contextlib.AsyncExitStack() as stack:
+                fetcher = self._fetcher
+                if fetcher is None:
+                    settings = self.config.fetch
+                    fetcher = await stack.enter_async_context(
+                        Fetcher(settings, self.address_allowed)
+                    )
+                self._wire(fetcher)
+                await self._crawl()
+            await self._finish()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            self.sink.close()
+            await self.frontier.close()
+            await limiter.close()
+            await self.parser.close()
+        self.stats.elapsed = time.monotonic() - started
+        return self.stats
+
+    async def _start_up(self) -> None:
+        released, scope = await self.frontier.call(seed_store, self.frontier.store, self.seeds)
+        if released:
+            log.info("resuming: %d URLs leased by the last run are queued again", released)
+        self.scope.update(scope)
+        sizes = await self.frontier.call(self.frontier.store.site_sizes)
+        now = self.timer.now()
+        self.sites.update(seed_lanes(scope, self.seeds, sizes, self.config, self._surface, now))
+        self.stats.seed_sites = len(self.scope)
+        floors = await self.frontier.call(self.frontier.store.load_clock_floors, time.time())
+        self.stats.restored_clocks = await self.clocks.restore(floors)
+        for key, when in floors.items():
+            lane = self.sites.get(key.removeprefix("site:")) if key.startswith("site:") else None
+            if lane is not None:
+                lane.next_start = max(lane.next_start, when)
+        fresh = freshlane_urls(self.config, self.scope)
+        if fresh:
+            interval = self.config.frontier.freshlane_interval
+            await self.frontier.call(
+                self.frontier.store.set_freshlane, fresh, interval, time.time()
+            )
+
+    def _wire(self, fetcher: FetcherLike) -> None:
+        config, stats, timer = self.config, self.stats, self.timer
+        fetch = GuardedFetch(self.guard, fetcher, stats, time.time)
+        self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), stats)
+        self.origins = LiveOrigins(
+            self.inference,
+            guard=self.guard,
+            clocks=self.clocks,
+            frontier=self.frontier,
+            stats=stats,
+            sites=lambda: list(self.sites.values()),
+            arm=lambda lane: self.pages.arm(lane),
+            back_off=self._transient_backoff,
+            recheck_every=config.crawl.origin_recheck,
+            tasks=self.tasks,
+        )
+        hops = HopBooker(
+            config,
+            self.clocks,
+            timer,
+            stats,
+            interval_of=self._interval_of,
+            stopping=lambda: self._stopping,
+        )
+        robots = RobotsCache()
+        services = LaneServices(
+            config, timer, fetch, robots, self.feedback, stats, self.sink.write, hops
+        )
+        self.site_lanes = SiteLanes(
+            services,
+            frontier=self.frontier,
+            discovery=self.discovery,
+            parse=self.parser.run,
+            arm=lambda lane: self.pages.arm(lane),
+            lookup_origin=self.origins.look_up,
+            observe_home=self.origins.observe_home,
+            look_again_later=self._look_again_later,
+        )
+        self.pages: Scheduler[SiteLane, Any] = self._scheduler(
+            self.site_lanes, config.crawl.max_in_flight
+        )
+        if config.media.fetch:
+            self.media = MediaLanes(
+                services,
+                origin_of=self._origin_of,
+                arm=lambda lane: self.media_scheduler.arm(lane),
+            )
+            self.media_scheduler: Scheduler[MediaLane, Any] = self._scheduler(
+                self.media, config.media.max_in_flight
+            )
+            self.discovery.media = self.media.offer
+
+    def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
+        return Scheduler(
+            kind,
+            clocks=self.clocks,
+            timer=self.timer,
+            stats=self.stats,
+            max_in_flight=max_in_flight,
+            tasks=self.tasks,
+        )
+
+    async def _crawl(self) -> None:
+        loops: list[Coroutine[Any, Any, None]] = [
+            self.origins.run(),
+            self._flush_loop(),
+            self._due_loop(),
+            self._rank_loop(),
+            self._refill_loop(),
+            self._lag_monitor(),
+            self.pages.booker(),
+        ]
+        if self.media is not None:
+            loops.append(self.media_scheduler.booker())
+        background = [asyncio.create_task(coro) for coro in loops]
+        for lane in list(self.sites.values()):
+            self.site_lanes.request_refill(lane)
+        try:
+            await self._wait_for_end()
+            await self._drain()
+            await self._save_floors()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+
+    async def _finish(self) -> None:
+        await self._flush()
+        self.stats.evicted = self.frontier.evicted
+        self.stats.store_counts = await self.frontier.call(self.frontier.store.counts)
+        self.stats.top_horizon = await self.frontier.call(self.frontier.store.horizon_sites, 10)
+
+    async def _save_floors(self) -> None:
+        now = self.timer.now()
+        costs = self.config.costs.model().costs
+        media = self.media
+        floors = await self.clocks.floors(
+            now,
+            dearest=max(costs.values()),
+            image=costs[RequestClass.IMAGE],
+            origin_interval=self.feedback.origin_interval,
+            media_spacing=media.spacing if media is not None else (lambda _key: 0.0),
+            owned_sites=set(self.sites),
+        )
+        for lane in self.sites.values():
+            floors[f"site:{lane.site}"] = max(lane.next_start, lane.backoff.paused_until)
+        await self.frontier.call(self.frontier.store.save_clock_floors, floors, now)
+
+    async def _wait_for_end(self) -> None:
+        if self.duration is None:
+            await self._stopped.wait()
+            return
+        # Leave room for in-flight requests and the final flush inside the duration.
+        grace = min(5.0, max(0.5, self.duration * 0.1))
+        try:
+            await asyncio.wait_for(self._stopped.wait(), max(0.0, self.duration - grace))
+        except TimeoutError:
+            self.stop()
+
+    async def _drain(self) -> None:
+        if not self.tasks:
+            return
+        grace = 2.0 if self.duration is None else min(2.0, max(0.2, self.duration * 0.05))
+        _done, pending = await asyncio.wait(set(self.tasks), timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- helpers the stages call --------------------------------------------------------
+
+    def _interval_of(self, site: str) -> float | None:
+        lane = self.sites.get(site)
+        return None if lane is None else lane.interval
+
+    def _origin_of(self, site: str) -> str | None:
+        lane = self.sites.get(site)
+        return None if lane is None else lane.booked_origin
+
+    def _transient_backoff(self, lane: SiteLane) -> None:
+        lane.backoff = after_response(
+            lane.backoff, None, None, self.timer.now(), self.feedback.site_params.backoff
+        )
+
+    def _look_again_later(self, lane: SiteLane, delay: float) -> None:
+        self.timer.call_at(self.timer.now() + delay, self._look_again, lane)
+
+    def _look_again(self, lane: SiteLane) -> None:
+        if not self._stopping and not lane.queue:
+            lane.store_empty = False
+            self.site_lanes.request_refill(lane)
+
+    # -- background loops ---------------------------------------------------------------
+
+    async def _refill_loop(self) -> None:
+        while True:
+            leased = await self.frontier.next_refill()
+            for site, items in leased.items():
+                lane = self.sites[site]
+                lane.refill_requested = False
+                lane.store_empty = len(items) < self.config.crawl.queue_per_site
+                lane.queue.extend(items)
+                self.pages.arm(lane)
+
+    async def _due_loop(self) -> None:
+        """Look again for sites whose store had nothing due: refresh work falls due with time,
+        and ``courtier recrawl`` (fastlane) can add work from another process."""
+        while True:
+            await asyncio.sleep(self.config.crawl.due_recheck)
+            for lane in self.sites.values():
+                if lane.store_empty:
+                    self._look_again(lane)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.crawl.flush_interval)
+            await self._flush()
+
+    async def _flush(self) -> None:
+        written, fed = await self.frontier.flush(self.discovery.drain)
+        self.sink.flush()
+        self.stats.new_urls += written
+        for site in fed:
+            lane = self.sites.get(site)
+            if lane is not None and lane.store_empty:
+                lane.store_empty = False
+                if not lane.queue:
+                    self.site_lanes.request_refill(lane)
+
+    async def _rank_loop(self) -> None:
+        """The controlled crawl's cycle: rank the host graph, promote the best horizon hosts,
+        and crawl them from now on (scope, origin, robots.txt and all)."""
+        k = self.config.frontier.promote
+        if k <= 0:
+            return
+        while True:
+            await asyncio.sleep(self.config.frontier.rank_every)
+            await self._flush()  # rank what has been seen, not what is still in memory
+            try:
+                cycle, _seen, _n = await self.frontier.call(
+                    ranking_cycle, self.frontier.store, k, time.time()
+                )
+            except GraphError as exc:
+                log.warning("ranking cycle skipped: %s", exc)
+                continue
+            for decision in cycle.promoted:
+                self._admit_site(decision.host)
+                self.stats.promoted.append((decision.host, decision.score))
+
+    def _admit_site(self, site: str) -> None:
+        """A site joins the seed while the crawl runs (its root URL is in the store)."""
+        if site in self.sites:
+            return
+        self.scope.add(site)
+        lane = new_lane(site, self.config, start=self.timer.now())
+        lane.depth_cap = decide_depth_cap(0, None, self._surface).cap
+        self.sites[site] = lane
+        self.site_lanes.request_refill(lane)
+
+    async def _lag_monitor(self) -> None:
+        """Sample how late the event loop wakes: the root cause of missed slots."""
+        loop = asyncio.get_running_loop()
+        period = 0.05
+        while True:
+            before = loop.time()
+            await asyncio.sleep(period)
+            self.stats.record_lag(loop.time() - before - period)

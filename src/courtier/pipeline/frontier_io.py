@@ -1,0 +1,112 @@
+"""The engine's side of the frontier store: one store thread, leases in, outcomes out.
+
+Rules (one status stream, one writer):
+- Every store call runs on one thread (``call``), so the event loop never waits on the
+  store and the store sees one caller. The store is any ``FrontierStore``.
+- Outcomes and what discovery found are buffered and written every ``flush_interval`` in
+  one transaction (``flush``); sites that received new work are told (``fed``).
+- Lease refills are batched too: a site whose queue ran dry asks (``want``), and one
+  ``lease_due`` call serves every site that asked since the last one, in serving order
+  (fastlane, freshlane, refresh, discovery), with some discovery leased beside a batch full
+  of due work so the split has both lanes to choose from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from courtier.frontier.base import (
+    FrontierStore,
+    HorizonLink,
+    HostEdge,
+    LeasedUrl,
+    NewUrl,
+    Outcome,
+    UrlLane,
+    UrlStatus,
+)
+
+T = TypeVar("T")
+
+Drain = Callable[[], tuple[list[NewUrl], list[HorizonLink], list[HostEdge], list[tuple[str, int]]]]
+
+
+class FrontierIO:
+    def __init__(self, store: FrontierStore, *, queue_per_site: int) -> None:
+        self.store = store
+        self.queue_per_site = queue_per_site
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="courtier-store")
+        self._outcomes: list[Outcome] = []
+        self._wanted: set[str] = set()
+        self._want_event = asyncio.Event()
+        self.evicted = 0
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, fn, *args)
+
+    def outcome(
+        self,
+        url_id: int,
+        status: UrlStatus,
+        http_status: int | None,
+        fingerprint: str | None = None,
+    ) -> None:
+        self._outcomes.append(Outcome(url_id, status, http_status, time.time(), fingerprint))
+
+    # -- refills ------------------------------------------------------------------------
+
+    def want(self, site: str) -> None:
+        self._wanted.add(site)
+        self._want_event.set()
+
+    async def next_refill(self) -> dict[str, list[LeasedUrl]]:
+        """Wait for sites that asked for work; lease for all of them at once. Every site
+        that asked is in the answer (an empty list: nothing due)."""
+        await self._want_event.wait()
+        self._want_event.clear()
+        sites, self._wanted = self._wanted, set()
+        leased = await self.call(self._lease_many, sorted(sites), self.queue_per_site)
+        return {site: leased.get(site, []) for site in sites}
+
+    def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
+        now = time.time()
+        leased = self.store.lease_due(limit, sites, now)
+        for site, items in leased.items():
+            if len(items) >= limit and all(i.lane is not UrlLane.DISCOVERY for i in items):
+                items.extend(self.store.lease(site, max(1, limit // 2), now))
+        return leased
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def flush(self, drain: Drain) -> tuple[int, list[str]]:
+        """Write what was gathered; (new URLs written, sites that received new work)."""
+        new_urls, horizon, edges, evictions = drain()
+        outcomes, self._outcomes = self._outcomes, []
+        if not (new_urls or outcomes or horizon or evictions):
+            return 0, []
+        fed = await self.call(self._write, new_urls, outcomes, horizon, evictions, edges)
+        return len(new_urls), fed
+
+    def _write(
+        self,
+        new_urls: list[NewUrl],
+        outcomes: list[Outcome],
+        horizon: list[HorizonLink],
+        evictions: list[tuple[str, int]],
+        edges: list[HostEdge],
+    ) -> list[str]:
+        fed = self.store.write_batch(new_urls, outcomes, horizon, time.time(), host_edges=edges)
+        for site, cap in evictions:
+            self.evicted += self.store.evict_deeper(site, cap)
+        return fed
+
+    async def close(self) -> None:
+        try:
+            await self.call(self.store.close)
+        finally:
+            self._thread.shutdown(wait=True)

@@ -1,0 +1,166 @@
+"""Origins during a crawl: which origin each seed site books on, kept fresh as evidence comes.
+
+Rules:
+- A site books nothing before its origin is known. With origin inference (DNS evidence),
+  the seed sites are inferred together before their first booking; a site the inference
+  does not place (its DNS failed), or a crawl without inference, books on the origin its
+  address set implies (``guess_origin``). A host the guard refuses books on its site key
+  alone (its fetch is refused anyway). DNS trouble is never "no origin": the site backs
+  off and asks again.
+- Inference is re-run when DNS answers expire, or soon after new evidence: a seed site's
+  home page headers (where DNS is indeterminate) and, over https, its verified certificate
+  (corroboration), observed from the crawl's own fetch, never from an extra probe.
+- A site whose origin id changes books on the new one, and the new origin's clock is raised
+  to the old one's: a fresh key never lets it start early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from courtier.frontier.base import FrontierStore
+from courtier.origins.header_evidence import probe_response
+from courtier.origins.infer import InferenceResult, OriginInference
+from courtier.origins.tls_evidence import tls_facts
+from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.fetching import TRANSIENT_REFUSALS, Answer, Resolver
+from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.site import OriginStatus, SiteLane
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.keys import guess_origin
+
+log = logging.getLogger("courtier.pipeline.engine")
+
+EVIDENCE_SETTLE = 5.0
+"""Seconds to gather more header evidence before re-clustering origins on it."""
+
+
+class LiveOrigins:
+    def __init__(
+        self,
+        inference: OriginInference | None,
+        *,
+        guard: Resolver,
+        clocks: KeyClocks,
+        frontier: FrontierIO,
+        stats: CrawlStats,
+        sites: Callable[[], Iterable[SiteLane]],
+        arm: Callable[[SiteLane], None],
+        back_off: Callable[[SiteLane], None],
+        recheck_every: float,
+        tasks: set[asyncio.Task[None]],
+    ) -> None:
+        self.inference = inference
+        self.guard = guard
+        self.clocks = clocks
+        self.frontier = frontier
+        self.stats = stats
+        self.sites = sites
+        self.arm = arm
+        self.back_off = back_off
+        self.recheck_every = recheck_every
+        self.tasks = tasks
+        self.ready = asyncio.Event()
+        self._new_evidence = asyncio.Event()
+        self._observed: set[str] = set()
+        self._lookups = asyncio.Semaphore(64)
+        """Lookups at once: a start-up burst must not flood the resolver."""
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def look_up(self, lane: SiteLane) -> None:
+        """Find the origin of ``lane`` before its first booking (arms it when done)."""
+        if lane.origin_status is OriginStatus.LOOKING_UP:
+            return
+        lane.origin_status = OriginStatus.LOOKING_UP
+        self._spawn(self._look_up(lane))
+
+    async def _look_up(self, lane: SiteLane) -> None:
+        if self.inference is not None:
+            await self.ready.wait()
+            inferred = self.inference.origin_of(lane.host)
+            if inferred is not None:
+                self._resolved(lane, inferred)
+                return
+        async with self._lookups:
+            resolution = await self.guard.resolve(lane.host)
+        if not resolution.allowed and resolution.reason in TRANSIENT_REFUSALS:
+            lane.origin_status = OriginStatus.UNRESOLVED
+            self.back_off(lane)
+            self.arm(lane)
+            return
+        self._resolved(
+            lane, guess_origin(None, resolution.addresses) if resolution.allowed else None
+        )
+
+    def _resolved(self, lane: SiteLane, origin: str | None) -> None:
+        lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
+        self.arm(lane)
+
+    async def added(self, lane: SiteLane) -> None:
+        """A site promoted into the seed while the crawl runs."""
+        if self.inference is not None:
+            await self.inference.add([lane.host])
+        self.arm(lane)
+
+    def observe_home(self, lane: SiteLane, answer: Answer) -> None:
+        """The home page's headers (and certificate) as origin evidence, once per host."""
+        result = answer.result
+        if self.inference is None or lane.host in self._observed or result is None:
+            return
+        if result.status is None:
+            return
+        self._observed.add(lane.host)
+        # Only a not-found page's body counts in a fingerprint: the home page's headers are
+        # what matters, so its body (maybe megabytes) is not hashed on the event loop.
+        home = probe_response(result.status, list(result.headers), b"", lane.host)
+        if self.inference.observe(lane.host, home, None):
+            self.stats.header_evidence += 1
+            self._new_evidence.set()
+        if result.peercert is not None and self.inference.observe_tls(
+            lane.host, tls_facts(result.peercert, result.peercert_der)
+        ):
+            self.stats.tls_evidence += 1
+            self._new_evidence.set()
+
+    async def run(self) -> None:
+        """Infer the seed sites' origins, then keep them fresh (a background task)."""
+        if self.inference is None:
+            self.ready.set()
+            return
+        hosts = sorted({lane.host for lane in self.sites()})
+        try:
+            result = await self.inference.add(hosts)
+        finally:
+            self.ready.set()
+        while True:
+            await self._apply(result)
+            # Re-check when DNS answers expire, or soon after new header evidence arrived
+            # (a short wait gathers the home pages of many sites into one re-clustering).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_evidence.wait(), self.recheck_every)
+                await asyncio.sleep(EVIDENCE_SETTLE)
+            self._new_evidence.clear()
+            result = await self.inference.recheck()
+
+    async def _apply(self, result: InferenceResult) -> None:
+        self.stats.origins = len({a.origin for a in result.assignments.values()})
+        await self.frontier.call(_save, self.frontier.store, result)
+        for change in result.changes:
+            if change.old is not None:
+                await self.clocks.carry(f"origin:{change.old}", f"origin:{change.new}")
+            for lane in self.sites():
+                if lane.host == change.site and lane.origin_status is OriginStatus.RESOLVED:
+                    lane.origin = change.new
+
+
+def _save(store: FrontierStore, result: InferenceResult) -> None:
+    store.save_origins(list(result.assignments.values()), time.time(), result.recheck_at)

@@ -1,0 +1,303 @@
+"""Site lanes: how a seed site chooses its next request, what it is booked on, how it runs.
+
+Rules:
+- A site books nothing before its origin is known (``origins_live``), and fetches nothing
+  before its robots.txt is in: robots.txt is its first request, booked like any other.
+  An unreachable robots.txt (429, 5xx, no answer) stops the site until it is asked again.
+- Next URL: fastlane, then freshlane, then refresh or discovery as the live split decides
+  (fed the site's measured request rate); URLs robots.txt refuses cost no request.
+- Keys: the site (start-to-start, its own interval: Crawl-delay, backoff and latency on top
+  of ``[limits.site]``, one request per booking whatever it costs) and its origin (cost
+  weighted, slowed by the origin's latency feedback).
+- Spacing is anchored on the moment a request's headers go out, so a late start never lets
+  the next one come early. A site asking for a Crawl-delay longer than
+  ``robots.max_crawl_delay`` is suspended for the run with that reason, not frozen.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
+from courtier.frontier.split import Lane as SplitLane
+from courtier.frontier.split import decide as split_decide
+from courtier.frontier.split import target_discovery_share
+from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
+from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.feedback import Answered
+from courtier.pipeline.fetching import Answer
+from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
+from courtier.pipeline.robots_fetch import fetch_robots, rules_of
+from courtier.pipeline.scheduler import Wait
+from courtier.pipeline.services import LaneServices
+from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
+from courtier.politeness.gcra import KeyParams, Limit, Slot
+from courtier.politeness.keys import CostModel
+from courtier.politeness.robots import RobotsStatus, crawl_delay_verdict
+
+log = logging.getLogger("courtier.pipeline.engine")
+
+PageWork = LeasedUrl | RobotsWork
+Parse = Callable[..., Awaitable[Any]]
+
+
+class SiteLanes:
+    """The ``LaneKind`` of seed sites."""
+
+    def __init__(
+        self,
+        services: LaneServices,
+        *,
+        frontier: FrontierIO,
+        discovery: Discovery,
+        parse: Parse,
+        arm: Callable[[SiteLane], None],
+        lookup_origin: Callable[[SiteLane], None],
+        observe_home: Callable[[SiteLane, Answer], None],
+        look_again_later: Callable[[SiteLane, float], None],
+    ) -> None:
+        config = services.config
+        self.config = config
+        self.max_lead = config.politeness.max_lead
+        self.timer = services.timer
+        self.fetch = services.fetch
+        self.robots = services.robots
+        self.feedback = services.feedback
+        self.stats = services.stats
+        self.write_document = services.write_document
+        self.book_hop = services.book_hop
+        self.frontier = frontier
+        self.discovery = discovery
+        self.parse = parse
+        self.arm = arm
+        self.lookup_origin = lookup_origin
+        self.observe_home = observe_home
+        self.look_again_later = look_again_later
+        self.costs: CostModel = config.costs.model()
+        self.split = config.frontier.split_policy()
+        self.token = config.fetch.user_agent_token
+
+    # -- choosing -----------------------------------------------------------------------
+
+    def max_in_flight(self, lane: SiteLane) -> int:
+        return self.config.politeness.max_in_flight_per_site
+
+    def choose(self, lane: SiteLane, now: float) -> PageWork | Wait | None:
+        if lane.suspended_reason is not None:
+            return None
+        if lane.origin_status is not OriginStatus.RESOLVED:
+            if lane.backoff.paused_until > now:
+                return Wait(lane.backoff.paused_until)
+            self.lookup_origin(lane)
+            return Wait()
+        rules = self.robots.rules(lane.site, now)
+        if rules is None:
+            if self.robots.claim(lane.site, lambda: self.arm(lane)):
+                return RobotsWork(lane.site, lane.scheme)
+            return Wait()
+        if rules.status is RobotsStatus.DISALLOW_ALL:
+            return Wait(rules.expires_at)  # unreachable: nothing until asked again
+        while lane.queue:
+            item = self._pick(lane, now)
+            if rules.allows(item.fetch_url, self.token):
+                return item
+            self.stats.refused["robots"] += 1
+            self.frontier.outcome(item.id, UrlStatus.REFUSED, None)
+        if not lane.store_empty:
+            self.request_refill(lane)
+        return None
+
+    def request_refill(self, lane: SiteLane) -> None:
+        if not lane.refill_requested:
+            lane.refill_requested = True
+            self.frontier.want(lane.site)
+
+    def _pick(self, lane: SiteLane, now: float) -> LeasedUrl:
+        first: dict[UrlLane, int] = {}
+        for index, queued in enumerate(lane.queue):
+            first.setdefault(queued.lane, index)
+        for kind in (UrlLane.FASTLANE, UrlLane.FRESHLANE):
+            if kind in first:
+                return _take(lane, first[kind])
+        # The split is fed what the site really gets: on a busy shared origin that may be
+        # far below what its own interval allows.
+        rate = lane.emit.rate(now) or 1.0 / lane.interval
+        target = target_discovery_share(lane.backlog, rate, self.split)
+        chosen, lane.split = split_decide(
+            lane.split,
+            target,
+            discovery_ready=UrlLane.DISCOVERY in first,
+            refresh_ready=UrlLane.REFRESH in first,
+        )
+        if chosen is SplitLane.REFRESH:
+            return _take(lane, first[UrlLane.REFRESH])
+        if UrlLane.DISCOVERY in first:
+            lane.backlog = max(0, lane.backlog - 1)
+            return _take(lane, first[UrlLane.DISCOVERY])
+        return lane.queue.popleft()
+
+    def not_before(self, lane: SiteLane, work: PageWork, now: float) -> float:
+        return max(lane.next_start, lane.backoff.paused_until)
+
+    def booking(self, lane: SiteLane, work: PageWork) -> tuple[tuple[Limit, ...], float]:
+        target = "/robots.txt" if isinstance(work, RobotsWork) else target_of(work.fetch_url)
+        cost = self.costs.cost_of_target(target)
+        site = self.config.limits.site
+        limits: tuple[Limit, ...] = (
+            Limit(
+                f"site:{lane.site}",
+                KeyParams(lane.interval, site.burst, site.slot_width, weighted=False),
+            ),
+        )
+        origin = lane.booked_origin
+        if origin is not None:
+            limits += (self.feedback.origin_limit(origin),)
+        return limits, cost
+
+    def started(self, lane: SiteLane, work: PageWork, now: float) -> None:
+        # Reserve the spacing now; the real send (after DNS) moves it later if needed.
+        lane.next_start = max(lane.next_start, now + lane.interval)
+        lane.emit = lane.emit.record(1, now)
+
+    def run(self, lane: SiteLane, work: PageWork, slot: Slot) -> Any:
+        if isinstance(work, RobotsWork):
+            return self._robots(lane, work)
+        return self._page(lane, work, slot.cost)
+
+    # -- running ------------------------------------------------------------------------
+
+    async def _get(self, lane: SiteLane, url: str, host: str, *, robots: bool) -> Answer:
+        answer = await self.fetch(url, host, robots=robots, on_send=lambda: self._sending(lane))
+        lane.refusal = answer.refusal
+        result = answer.result
+        if result is not None and result.sent_at is not None and host == lane.host:
+            # The server sees the request when its headers arrive: space from that moment.
+            lane.last_sent = result.sent_at
+            lane.next_start = max(lane.next_start, result.sent_at + lane.interval)
+        return answer
+
+    def _sending(self, lane: SiteLane) -> None:
+        lane.next_start = max(lane.next_start, self.timer.now() + lane.interval)
+
+    async def _feedback(self, lane: SiteLane, answer: Answer, extra_cost: float = 0.0) -> None:
+        if answer.result is None and not answer.transient:
+            return  # refused for good by the guard: the server never heard of us
+        result = answer.result
+        effects = await self.feedback.apply(
+            lane,
+            Answered(
+                lane=lane.site,
+                status=answer.status,
+                retry_after=answer.retry_after,
+                latency=None if result is None else result.latency,
+                now=self.timer.now(),
+                origin=lane.booked_origin,
+                extra_cost=extra_cost,
+            ),
+        )
+        if "slowdown-lane" in effects.events:
+            # The slower spacing applies to the very next request, counted from this one.
+            lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
+
+    async def _robots(self, lane: SiteLane, work: RobotsWork) -> None:
+        url = f"{work.scheme}://{work.site}/robots.txt"
+
+        async def get(fetch_url: str, host: str) -> Answer:
+            return await self._get(lane, fetch_url, host, robots=True)
+
+        answer = await fetch_robots(
+            get, self.book_hop, url, lane.host, self.config.robots.max_redirects
+        )
+        await self._feedback(lane, answer)
+        if answer.transient:
+            # DNS trouble says nothing about robots.txt: ask again after the backoff.
+            for wake in self.robots.unclaim(lane.site):
+                wake()
+            return
+        rules = rules_of(answer, self.timer.now(), self.config)
+        if self.config.frontier.sitemaps:
+            self.discovery.queue_sitemaps(lane, rules.sitemaps())
+        delay, reason = crawl_delay_verdict(
+            rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
+        )
+        if reason is not None:
+            lane.suspended_reason = reason
+            self.stats.refused[reason] += 1
+            log.warning("%s suspended for this run: %s", lane.site, reason)
+        lane.crawl_delay = delay or 0.0
+        # The robots.txt request itself counts: the first page waits a full Crawl-delay.
+        lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
+        self.stats.robots[rules.status.value] += 1
+        for wake in self.robots.store(lane.site, rules):
+            wake()
+
+    async def _page(self, lane: SiteLane, item: LeasedUrl, cost: float) -> None:
+        answer = await self._get(lane, item.fetch_url, lane.host, robots=False)
+        result = answer.result
+        extra = 0.0
+        if result is not None and result.content_type:
+            actual = self.costs.cost_of_target(target_of(item.fetch_url), result.content_type)
+            extra = max(0.0, actual - cost)
+        await self._feedback(lane, answer, extra)
+        verdict = decide(
+            answer,
+            attempts=lane.attempts[item.id],
+            suspended=lane.backoff.suspended,
+            sitemap=item.fetch_url in self.discovery.sitemaps,
+        )
+        if verdict is Verdict.REFUSED:
+            self.frontier.outcome(item.id, UrlStatus.REFUSED, None)
+            return
+        if verdict is Verdict.RETRY:
+            lane.attempts[item.id] += 1
+            lane.queue.appendleft(item)
+            return
+        lane.attempts.pop(item.id, None)
+        assert result is not None
+        if verdict is Verdict.FAILED:
+            self.frontier.outcome(item.id, UrlStatus.FAILED, result.status)
+            self.write_document(
+                document(result, url=item.fetch_url, site=item.site, depth=item.depth)
+            )
+            return
+        page = await self._read(lane, item, verdict, answer)
+        fingerprint = page.fingerprint if page is not None else body_fingerprint(result)
+        self.frontier.outcome(item.id, UrlStatus.DONE, result.status, fingerprint)
+        self.write_document(
+            document(result, url=item.fetch_url, site=item.site, page=page, depth=item.depth)
+        )
+        if item.lane is UrlLane.FRESHLANE:
+            # A fast source falls due again in freshlane_interval: look for it then (after
+            # its outcome is written), not at the next idle-site sweep.
+            crawl = self.config.crawl
+            self.look_again_later(
+                lane, self.config.frontier.freshlane_interval + 2 * crawl.flush_interval
+            )
+
+    async def _read(
+        self, lane: SiteLane, item: LeasedUrl, verdict: Verdict, answer: Answer
+    ) -> ParsedPage | None:
+        result = answer.result
+        assert result is not None
+        if verdict is Verdict.REDIRECT:
+            assert answer.redirect is not None
+            self.discovery.redirect(lane, item, answer.redirect)
+        elif verdict is Verdict.PARSE_SITEMAP:
+            sitemap = await self.parse(parse_sitemap_links, result.body, result.url)
+            self.discovery.sitemap(lane, item.fetch_url, sitemap)
+        elif verdict is Verdict.PARSE_PAGE:
+            page: ParsedPage = await self.parse(parse_page, result.body, result.url)
+            self.discovery.page(lane, item, page)
+            if target_of(item.fetch_url) == "/":
+                self.observe_home(lane, answer)
+            return page
+        return None
+
+
+def _take(lane: SiteLane, index: int) -> LeasedUrl:
+    item = lane.queue[index]
+    del lane.queue[index]
+    return item

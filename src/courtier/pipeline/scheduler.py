@@ -1,0 +1,257 @@
+"""One scheduler for every lane: arm -> book -> launch -> finish, the rebook and the gate.
+
+Theory of operation:
+- A *lane* is a queue of work that shares its most specific limit key: a seed site (one
+  request in flight, its leased URLs, robots.txt first) or a media key (a bucket, a CDN
+  customer's misses, an image-service customer; a few in flight). A ``LaneKind`` says how
+  lanes of one kind choose their next work, when they themselves allow it to start, which
+  keys it is booked on and how it runs. Everything else is here, once.
+- ``arm``: a lane with room in flight and work asks its kind for the work (kept until it
+  starts: a refusal or a missed slot never loses it), waits for its own time (spacing,
+  backoff, an unreachable robots.txt) on a timer, then for capacity, then is booked.
+- Capacity gates *booking*, and counts requests in flight (a fetch counts until its answer
+  is handled): a slot once booked is always honoured, because a forfeited slot still spends
+  its keys (an origin's budget among them). In flight may therefore exceed the cap by the
+  slots booked when it was reached.
+- Booking runs on one task (``_booker``) that awaits ``KeyClocks.book``, so any ``Limiter``
+  backend fits; a booking refused for maximum lead consumed nothing and is asked again at
+  its ``not_before``; work for a saturated key waits unbooked.
+- ``_launch`` fires at the slot's start. A wake-up after the slot's deadline forfeits the
+  slot (it stays consumed, so late starts never bunch) and books again: the rebook rate.
+  This holds for every kind of work: pages, robots.txt, sitemaps and media.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections import deque
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.timer import Handle, Timer
+from courtier.politeness.gcra import Limit, Refusal, Slot
+
+log = logging.getLogger(__name__)
+
+
+class Phase(enum.Enum):
+    IDLE = "idle"
+    WAITING = "waiting"  # a timer for the lane's own time, or a refused booking's not_before
+    READY = "ready"  # waiting for capacity
+    BOOKING = "booking"  # queued for the booker
+    BOOKED = "booked"  # a slot, and a timer for its start
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The lane has work but cannot say what yet: wake it at ``until`` (None: someone else
+    will arm it, e.g. when its robots.txt or origin lookup is done)."""
+
+    until: float | None = None
+
+
+W = TypeVar("W")
+
+
+@dataclass(slots=True)
+class LaneState(Generic[W]):
+    """The scheduler's bookkeeping of one lane (only the scheduler writes it)."""
+
+    phase: Phase = Phase.IDLE
+    work: W | None = None
+    slot: Slot | None = None
+    timer: Handle | None = None
+    in_flight: int = 0
+
+
+class Lane(Protocol):
+    name: str
+    sched: LaneState[Any]
+
+
+L = TypeVar("L", bound=Lane)
+Lc = TypeVar("Lc", bound=Lane, contravariant=True)
+
+
+class LaneKind(Protocol[Lc, W]):
+    max_lead: float
+
+    def max_in_flight(self, lane: Lc) -> int: ...
+
+    def choose(self, lane: Lc, now: float) -> W | Wait | None:
+        """The lane's next work; None when it has none (it is armed again when some comes)."""
+        ...
+
+    def not_before(self, lane: Lc, work: W, now: float) -> float:
+        """When the lane itself allows ``work`` to start (its spacing, pause, robots)."""
+        ...
+
+    def booking(self, lane: Lc, work: W) -> tuple[tuple[Limit, ...], float]:
+        """The keys ``work`` is booked on right now, and its cost."""
+        ...
+
+    def started(self, lane: Lc, work: W, now: float) -> None:
+        """``work`` starts now (reserve the lane's spacing)."""
+        ...
+
+    def run(self, lane: Lc, work: W, slot: Slot) -> Coroutine[Any, Any, None]:
+        """Fetch and handle the answer."""
+        ...
+
+
+class Scheduler(Generic[L, W]):
+    def __init__(
+        self,
+        kind: LaneKind[L, W],
+        *,
+        clocks: KeyClocks,
+        timer: Timer,
+        stats: CrawlStats,
+        max_in_flight: int,
+        tasks: set[asyncio.Task[None]],
+    ) -> None:
+        self.kind = kind
+        self.clocks = clocks
+        self.timer = timer
+        self.stats = stats
+        self.max_in_flight = max_in_flight
+        self.tasks = tasks
+        self.in_flight = 0
+        self.stopping = False
+        self._ready: deque[L] = deque()
+        self._to_book: deque[L] = deque()
+        self._booker_wake = asyncio.Event()
+
+    # -- arming -------------------------------------------------------------------------
+
+    def arm(self, lane: L) -> None:
+        """Move the lane towards its next start, if it has work and room for it."""
+        state = lane.sched
+        if self.stopping or state.phase is not Phase.IDLE:
+            return
+        if state.in_flight >= self.kind.max_in_flight(lane):
+            return
+        now = self.timer.now()
+        if state.work is None:
+            choice = self.kind.choose(lane, now)
+            if choice is None:
+                return
+            if isinstance(choice, Wait):
+                if choice.until is not None:
+                    self._wait(lane, choice.until)
+                return
+            state.work = choice
+        earliest = self.kind.not_before(lane, state.work, now)
+        if earliest > now:
+            # Booked only when the lane itself may start: a long site pause never holds a
+            # slot on a key other lanes share.
+            self._wait(lane, earliest)
+            return
+        if not self.has_capacity():
+            state.phase = Phase.READY
+            self._ready.append(lane)
+            return
+        state.phase = Phase.BOOKING
+        self._to_book.append(lane)
+        self._booker_wake.set()
+
+    def has_capacity(self) -> bool:
+        return self.in_flight < self.max_in_flight
+
+    def _wait(self, lane: L, until: float) -> None:
+        lane.sched.phase = Phase.WAITING
+        lane.sched.timer = self.timer.call_at(until, self._wake, lane)
+
+    def _wake(self, lane: L) -> None:
+        lane.sched.timer = None
+        lane.sched.phase = Phase.IDLE
+        self.arm(lane)
+
+    def _release(self) -> None:
+        """Capacity freed: ready lanes book, oldest first."""
+        while self._ready and self.has_capacity() and not self.stopping:
+            lane = self._ready.popleft()
+            lane.sched.phase = Phase.IDLE
+            self.arm(lane)
+
+    # -- booking ------------------------------------------------------------------------
+
+    async def booker(self) -> None:
+        """Book queued lanes one after another (run as one task for the whole crawl)."""
+        while not self.stopping:
+            await self._booker_wake.wait()
+            self._booker_wake.clear()
+            while self._to_book and not self.stopping:
+                lane = self._to_book.popleft()
+                try:
+                    await self._book(lane)
+                except Exception:
+                    log.exception("booking for %s failed; it is tried again", lane.name)
+                    self.stats.internal_errors += 1
+                    self._wait(lane, self.timer.now() + 1.0)
+
+    async def _book(self, lane: L) -> None:
+        state = lane.sched
+        assert state.work is not None
+        limits, cost = self.kind.booking(lane, state.work)
+        booking = await self.clocks.book(limits, cost, max_lead=self.kind.max_lead)
+        if self.stopping:
+            return
+        if isinstance(booking, Refusal):
+            # A saturated key: nothing consumed; the work waits until booking can succeed.
+            self.stats.lead_refusals += 1
+            self._wait(lane, booking.not_before)
+            return
+        self.stats.slots += 1
+        state.slot = booking
+        state.phase = Phase.BOOKED
+        state.timer = self.timer.call_at(booking.start, self._launch, lane)
+
+    # -- launching ----------------------------------------------------------------------
+
+    def _launch(self, lane: L) -> None:
+        state = lane.sched
+        state.timer = None
+        if self.stopping:
+            return
+        slot, work = state.slot, state.work
+        assert slot is not None and work is not None
+        now = self.timer.now()
+        state.slot = None
+        state.phase = Phase.IDLE
+        if slot.is_missed(now):
+            self.stats.missed_slots += 1
+            self.arm(lane)  # the forfeited slot stays consumed: no bunching
+            return
+        state.work = None
+        state.in_flight += 1
+        self.in_flight += 1
+        self.kind.started(lane, work, now)
+        task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, slot))
+        self.tasks.add(task)
+        task.add_done_callback(lambda t: self._finished(lane, t))
+        self.arm(lane)
+
+    def _finished(self, lane: L, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        lane.sched.in_flight -= 1
+        self.in_flight -= 1
+        if not task.cancelled() and task.exception() is not None:
+            log.error("work on %s failed", lane.name, exc_info=task.exception())
+            self.stats.internal_errors += 1
+        self.arm(lane)
+        self._release()
+
+    def stop(self, lanes: list[L]) -> None:
+        """No new starts: every timer is cancelled, the booker ends."""
+        self.stopping = True
+        self._booker_wake.set()
+        for lane in lanes:
+            if lane.sched.timer is not None:
+                lane.sched.timer.cancel()
+                lane.sched.timer = None

@@ -1,0 +1,133 @@
+"""The engine's clock and timers, injectable so scheduling is tested on fake time.
+
+Rules:
+- One time base for the whole engine: ``Timer.now()`` (wall-clock seconds in a real crawl).
+  Limiter backends book on the same clock, the store records the same times and a saved
+  clock floor needs no conversion, so one number means the same moment in every process and
+  on every machine that shares a limiter.
+- ``call_at(when, callback, *args)`` runs ``callback`` on the event loop at ``when`` (at
+  once when ``when`` has passed) and returns a handle whose ``cancel()`` stops it.
+- ``FakeTimer`` is the test double: time stands still until a test advances it; due
+  callbacks then run in time order, with the event loop given turns in between so tasks they
+  start (bookings, fetches on scripted fetchers) run too. No test waits on real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Handle(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timer(Protocol):
+    def now(self) -> float:
+        """Seconds on the engine's clock."""
+        ...
+
+    def call_at(self, when: float, callback: Callable[..., None], *args: Any) -> Handle:
+        """Run ``callback(*args)`` at ``when`` on the engine's clock."""
+        ...
+
+
+class LoopTimer:
+    """Wall-clock time; timers on the running asyncio loop (its monotonic clock waits)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Callable[[], float] = time.time):
+        self.loop = loop
+        self.clock = clock
+
+    def now(self) -> float:
+        return self.clock()
+
+    def call_at(self, when: float, callback: Callable[..., None], *args: Any) -> Handle:
+        return self.loop.call_later(max(0.0, when - self.clock()), callback, *args)
+
+
+@dataclass(order=True)
+class _Entry:
+    when: float
+    seq: int
+    callback: Callable[..., None] = field(compare=False)
+    args: tuple[Any, ...] = field(compare=False)
+    cancelled: bool = field(default=False, compare=False)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeTimer:
+    """Time that moves only when a test says so."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self._now = start
+        self._heap: list[_Entry] = []
+        self._seq = itertools.count()
+        self._late = 0.0
+
+    def now(self) -> float:
+        return self._now
+
+    def call_at(self, when: float, callback: Callable[..., None], *args: Any) -> Handle:
+        entry = _Entry(when, next(self._seq), callback, args)
+        heapq.heappush(self._heap, entry)
+        return entry
+
+    def late(self, seconds: float) -> None:
+        """The next callback runs ``seconds`` after its time (a stalled event loop)."""
+        self._late = seconds
+
+    def pending(self) -> int:
+        return sum(1 for entry in self._heap if not entry.cancelled)
+
+    async def settle(self) -> None:
+        """Give the event loop turns until tasks started so far have run as far as they can."""
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    async def advance(self, seconds: float, *, step: float | None = None) -> None:
+        """Move time forward by ``seconds``, running every callback that falls due on the way
+        (each at its own time). ``step`` also stops time at regular points, so tasks that
+        await real I/O-free work get turns at a realistic pace."""
+        end = self._now + seconds
+        await self.settle()
+        while True:
+            while self._heap and self._heap[0].cancelled:
+                heapq.heappop(self._heap)
+            next_stop = end if step is None else min(end, self._now + step)
+            if self._heap and self._heap[0].when <= next_stop:
+                entry = heapq.heappop(self._heap)
+                self._now = max(self._now, entry.when + self._late)
+                end = max(end, self._now)
+                self._late = 0.0
+                entry.callback(*entry.args)
+                await self.settle()
+                continue
+            self._now = next_stop
+            await self.settle()
+            if self._now >= end:
+                return
+
+
+async def sleep_until(timer: Timer, when: float) -> None:
+    """Wait on ``timer`` until ``when`` (at once when it has passed)."""
+    if when <= timer.now():
+        return
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    handle = timer.call_at(when, wake)
+    try:
+        await future
+    finally:
+        handle.cancel()

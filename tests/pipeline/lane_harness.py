@@ -1,0 +1,184 @@
+"""Site and media lanes wired as the engine wires them, on fake time with a scripted web.
+
+No sockets and no real waiting: ``FakeTimer`` moves time when a test says so, the fetcher
+answers from a script (optionally after a delay on the fake clock), the limiter books on the
+fake clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from courtier.config import Config
+from courtier.frontier.base import LeasedUrl
+from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.net.fetch import FetchResult
+from courtier.net.guard import Resolution
+from courtier.net.policy import AddressPolicy
+from courtier.pipeline.apply import FeedbackWriter
+from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.fetching import GuardedFetch
+from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.media import MediaLane, MediaLanes
+from courtier.pipeline.pages import SiteLanes
+from courtier.pipeline.robots_fetch import RobotsCache
+from courtier.pipeline.scheduler import Scheduler
+from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.services import LaneServices
+from courtier.pipeline.site import OriginStatus, SiteLane
+from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.timer import FakeTimer, sleep_until
+from courtier.politeness.limiter import MemoryLimiter
+
+Script = Callable[[str], tuple[int, list[tuple[str, str]], bytes]]
+"""url -> (status, headers, body)."""
+
+
+def allow_all(url: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    if url.endswith("/robots.txt"):
+        return 404, [], b""
+    if "/img/" in url:
+        return 200, [("Content-Type", "image/jpeg")], b"\xff\xd8image"
+    return 200, [("Content-Type", "text/html")], b"<html><title>t</title></html>"
+
+
+class ScriptedFetcher:
+    def __init__(self, timer: FakeTimer, script: Script = allow_all) -> None:
+        self.timer = timer
+        self.script = script
+        self.delays: dict[str, float] = {}
+        """URL -> seconds (fake) its answer takes."""
+        self.started: list[tuple[float, str]] = []
+
+    async def fetch(self, url: str, host: str, addresses: tuple[str, ...]) -> FetchResult:
+        sent = self.timer.now()
+        self.started.append((sent, url))
+        delay = self.delays.get(url, 0.0)
+        if delay:
+            await sleep_until(self.timer, sent + delay)
+        status, headers, body = self.script(url)
+        lower = {k.lower(): v for k, v in headers}
+        return FetchResult(
+            url=url,
+            status=status,
+            content_type=lower.get("content-type", "text/plain"),
+            body=body,
+            location=lower.get("location"),
+            retry_after=lower.get("retry-after"),
+            started_at=sent,
+            sent_at=sent,
+            latency=delay or 0.001,
+            headers=tuple(headers),
+        )
+
+
+class OpenGuard:
+    policy = AddressPolicy(allow=["127.0.0.0/8"])
+
+    async def resolve(self, host: str) -> Resolution:
+        return Resolution(host, ("127.0.0.1",), True, "ok", "")
+
+
+class Lanes:
+    """Both lane kinds and their schedulers; ``start()`` runs the bookers."""
+
+    def __init__(self, config: Config, tmp_path: Path, script: Script = allow_all) -> None:
+        self.config = config
+        self.timer = FakeTimer()
+        self.stats = CrawlStats()
+        self.limiter = MemoryLimiter(clock=self.timer.now)
+        self.clocks = KeyClocks(self.limiter, config.limits.policy())
+        self.fetcher = ScriptedFetcher(self.timer, script)
+        self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now)
+        self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), self.stats)
+        self.robots = RobotsCache()
+        self.frontier = FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16)
+        self.sites: dict[str, SiteLane] = {}
+        self.documents: list[dict[str, Any]] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+        surface = config.frontier.surface_policy(config.crawl.max_depth)
+        self.discovery = Discovery(self.sites, set(), self.stats, OpenGuard.policy, surface)
+        services = LaneServices(
+            config,
+            self.timer,
+            self.fetch,
+            self.robots,
+            self.feedback,
+            self.stats,
+            self.documents.append,
+            self._book_hop,
+        )
+        self.site_lanes = SiteLanes(
+            services,
+            frontier=self.frontier,
+            discovery=self.discovery,
+            parse=self._parse,
+            arm=lambda lane: self.pages.arm(lane),
+            lookup_origin=lambda lane: None,
+            observe_home=lambda lane, answer: None,
+            look_again_later=lambda lane, delay: None,
+        )
+        self.pages: Scheduler[SiteLane, Any] = self._scheduler(
+            self.site_lanes, config.crawl.max_in_flight
+        )
+        self.origins: dict[str, str] = {}
+        self.media = MediaLanes(
+            services, origin_of=self.origins.get, arm=lambda lane: self.media_scheduler.arm(lane)
+        )
+        self.media_scheduler: Scheduler[MediaLane, Any] = self._scheduler(
+            self.media, config.media.max_in_flight
+        )
+        self._bookers: list[asyncio.Task[None]] = []
+
+    def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
+        return Scheduler(
+            kind,
+            clocks=self.clocks,
+            timer=self.timer,
+            stats=self.stats,
+            max_in_flight=max_in_flight,
+            tasks=self.tasks,
+        )
+
+    @staticmethod
+    async def _parse(fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(*args)
+
+    async def _book_hop(self, site: str) -> bool:
+        return True
+
+    def start(self) -> None:
+        self._bookers = [
+            asyncio.create_task(self.pages.booker()),
+            asyncio.create_task(self.media_scheduler.booker()),
+        ]
+
+    async def close(self) -> None:
+        self.pages.stop(list(self.sites.values()))
+        self.media_scheduler.stop(list(self.media.lanes.values()))
+        for task in [*self._bookers, *self.tasks]:
+            task.cancel()
+        await asyncio.gather(*self._bookers, *self.tasks, return_exceptions=True)
+        await self.frontier.close()
+
+    def site(self, name: str, paths: list[str], origin: str | None = None) -> SiteLane:
+        """A seed site with ``paths`` leased, its origin known."""
+        lane = new_lane(name, self.config, start=self.timer.now())
+        lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
+        lane.store_empty = True
+        for n, path in enumerate(paths):
+            lane.queue.append(LeasedUrl(n + 1, f"http://{name}{path}", name, 1, 0))
+        self.sites[name] = lane
+        self.discovery.scope.add(name)
+        return lane
+
+    def starts(self, host: str, *, robots: bool = False) -> list[float]:
+        return [
+            t
+            for t, url in self.fetcher.started
+            if url.split("/")[2] == host and (robots or not url.endswith("/robots.txt"))
+        ]

@@ -1,0 +1,181 @@
+"""The scheduler on fake time: spacing, one in flight, forfeited slots, the capacity gate,
+and feedback for pages and media alike. No sockets, no real sleeps."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from lane_harness import Lanes, allow_all
+
+from courtier.config import load
+from courtier.pipeline.scheduler import Phase
+
+FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]
+
+
+@pytest.fixture
+async def lanes(tmp_path: Path):
+    made: list[Lanes] = []
+
+    def make(*overrides: str, script=allow_all) -> Lanes:
+        harness = Lanes(load(None, [*FAST, *overrides]), tmp_path, script)
+        harness.start()
+        made.append(harness)
+        return harness
+
+    yield make
+    for harness in made:
+        await harness.close()
+
+
+async def test_requests_on_a_site_start_one_interval_apart(lanes) -> None:
+    h = lanes("limits.site.rate=2")
+    site = h.site("a.test", [f"/p{n}" for n in range(5)])
+    h.pages.arm(site)
+    await h.timer.advance(10.0)
+    starts = h.starts("a.test", robots=True)
+    assert len(starts) == 6  # robots.txt, then five pages
+    assert all(b - a >= 0.5 for a, b in itertools.pairwise(starts))
+    assert h.stats.missed_slots == 0
+
+
+async def test_a_slow_site_never_has_two_requests_in_flight(lanes) -> None:
+    h = lanes("limits.site.rate=10")
+    site = h.site("slow.test", ["/a", "/b", "/c"])
+    for path in ("/a", "/b"):
+        h.fetcher.delays[f"http://slow.test{path}"] = 2.0
+    h.pages.arm(site)
+    await h.timer.advance(1.0)
+    assert site.sched.in_flight == 1
+    await h.timer.advance(10.0)
+    a, b, c = h.starts("slow.test")
+    assert b >= a + 2.0 and c >= b + 2.0  # each waited for the answer before it
+
+
+async def test_a_late_wake_up_forfeits_the_slot_and_books_again(lanes) -> None:
+    h = lanes("limits.site.rate=1", "limits.site.slot_width=0.05")
+    site = h.site("a.test", ["/p"])
+    h.limiter.raise_floor_now({"site:a.test": h.timer.now() + 1.0})  # the key is busy
+    h.pages.arm(site)
+    await h.timer.advance(0.0)
+    assert site.sched.phase is Phase.BOOKED  # robots.txt booked a second ahead
+    h.timer.late(0.5)  # the loop wakes half a second late for the next callback
+    await h.timer.advance(1.1)
+    assert h.stats.missed_slots == 1
+    assert h.starts("a.test", robots=True) == []  # nothing started in a missed slot
+    await h.timer.advance(5.0)
+    starts = h.starts("a.test", robots=True)
+    assert len(starts) == 2 and starts[1] - starts[0] >= 1.0
+
+
+async def test_a_late_media_robots_txt_slot_is_forfeited_too(lanes) -> None:
+    h = lanes("media.max_in_flight_per_key=1")
+    h.limiter.raise_floor_now({"site:media-a.s3.simstore.test": h.timer.now() + 1.0})
+    h.media.offer("http://media-a.s3.simstore.test/img/1.jpg", "a.test")
+    await h.timer.advance(0.0)
+    (lane,) = h.media.lanes.values()
+    assert lane.sched.phase is Phase.BOOKED
+    slot_start = h.timer.now() + 1.0
+    h.timer.late(1.0)
+    await h.timer.advance(5.0)
+    assert h.stats.missed_slots == 1
+    assert [u.rsplit("/", 1)[1] for _t, u in h.fetcher.started] == ["robots.txt", "1.jpg"]
+    assert h.fetcher.started[0][0] >= slot_start + 1.0  # started in a new slot, not the missed
+
+
+async def test_the_capacity_gate_holds_booking_but_never_forfeits_a_booked_slot(lanes) -> None:
+    h = lanes("crawl.max_in_flight=1", "limits.site.rate=100")
+    a = h.site("a.test", ["/p"])
+    b = h.site("b.test", ["/p"])
+    for site in ("a.test", "b.test", "c.test"):
+        h.fetcher.delays[f"http://{site}/robots.txt"] = 3.0
+    h.pages.arm(a)
+    h.pages.arm(b)  # booked before a's request took the only place
+    await h.timer.advance(0.5)
+    assert {a.sched.in_flight, b.sched.in_flight} == {1}  # both booked slots were honoured
+    assert h.stats.missed_slots == 0
+    c = h.site("c.test", ["/p"])
+    h.pages.arm(c)
+    await h.timer.advance(0.5)
+    assert c.sched.phase is Phase.READY  # over the cap: waits unbooked
+    slots = h.stats.slots
+    await h.timer.advance(3.0)
+    assert h.stats.slots > slots and c.sched.phase is not Phase.READY
+    assert h.stats.missed_slots == 0
+
+
+async def test_sites_of_one_origin_share_its_budget(lanes) -> None:
+    h = lanes("limits.origin.rate=2", "limits.site.rate=100")
+    sites = [h.site(f"s{n}.test", ["/item/1"], origin="o1") for n in range(4)]
+    for site in sites:
+        h.pages.arm(site)
+    await h.timer.advance(20.0)
+    starts = sorted(t for t, _u in h.fetcher.started)
+    assert len(starts) == 8
+    # 4 robots.txt (1 unit) and 4 detail pages (2 units) at 2 units/s: the last starts
+    # when the first 10 units are spent, 5 s after the first.
+    assert starts[-1] - starts[0] >= 5.0 - 1e-9
+
+
+async def test_a_media_429_pauses_its_lane_and_pushes_back_on_the_origin(lanes) -> None:
+    answers = iter([(429, [("Retry-After", "5"), ("X-Cache", "MISS")], b"")])
+
+    def script(url: str):
+        if url.endswith("robots.txt"):
+            return 404, [], b""
+        return next(answers, (200, [("X-Cache", "MISS")], b"x"))
+
+    h = lanes("politeness.origin_pause_sites=1", script=script)
+    h.origins["shop.test"] = "platform-a"
+    h.media.offer("http://cdn.simcdn.test/shop.test/img/1.jpg", "shop.test")
+    await h.timer.advance(0.5)
+    first = h.timer.now()
+    tats = await h.limiter.tats(["origin:platform-a"])
+    assert tats["origin:platform-a"] >= first + 4.5  # the origin is paused for its pages too
+    assert h.stats.origin_pauses == 1
+    await h.timer.advance(10.0)
+    times = [t for t, u in h.fetcher.started if u.endswith(".jpg")]
+    assert len(times) == 2 and times[1] - times[0] >= 5.0  # Retry-After is a hard floor
+
+
+async def test_a_run_of_5xx_across_an_origins_sites_backs_the_origin_off(lanes) -> None:
+    def script(url: str):
+        return (404, [], b"") if url.endswith("robots.txt") else (500, [], b"")
+
+    h = lanes("limits.site.rate=100", "politeness.origin_error_run=4", script=script)
+    sites = [h.site(f"s{n}.test", ["/a", "/b", "/c"], origin="o1") for n in range(2)]
+    for site in sites:
+        h.pages.arm(site)
+    await h.timer.advance(30.0)
+    assert h.stats.origin_backoffs["origin-backoff"] >= 1
+
+
+async def test_a_huge_crawl_delay_suspends_the_site_instead_of_freezing_it(lanes) -> None:
+    def script(url: str):
+        if url.endswith("robots.txt"):
+            return 200, [], b"User-agent: *\nCrawl-delay: 1e308\n"
+        return allow_all(url)
+
+    h = lanes(script=script)
+    site = h.site("a.test", ["/p"])
+    h.pages.arm(site)
+    await h.timer.advance(5.0)
+    assert site.suspended_reason == "crawl-delay-too-long"
+    assert h.starts("a.test") == []
+    assert h.stats.refused["crawl-delay-too-long"] == 1
+
+
+async def test_a_superscript_retry_after_backs_off_without_raising(lanes) -> None:
+    def script(url: str):
+        if url.endswith("robots.txt"):
+            return 404, [], b""
+        return 429, [("Retry-After", "²")], b""
+
+    h = lanes("limits.site.rate=10", script=script)
+    site = h.site("a.test", ["/p"])
+    h.pages.arm(site)
+    await h.timer.advance(30.0)
+    assert h.stats.internal_errors == 0
+    assert len(h.starts("a.test")) == 1  # unreadable Retry-After: the default pause (60 s)
