@@ -30,8 +30,6 @@ from courtier.config import Config
 from courtier.frontier.base import FrontierStore
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.frontier.surface import decide_depth_cap
-from courtier.graph.cycle import ranking_cycle
-from courtier.graph.pagerank import GraphError
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.origins.infer import OriginInference
@@ -46,6 +44,7 @@ from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.origins_live import LiveOrigins
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.parse_runner import ParseRunner
+from courtier.pipeline.promotion import rank_loop
 from courtier.pipeline.robots_fetch import RobotsCache
 from courtier.pipeline.scheduler import Scheduler
 from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed_store
@@ -237,7 +236,9 @@ class Engine:
             self.origins.run(),
             self._flush_loop(),
             self._due_loop(),
-            self._rank_loop(),
+            rank_loop(
+                self.config, self.frontier, self.stats, flush=self._flush, admit=self._admit_site
+            ),
             self._refill_loop(),
             self._lag_monitor(),
             self.pages.booker(),
@@ -358,26 +359,6 @@ class Engine:
                 lane.store_empty = False
                 if not lane.queue:
                     self.site_lanes.request_refill(lane)
-
-    async def _rank_loop(self) -> None:
-        """The controlled crawl's cycle: rank the host graph, promote the best horizon hosts,
-        and crawl them from now on (scope, origin, robots.txt and all)."""
-        k = self.config.frontier.promote
-        if k <= 0:
-            return
-        while True:
-            await asyncio.sleep(self.config.frontier.rank_every)
-            await self._flush()  # rank what has been seen, not what is still in memory
-            try:
-                cycle, _seen, _n = await self.frontier.call(
-                    ranking_cycle, self.frontier.store, k, time.time()
-                )
-            except GraphError as exc:
-                log.warning("ranking cycle skipped: %s", exc)
-                continue
-            for decision in cycle.promoted:
-                self._admit_site(decision.host)
-                self.stats.promoted.append((decision.host, decision.score))
 
     def _admit_site(self, site: str) -> None:
         """A site joins the seed while the crawl runs (its root URL is in the store)."""

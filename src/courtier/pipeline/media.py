@@ -36,17 +36,15 @@ from courtier.frontier.dedup import DedupCache
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
 from courtier.pipeline.discovery import MAX_REDIRECTS
-from courtier.pipeline.feedback import Answered
 from courtier.pipeline.fetching import Answer
-from courtier.pipeline.robots_fetch import fetch_robots, rules_of
 from courtier.pipeline.scheduler import LaneState, Wait
-from courtier.pipeline.services import LaneServices
+from courtier.pipeline.services import LaneKindBase, LaneServices
 from courtier.pipeline.site import RobotsWork
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit, Slot
 from courtier.politeness.keys import KeyType, LimitKey, MediaSource, RequestClass, politeness_keys
 from courtier.politeness.latency import LatencyState
-from courtier.politeness.robots import RobotsStatus, crawl_delay_verdict
+from courtier.politeness.robots import RobotsRules
 from courtier.url import Url, UrlError, parse_url
 
 log = logging.getLogger("courtier.pipeline.engine")
@@ -90,7 +88,7 @@ class MediaHost:
     """What the host's answers show about caching (decides how an image service is limited)."""
 
 
-class MediaLanes:
+class MediaLanes(LaneKindBase):
     """The ``LaneKind`` of media keys; the engine feeds it page images (``offer``)."""
 
     def __init__(
@@ -100,23 +98,15 @@ class MediaLanes:
         origin_of: Callable[[str], str | None],
         arm: Callable[[MediaLane], None],
     ) -> None:
-        config = services.config
-        self.config = config
+        super().__init__(services)
+        config = self.config
         self.max_lead = min(config.politeness.max_lead, MEDIA_MAX_LEAD)
-        self.timer = services.timer
-        self.fetch = services.fetch
-        self.robots = services.robots
-        self.feedback = services.feedback
-        self.stats = services.stats
-        self.write_document = services.write_document
-        self.book_hop = services.book_hop
         self.origin_of = origin_of
         self.arm = arm
         self.rules = config.media.rules()
         self.policy = config.limits.policy()
         costs = config.costs.model().costs
         self.image_cost, self.robots_cost = costs[RequestClass.IMAGE], costs[RequestClass.ROBOTS]
-        self.token = config.fetch.user_agent_token
         self.lanes: dict[str, MediaLane] = {}
         self.hosts: dict[str, MediaHost] = {}
         self.seen = DedupCache(1_000_000)
@@ -160,13 +150,9 @@ class MediaLanes:
     def choose(self, lane: MediaLane, now: float) -> MediaWork | Wait | None:
         if self.hosts[lane.site].suspended_reason is not None:
             return None
-        rules = self.robots.rules(lane.site, now)
-        if rules is None:
-            if self.robots.claim(lane.site, lambda: self.arm(lane)):
-                return RobotsWork(lane.site, lane.scheme)
-            return Wait()
-        if rules.status is RobotsStatus.DISALLOW_ALL:
-            return Wait(rules.expires_at)
+        rules = self.rules_for(lane.site, lane.scheme, now, lambda: self.arm(lane))
+        if not isinstance(rules, RobotsRules):
+            return rules
         while lane.queue:
             item = lane.queue.popleft()
             self.queued -= 1
@@ -232,55 +218,22 @@ class MediaLanes:
     # -- running ------------------------------------------------------------------------
 
     async def _robots(self, lane: MediaLane, work: RobotsWork) -> None:
-        url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
-
         async def get(fetch_url: str, host: str) -> Answer:
             return await self.fetch(fetch_url, host, robots=True)
 
-        answer = await fetch_robots(
-            get, self.book_hop, url.fetch_url, url.host, self.config.robots.max_redirects
-        )
-        await self._feedback(lane, answer, None)
-        if answer.transient:
-            for wake in self.robots.unclaim(work.site):
-                wake()
+        outcome = await self.fetch_rules(lane, work, get, origin=None, media=True)
+        if outcome is None:
             return
-        rules = rules_of(answer, self.timer.now(), self.config)
         host = self.hosts[work.site]
-        delay, reason = crawl_delay_verdict(
-            rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
-        )
-        host.crawl_delay = delay or 0.0
-        if reason is not None:
-            host.suspended_reason = reason
-            self.stats.refused[reason] += 1
-        self.stats.robots[rules.status.value] += 1
-        for wake in self.robots.store(work.site, rules):
-            wake()
-
-    async def _feedback(self, lane: MediaLane, answer: Answer, origin: str | None) -> None:
-        if answer.result is None and not answer.transient:
-            return
-        result = answer.result
-        await self.feedback.apply(
-            lane,
-            Answered(
-                lane=lane.name,
-                status=answer.status,
-                retry_after=answer.retry_after,
-                latency=None if result is None else result.latency,
-                now=self.timer.now(),
-                origin=origin,
-            ),
-            media=True,
-        )
+        host.crawl_delay, host.suspended_reason = outcome.crawl_delay, outcome.refusal
+        self.rules_ready(work.site, outcome.rules)
 
     async def _fetch(self, lane: MediaLane, item: MediaItem, slot: Slot) -> None:
         answer = await self.fetch(item.url.fetch_url, item.url.host)
         booked_origin = next(
             (k.removeprefix("origin:") for k in slot.keys if k.startswith("origin:")), None
         )
-        await self._feedback(lane, answer, booked_origin)
+        await self.answered(lane, answer, origin=booked_origin, media=True)
         result = answer.result
         if result is None and not answer.transient:
             return

@@ -26,17 +26,15 @@ from courtier.frontier.split import decide as split_decide
 from courtier.frontier.split import target_discovery_share
 from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
 from courtier.pipeline.discovery import Discovery
-from courtier.pipeline.feedback import Answered
 from courtier.pipeline.fetching import Answer
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
-from courtier.pipeline.robots_fetch import fetch_robots, rules_of
 from courtier.pipeline.scheduler import Wait
-from courtier.pipeline.services import LaneServices
+from courtier.pipeline.services import LaneKindBase, LaneServices
 from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.politeness.gcra import KeyParams, Limit, Slot
 from courtier.politeness.keys import CostModel
-from courtier.politeness.robots import RobotsStatus, crawl_delay_verdict
+from courtier.politeness.robots import RobotsRules
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -44,7 +42,7 @@ PageWork = LeasedUrl | RobotsWork
 Parse = Callable[..., Awaitable[Any]]
 
 
-class SiteLanes:
+class SiteLanes(LaneKindBase):
     """The ``LaneKind`` of seed sites."""
 
     def __init__(
@@ -59,16 +57,8 @@ class SiteLanes:
         observe_home: Callable[[SiteLane, Answer], None],
         look_again_later: Callable[[SiteLane, float], None],
     ) -> None:
-        config = services.config
-        self.config = config
-        self.max_lead = config.politeness.max_lead
-        self.timer = services.timer
-        self.fetch = services.fetch
-        self.robots = services.robots
-        self.feedback = services.feedback
-        self.stats = services.stats
-        self.write_document = services.write_document
-        self.book_hop = services.book_hop
+        super().__init__(services)
+        self.max_lead = self.config.politeness.max_lead
         self.frontier = frontier
         self.discovery = discovery
         self.parse = parse
@@ -76,9 +66,9 @@ class SiteLanes:
         self.lookup_origin = lookup_origin
         self.observe_home = observe_home
         self.look_again_later = look_again_later
+        config = self.config
         self.costs: CostModel = config.costs.model()
         self.split = config.frontier.split_policy()
-        self.token = config.fetch.user_agent_token
 
     # -- choosing -----------------------------------------------------------------------
 
@@ -93,13 +83,9 @@ class SiteLanes:
                 return Wait(lane.backoff.paused_until)
             self.lookup_origin(lane)
             return Wait()
-        rules = self.robots.rules(lane.site, now)
-        if rules is None:
-            if self.robots.claim(lane.site, lambda: self.arm(lane)):
-                return RobotsWork(lane.site, lane.scheme)
-            return Wait()
-        if rules.status is RobotsStatus.DISALLOW_ALL:
-            return Wait(rules.expires_at)  # unreachable: nothing until asked again
+        rules = self.rules_for(lane.site, lane.scheme, now, lambda: self.arm(lane))
+        if not isinstance(rules, RobotsRules):
+            return rules  # fetch robots.txt first, or wait for it
         while lane.queue:
             item = self._pick(lane, now)
             if rules.allows(item.fetch_url, self.token):
@@ -183,56 +169,27 @@ class SiteLanes:
         lane.next_start = max(lane.next_start, self.timer.now() + lane.interval)
 
     async def _feedback(self, lane: SiteLane, answer: Answer, extra_cost: float = 0.0) -> None:
-        if answer.result is None and not answer.transient:
-            return  # refused for good by the guard: the server never heard of us
-        result = answer.result
-        effects = await self.feedback.apply(
-            lane,
-            Answered(
-                lane=lane.site,
-                status=answer.status,
-                retry_after=answer.retry_after,
-                latency=None if result is None else result.latency,
-                now=self.timer.now(),
-                origin=lane.booked_origin,
-                extra_cost=extra_cost,
-            ),
+        effects = await self.answered(
+            lane, answer, origin=lane.booked_origin, extra_cost=extra_cost
         )
-        if "slowdown-lane" in effects.events:
+        if effects is not None and "slowdown-lane" in effects.events:
             # The slower spacing applies to the very next request, counted from this one.
             lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
 
     async def _robots(self, lane: SiteLane, work: RobotsWork) -> None:
-        url = f"{work.scheme}://{work.site}/robots.txt"
-
         async def get(fetch_url: str, host: str) -> Answer:
             return await self._get(lane, fetch_url, host, robots=True)
 
-        answer = await fetch_robots(
-            get, self.book_hop, url, lane.host, self.config.robots.max_redirects
-        )
-        await self._feedback(lane, answer)
-        if answer.transient:
-            # DNS trouble says nothing about robots.txt: ask again after the backoff.
-            for wake in self.robots.unclaim(lane.site):
-                wake()
+        outcome = await self.fetch_rules(lane, work, get, origin=lane.booked_origin)
+        if outcome is None:
             return
-        rules = rules_of(answer, self.timer.now(), self.config)
         if self.config.frontier.sitemaps:
-            self.discovery.queue_sitemaps(lane, rules.sitemaps())
-        delay, reason = crawl_delay_verdict(
-            rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
-        )
-        if reason is not None:
-            lane.suspended_reason = reason
-            self.stats.refused[reason] += 1
-            log.warning("%s suspended for this run: %s", lane.site, reason)
-        lane.crawl_delay = delay or 0.0
+            self.discovery.queue_sitemaps(lane, outcome.rules.sitemaps())
+        lane.suspended_reason = outcome.refusal
+        lane.crawl_delay = outcome.crawl_delay
         # The robots.txt request itself counts: the first page waits a full Crawl-delay.
         lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
-        self.stats.robots[rules.status.value] += 1
-        for wake in self.robots.store(lane.site, rules):
-            wake()
+        self.rules_ready(lane.site, outcome.rules)
 
     async def _page(self, lane: SiteLane, item: LeasedUrl, cost: float) -> None:
         answer = await self._get(lane, item.fetch_url, lane.host, robots=False)

@@ -1,17 +1,26 @@
-"""What every lane kind uses: the shared stages of the engine, handed over as one value."""
+"""What every lane kind uses: the shared stages of the engine, handed over as one value,
+and the steps both kinds take the same way (feedback after an answer, robots.txt)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from courtier.config import Config
-from courtier.pipeline.apply import FeedbackWriter
-from courtier.pipeline.fetching import GuardedFetch
-from courtier.pipeline.robots_fetch import RobotsCache
+from courtier.pipeline.apply import FeedbackLane, FeedbackWriter
+from courtier.pipeline.feedback import Answered, Effects
+from courtier.pipeline.fetching import Answer, GuardedFetch
+from courtier.pipeline.robots_fetch import RobotsCache, fetch_robots, rules_of
+from courtier.pipeline.scheduler import Wait
+from courtier.pipeline.site import RobotsWork
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Timer
+from courtier.politeness.robots import RobotsRules, RobotsStatus, crawl_delay_verdict
+from courtier.url import parse_url
+
+log = logging.getLogger("courtier.pipeline.engine")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +36,105 @@ class LaneServices:
     write_document: Callable[[dict[str, Any]], None]
     book_hop: Callable[[str], Awaitable[bool]]
     """Book a request on ``site:<site>`` and wait for its slot (robots.txt redirect hops)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsOutcome:
+    rules: RobotsRules
+    crawl_delay: float
+    """Seconds to honour (0: none)."""
+    refusal: str | None
+    """Why the host is not crawled at all (a Crawl-delay beyond the crawl's maximum)."""
+
+
+class LaneKindBase:
+    """What both lane kinds do the same way: feedback after an answer, robots.txt."""
+
+    def __init__(self, services: LaneServices) -> None:
+        config = services.config
+        self.config = config
+        self.timer = services.timer
+        self.fetch = services.fetch
+        self.robots = services.robots
+        self.feedback = services.feedback
+        self.stats = services.stats
+        self.write_document = services.write_document
+        self.book_hop = services.book_hop
+        self.token = config.fetch.user_agent_token
+
+    async def answered(
+        self,
+        lane: FeedbackLane,
+        answer: Answer,
+        *,
+        origin: str | None,
+        extra_cost: float = 0.0,
+        media: bool = False,
+    ) -> Effects | None:
+        """Feedback for ``answer`` (None: the guard refused for good, the server never heard
+        of us, nothing to learn)."""
+        if answer.result is None and not answer.transient:
+            return None
+        result = answer.result
+        return await self.feedback.apply(
+            lane,
+            Answered(
+                lane=lane.name,
+                status=answer.status,
+                retry_after=answer.retry_after,
+                latency=None if result is None else result.latency,
+                now=self.timer.now(),
+                origin=origin,
+                extra_cost=extra_cost,
+            ),
+            media=media,
+        )
+
+    async def fetch_rules(
+        self,
+        lane: FeedbackLane,
+        work: RobotsWork,
+        get: Callable[[str, str], Awaitable[Answer]],
+        *,
+        origin: str | None,
+        media: bool = False,
+    ) -> RobotsOutcome | None:
+        """Fetch ``work``'s robots.txt (redirect hops booked on their own hosts), learn from
+        the answer, and store the rules for every lane waiting on them. None: DNS trouble,
+        which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
+        url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
+        max_redirects = self.config.robots.max_redirects
+        answer = await fetch_robots(get, self.book_hop, url.fetch_url, url.host, max_redirects)
+        await self.answered(lane, answer, origin=origin, media=media)
+        if answer.transient:
+            for wake in self.robots.unclaim(work.site):
+                wake()
+            return None
+        rules = rules_of(answer, self.timer.now(), self.config)
+        delay, refusal = crawl_delay_verdict(
+            rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
+        )
+        if refusal is not None:
+            self.stats.refused[refusal] += 1
+            log.warning("%s is not crawled this run: %s", work.site, refusal)
+        self.stats.robots[rules.status.value] += 1
+        return RobotsOutcome(rules, delay or 0.0, refusal)
+
+    def rules_for(
+        self, site: str, scheme: str, now: float, wake: Callable[[], None]
+    ) -> RobotsRules | RobotsWork | Wait:
+        """The rules to judge ``site``'s URLs by; or the work of fetching them (this lane
+        fetches them); or a wait (another lane fetches them and ``wake`` is called, or they
+        say "unreachable": nothing there until they are asked again)."""
+        rules = self.robots.rules(site, now)
+        if rules is None:
+            if self.robots.claim(site, wake):
+                return RobotsWork(site, scheme)
+            return Wait()
+        if rules.status is RobotsStatus.DISALLOW_ALL:
+            return Wait(rules.expires_at)
+        return rules
+
+    def rules_ready(self, site: str, rules: RobotsRules) -> None:
+        for wake in self.robots.store(site, rules):
+            wake()
