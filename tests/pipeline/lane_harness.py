@@ -21,8 +21,10 @@ from courtier.net.policy import AddressPolicy
 from courtier.pipeline.apply import FeedbackWriter
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.fetching import GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.hops import HopBooker
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.robots_fetch import RobotsCache
@@ -93,7 +95,8 @@ class Lanes:
         self.limiter = MemoryLimiter(clock=self.timer.now)
         self.clocks = KeyClocks(self.limiter, config.limits.policy())
         self.fetcher = ScriptedFetcher(self.timer, script)
-        self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now)
+        self.events: list[RequestEvent] = []
+        self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now, self)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), self.stats)
         self.robots = RobotsCache()
         self.frontier = FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16)
@@ -110,7 +113,14 @@ class Lanes:
             self.feedback,
             self.stats,
             self.documents.append,
-            self._book_hop,
+            HopBooker(
+                config,
+                self.clocks,
+                self.timer,
+                self.stats,
+                interval_of=lambda site: None,
+                stopping=lambda: False,
+            ),
         )
         self.site_lanes = SiteLanes(
             services,
@@ -134,6 +144,9 @@ class Lanes:
         )
         self._bookers: list[asyncio.Task[None]] = []
 
+    def request(self, event: RequestEvent) -> None:
+        self.events.append(event)
+
     def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
         return Scheduler(
             kind,
@@ -147,9 +160,6 @@ class Lanes:
     @staticmethod
     async def _parse(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
-
-    async def _book_hop(self, site: str) -> bool:
-        return True
 
     def start(self) -> None:
         self._bookers = [

@@ -179,3 +179,35 @@ async def test_a_superscript_retry_after_backs_off_without_raising(lanes) -> Non
     await h.timer.advance(30.0)
     assert h.stats.internal_errors == 0
     assert len(h.starts("a.test")) == 1  # unreadable Retry-After: the default pause (60 s)
+
+
+async def test_robots_txt_redirect_hops_are_booked_on_the_host_they_reach(lanes) -> None:
+    def script(url: str):
+        if url == "http://innocent.test/robots.txt":
+            return 200, [], b"User-agent: *\nAllow: /\n"
+        if url.endswith("/robots.txt"):
+            return 301, [("Location", "http://innocent.test/robots.txt")], b""
+        return allow_all(url)
+
+    h = lanes("limits.site.rate=1", script=script)
+    for n in range(20):
+        h.pages.arm(h.site(f"hostile{n}.test", []))
+    await h.timer.advance(30.0)
+    starts = h.starts("innocent.test", robots=True)
+    assert len(starts) == 20  # each hostile seed's hop reached it ...
+    assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))  # ... 1 s apart
+    hops = [e for e in h.events if e.context.kind == "robots-hop"]
+    assert len(hops) == 20 and {e.context.keys for e in hops} == {("site:innocent.test",)}
+
+
+async def test_every_request_is_reported_with_its_keys_and_wait(lanes) -> None:
+    h = lanes("limits.origin.rate=1", "limits.site.rate=100")
+    site = h.site("a.test", ["/item/1"], origin="o1")
+    h.pages.arm(site)
+    await h.timer.advance(5.0)
+    robots, page = h.events
+    assert (robots.context.kind, page.context.kind) == ("robots", "page")
+    assert page.context.keys == ("site:a.test", "origin:o1")
+    assert page.context.cost == 2.0
+    assert page.context.wait >= 0.9  # booked at once, its slot a second out (the origin)
+    assert page.result is not None and page.result.status == 200

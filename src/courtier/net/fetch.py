@@ -18,7 +18,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import socket
 import ssl

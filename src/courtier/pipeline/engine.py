@@ -36,6 +36,7 @@ from courtier.origins.infer import OriginInference
 from courtier.pipeline.apply import FeedbackWriter
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.events import Observer
 from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.hops import HopBooker
@@ -55,7 +56,7 @@ from courtier.pipeline.timer import LoopTimer, Timer
 from courtier.politeness.backoff import after_response
 from courtier.politeness.keys import RequestClass
 from courtier.politeness.limiter.base import Limiter
-from courtier.sinks.documents import DocumentSink
+from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,15 @@ class Engine:
         limiter: Limiter | None = None,
         fetcher: FetcherLike | None = None,
         timer: Timer | None = None,
+        sink: Sink | None = None,
+        observer: Observer | None = None,
+        handle_signals: bool = True,
     ) -> None:
+        """Everything after ``origins`` is optional wiring: a store, limiter, fetcher or timer
+        to use instead of the defaults (SQLite store at ``store_path``, the configured
+        limiter, the aiohttp fetcher, wall-clock time), where documents go (default
+        ``out_dir/documents.jsonl``), who hears of every request, and whether SIGINT and
+        SIGTERM stop the crawl (an embedding program may want its own handlers)."""
         self.config = config
         self.store_path = store_path
         self.out_dir = out_dir
@@ -87,6 +96,7 @@ class Engine:
         self.duration = duration
         self.inference = origins
         self._store, self._limiter, self._fetcher, self._timer = store, limiter, fetcher, timer
+        self._sink, self.observer, self._handle_signals = sink, observer, handle_signals
         self.stats = CrawlStats()
         self.sites: dict[str, SiteLane] = {}
         self.scope: set[str] = set()
@@ -119,8 +129,9 @@ class Engine:
         limiter = self._limiter or open_limiter(self.config, self.store_path, self.timer.now)
         self.clocks = KeyClocks(limiter, self.config.limits.policy())
         self.parser = ParseRunner(self.config.crawl)
-        self.sink = DocumentSink(self.out_dir)
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        self.sink = self._sink or DocumentSink(self.out_dir)
+        signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
+        for sig in signals:
             # Not the main thread (e.g. under a test runner's thread): no signal handling.
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
@@ -138,7 +149,7 @@ class Engine:
                 await self._crawl()
             await self._finish()
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in signals:
                 loop.remove_signal_handler(sig)
             self.sink.close()
             await self.frontier.close()
@@ -171,7 +182,7 @@ class Engine:
 
     def _wire(self, fetcher: FetcherLike) -> None:
         config, stats, timer = self.config, self.stats, self.timer
-        fetch = GuardedFetch(self.guard, fetcher, stats, time.time)
+        fetch = GuardedFetch(self.guard, fetcher, stats, time.time, self.observer)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), stats)
         self.origins = LiveOrigins(
             self.inference,

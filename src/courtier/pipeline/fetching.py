@@ -19,6 +19,7 @@ from typing import Protocol
 from courtier.net.fetch import FetchResult
 from courtier.net.guard import Resolution
 from courtier.net.headers import retry_after_seconds
+from courtier.pipeline.events import NoObserver, Observer, RequestContext, RequestEvent
 from courtier.pipeline.stats import CrawlStats
 
 log = logging.getLogger("courtier.pipeline.engine")
@@ -88,28 +89,34 @@ class GuardedFetch:
         fetcher: FetcherLike,
         stats: CrawlStats,
         wall_clock: Callable[[], float],
+        observer: Observer | None = None,
     ) -> None:
         self.guard = guard
         self.fetcher = fetcher
         self.stats = stats
         self.wall_clock = wall_clock
+        self.observer: Observer = observer or NoObserver()
 
     async def __call__(
         self,
         url: str,
         host: str,
+        context: RequestContext,
         *,
-        robots: bool = False,
         on_send: Callable[[], None] | None = None,
     ) -> Answer:
+        robots = context.kind in ("robots", "robots-hop")
         resolution = await self.guard.resolve(host)
         if not resolution.allowed:
             self.stats.refused[resolution.reason] += 1
             log.info("refused %s: %s (%s)", url, resolution.reason, resolution.detail)
+            event = RequestEvent(context, url, self.wall_clock(), None, resolution.reason)
+            self.observer.request(event)
             return Answer(url, None, resolution.reason)
         if on_send is not None:
             on_send()
         result = await self.fetcher.fetch(url, host, resolution.addresses)
         self.stats.record_fetch(result, robots=robots)
+        self.observer.request(RequestEvent(context, url, result.started_at, result, None))
         wait = retry_after_seconds(result.retry_after, self.wall_clock())
         return Answer(url, result, None, wait)

@@ -36,12 +36,12 @@ from courtier.frontier.dedup import DedupCache
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
 from courtier.pipeline.discovery import MAX_REDIRECTS
-from courtier.pipeline.fetching import Answer
-from courtier.pipeline.scheduler import LaneState, Wait
-from courtier.pipeline.services import LaneKindBase, LaneServices
+from courtier.pipeline.events import RequestContext
+from courtier.pipeline.scheduler import LaneState, Launch, Wait
+from courtier.pipeline.services import LaneKindBase, LaneServices, context_of
 from courtier.pipeline.site import RobotsWork
 from courtier.politeness.backoff import BackoffState
-from courtier.politeness.gcra import KeyParams, Limit, Slot
+from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import KeyType, LimitKey, MediaSource, RequestClass, politeness_keys
 from courtier.politeness.latency import LatencyState
 from courtier.politeness.robots import RobotsRules
@@ -210,30 +210,35 @@ class MediaLanes(LaneKindBase):
     def started(self, lane: MediaLane, work: MediaWork, now: float) -> None:
         """Media keys are spaced by their bookings alone."""
 
-    def run(self, lane: MediaLane, work: MediaWork, slot: Slot) -> Any:
+    def run(self, lane: MediaLane, work: MediaWork, launch: Launch) -> Any:
         if isinstance(work, RobotsWork):
-            return self._robots(lane, work)
-        return self._fetch(lane, work, slot)
+            return self._robots(lane, work, context_of(work.site, "robots", launch))
+        keys = launch.slot.keys
+        origin = next((k.removeprefix("origin:") for k in keys if k.startswith("origin:")), None)
+        context = context_of(
+            work.url.site,
+            "media",
+            launch,
+            origin=origin,
+            attempt=lane.attempts[work.url.canonical],
+            redirects=work.redirects,
+            lane=lane.name,
+        )
+        return self._fetch(lane, work, context)
 
     # -- running ------------------------------------------------------------------------
 
-    async def _robots(self, lane: MediaLane, work: RobotsWork) -> None:
-        async def get(fetch_url: str, host: str) -> Answer:
-            return await self.fetch(fetch_url, host, robots=True)
-
-        outcome = await self.fetch_rules(lane, work, get, origin=None, media=True)
+    async def _robots(self, lane: MediaLane, work: RobotsWork, context: RequestContext) -> None:
+        outcome = await self.fetch_rules(lane, work, self.fetch, context, media=True)
         if outcome is None:
             return
         host = self.hosts[work.site]
         host.crawl_delay, host.suspended_reason = outcome.crawl_delay, outcome.refusal
         self.rules_ready(work.site, outcome.rules)
 
-    async def _fetch(self, lane: MediaLane, item: MediaItem, slot: Slot) -> None:
-        answer = await self.fetch(item.url.fetch_url, item.url.host)
-        booked_origin = next(
-            (k.removeprefix("origin:") for k in slot.keys if k.startswith("origin:")), None
-        )
-        await self.answered(lane, answer, origin=booked_origin, media=True)
+    async def _fetch(self, lane: MediaLane, item: MediaItem, context: RequestContext) -> None:
+        answer = await self.fetch(item.url.fetch_url, item.url.host, context)
+        await self.answered(lane, answer, origin=context.origin, media=True)
         result = answer.result
         if result is None and not answer.transient:
             return
@@ -260,11 +265,11 @@ class MediaLanes(LaneKindBase):
             self.stats.cache[cache.value] += 1
             lane.observations.record(cache)
             self.hosts[item.url.site].service.record(cache)
-            await self._charge_unexpected_miss(item, slot, cache)
+            await self._charge_unexpected_miss(item, context.keys, cache)
         if verdict is Verdict.REDIRECT and answer.redirect is not None:
             self._redirect(item, answer.redirect)
         extra: dict[str, Any] = {"kind": "media", "source": item.source.value}
-        extra |= {"referrer": item.referrer, "keys": list(slot.keys)}
+        extra |= {"referrer": item.referrer, "keys": list(context.keys)}
         if cache is not None:
             extra["cache"] = cache.value
         md5 = body_fingerprint(result)
@@ -285,10 +290,10 @@ class MediaLanes(LaneKindBase):
             self.stats.refused["redirect-out-of-scope"] += 1
 
     async def _charge_unexpected_miss(
-        self, item: MediaItem, slot: Slot, verdict: CacheVerdict
+        self, item: MediaItem, keys: tuple[str, ...], verdict: CacheVerdict
     ) -> None:
         """A miss booked as a hit reached the customer's origin: charge it there now."""
-        if verdict is not CacheVerdict.MISS or any(k.startswith("origin:") for k in slot.keys):
+        if verdict is not CacheVerdict.MISS or any(k.startswith("origin:") for k in keys):
             return
         if item.source is MediaSource.STORE:
             return

@@ -26,13 +26,14 @@ from courtier.frontier.split import decide as split_decide
 from courtier.frontier.split import target_discovery_share
 from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
 from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
-from courtier.pipeline.scheduler import Wait
-from courtier.pipeline.services import LaneKindBase, LaneServices
+from courtier.pipeline.scheduler import Launch, Wait
+from courtier.pipeline.services import LaneKindBase, LaneServices, context_of
 from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
-from courtier.politeness.gcra import KeyParams, Limit, Slot
+from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import CostModel
 from courtier.politeness.robots import RobotsRules
 
@@ -148,15 +149,26 @@ class SiteLanes(LaneKindBase):
         lane.next_start = max(lane.next_start, now + lane.interval)
         lane.emit = lane.emit.record(1, now)
 
-    def run(self, lane: SiteLane, work: PageWork, slot: Slot) -> Any:
+    def run(self, lane: SiteLane, work: PageWork, launch: Launch) -> Any:
+        origin = lane.booked_origin
         if isinstance(work, RobotsWork):
-            return self._robots(lane, work)
-        return self._page(lane, work, slot.cost)
+            return self._robots(lane, work, context_of(lane.site, "robots", launch, origin=origin))
+        kind = "sitemap" if work.fetch_url in self.discovery.sitemaps else "page"
+        context = context_of(
+            lane.site,
+            kind,
+            launch,
+            origin=origin,
+            attempt=lane.attempts[work.id],
+            redirects=work.redirects,
+            lane=work.lane.name.lower(),
+        )
+        return self._page(lane, work, context)
 
     # -- running ------------------------------------------------------------------------
 
-    async def _get(self, lane: SiteLane, url: str, host: str, *, robots: bool) -> Answer:
-        answer = await self.fetch(url, host, robots=robots, on_send=lambda: self._sending(lane))
+    async def _get(self, lane: SiteLane, url: str, host: str, context: RequestContext) -> Answer:
+        answer = await self.fetch(url, host, context, on_send=lambda: self._sending(lane))
         lane.refusal = answer.refusal
         result = answer.result
         if result is not None and result.sent_at is not None and host == lane.host:
@@ -176,11 +188,11 @@ class SiteLanes(LaneKindBase):
             # The slower spacing applies to the very next request, counted from this one.
             lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
 
-    async def _robots(self, lane: SiteLane, work: RobotsWork) -> None:
-        async def get(fetch_url: str, host: str) -> Answer:
-            return await self._get(lane, fetch_url, host, robots=True)
+    async def _robots(self, lane: SiteLane, work: RobotsWork, context: RequestContext) -> None:
+        async def get(fetch_url: str, host: str, why: RequestContext) -> Answer:
+            return await self._get(lane, fetch_url, host, why)
 
-        outcome = await self.fetch_rules(lane, work, get, origin=lane.booked_origin)
+        outcome = await self.fetch_rules(lane, work, get, context)
         if outcome is None:
             return
         if self.config.frontier.sitemaps:
@@ -191,8 +203,9 @@ class SiteLanes(LaneKindBase):
         lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
         self.rules_ready(lane.site, outcome.rules)
 
-    async def _page(self, lane: SiteLane, item: LeasedUrl, cost: float) -> None:
-        answer = await self._get(lane, item.fetch_url, lane.host, robots=False)
+    async def _page(self, lane: SiteLane, item: LeasedUrl, context: RequestContext) -> None:
+        cost = context.cost
+        answer = await self._get(lane, item.fetch_url, lane.host, context)
         result = answer.result
         extra = 0.0
         if result is not None and result.content_type:

@@ -19,12 +19,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from courtier.config import Config
+from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
 from courtier.politeness.robots import RobotsRules, rules_from_response
 from courtier.url import UrlError, parse_url
 
-Get = Callable[[str, str], Awaitable[Answer]]
-"""(fetch URL, its host) -> the answer."""
+Get = Callable[[str, str, RequestContext], Awaitable[Answer]]
+"""(fetch URL, its host, why) -> the answer."""
 BookHop = Callable[[str], Awaitable[bool]]
 """Book a redirect hop on the ``site:`` key of this site and wait for its slot (False:
 the crawl is stopping, do not send it)."""
@@ -77,11 +78,17 @@ class RobotsCache:
 
 
 async def fetch_robots(
-    get: Get, book_hop: BookHop, url: str, host: str, max_redirects: int
+    get: Get,
+    book_hop: BookHop,
+    url: str,
+    host: str,
+    max_redirects: int,
+    context: RequestContext,
 ) -> Answer:
-    """The final answer for ``url`` (a robots.txt fetch URL) after its redirects."""
-    answer = await get(url, host)
-    for _hop in range(max_redirects):
+    """The final answer for ``url`` (a robots.txt fetch URL) after its redirects;
+    ``context`` describes the first request (booked by the lane)."""
+    answer = await get(url, host, context)
+    for n in range(max_redirects):
         location = answer.redirect
         if location is None:
             return answer
@@ -92,7 +99,9 @@ async def fetch_robots(
         if not await book_hop(hop.site):
             return answer
         url, host = hop.fetch_url, hop.host
-        answer = await get(url, host)
+        keys = (f"site:{hop.site}",)
+        hop_context = RequestContext(hop.site, "robots-hop", keys, 1.0, redirects=n + 1)
+        answer = await get(url, host, hop_context)
     return answer
 
 

@@ -58,6 +58,23 @@ class Wait:
 W = TypeVar("W")
 
 
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A start: the slot it was booked in, when it was booked, when it really started."""
+
+    slot: Slot
+    booked_at: float
+    started_at: float
+
+    @property
+    def wait(self) -> float:
+        return max(0.0, self.slot.start - self.booked_at)
+
+    @property
+    def late(self) -> float:
+        return max(0.0, self.started_at - self.slot.start)
+
+
 @dataclass(slots=True)
 class LaneState(Generic[W]):
     """The scheduler's bookkeeping of one lane (only the scheduler writes it)."""
@@ -65,6 +82,7 @@ class LaneState(Generic[W]):
     phase: Phase = Phase.IDLE
     work: W | None = None
     slot: Slot | None = None
+    booked_at: float = 0.0
     timer: Handle | None = None
     in_flight: int = 0
 
@@ -99,7 +117,7 @@ class LaneKind(Protocol[Lc, W]):
         """``work`` starts now (reserve the lane's spacing)."""
         ...
 
-    def run(self, lane: Lc, work: W, slot: Slot) -> Coroutine[Any, Any, None]:
+    def run(self, lane: Lc, work: W, launch: Launch) -> Coroutine[Any, Any, None]:
         """Fetch and handle the answer."""
         ...
 
@@ -199,6 +217,7 @@ class Scheduler(Generic[L, W]):
         state = lane.sched
         assert state.work is not None
         limits, cost = self.kind.booking(lane, state.work)
+        booked_at = self.timer.now()
         booking = await self.clocks.book(limits, cost, max_lead=self.kind.max_lead)
         if self.stopping:
             return
@@ -208,7 +227,7 @@ class Scheduler(Generic[L, W]):
             self._wait(lane, booking.not_before)
             return
         self.stats.slots += 1
-        state.slot = booking
+        state.slot, state.booked_at = booking, booked_at
         state.phase = Phase.BOOKED
         state.timer = self.timer.call_at(booking.start, self._launch, lane)
 
@@ -232,7 +251,8 @@ class Scheduler(Generic[L, W]):
         state.in_flight += 1
         self.in_flight += 1
         self.kind.started(lane, work, now)
-        task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, slot))
+        launch = Launch(slot, state.booked_at, now)
+        task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
         self.tasks.add(task)
         task.add_done_callback(lambda t: self._finished(lane, t))
         self.arm(lane)

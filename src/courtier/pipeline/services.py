@@ -10,10 +10,11 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.pipeline.apply import FeedbackLane, FeedbackWriter
+from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feedback import Answered, Effects
 from courtier.pipeline.fetching import Answer, GuardedFetch
-from courtier.pipeline.robots_fetch import RobotsCache, fetch_robots, rules_of
-from courtier.pipeline.scheduler import Wait
+from courtier.pipeline.robots_fetch import Get, RobotsCache, fetch_robots, rules_of
+from courtier.pipeline.scheduler import Launch, Wait
 from courtier.pipeline.site import RobotsWork
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Timer
@@ -45,6 +46,16 @@ class RobotsOutcome:
     """Seconds to honour (0: none)."""
     refusal: str | None
     """Why the host is not crawled at all (a Crawl-delay beyond the crawl's maximum)."""
+
+
+def context_of(
+    site: str, kind: str, launch: Launch, *, origin: str | None = None, **more: Any
+) -> RequestContext:
+    """What a lane's launched work tells the observer about its request."""
+    slot = launch.slot
+    return RequestContext(
+        site, kind, slot.keys, slot.cost, launch.wait, launch.late, origin=origin, **more
+    )
 
 
 class LaneKindBase:
@@ -94,9 +105,9 @@ class LaneKindBase:
         self,
         lane: FeedbackLane,
         work: RobotsWork,
-        get: Callable[[str, str], Awaitable[Answer]],
+        get: Get,
+        context: RequestContext,
         *,
-        origin: str | None,
         media: bool = False,
     ) -> RobotsOutcome | None:
         """Fetch ``work``'s robots.txt (redirect hops booked on their own hosts), learn from
@@ -104,8 +115,10 @@ class LaneKindBase:
         which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
         max_redirects = self.config.robots.max_redirects
-        answer = await fetch_robots(get, self.book_hop, url.fetch_url, url.host, max_redirects)
-        await self.answered(lane, answer, origin=origin, media=media)
+        answer = await fetch_robots(
+            get, self.book_hop, url.fetch_url, url.host, max_redirects, context
+        )
+        await self.answered(lane, answer, origin=context.origin, media=media)
         if answer.transient:
             for wake in self.robots.unclaim(work.site):
                 wake()

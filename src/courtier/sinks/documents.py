@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
+
+
+class Sink(Protocol):
+    """Where a crawl's document records go (one writer: the engine, on its event loop)."""
+
+    def write(self, record: dict[str, Any]) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class DocumentSink:
