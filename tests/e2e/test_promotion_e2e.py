@@ -25,7 +25,6 @@ from courtier.url import host_of_site
 
 FIRST_CRAWL_S = 14.0
 SECOND_CRAWL_S = 9.0
-SITE_INTERVAL_S = 1.0
 
 
 @dataclass
@@ -36,6 +35,7 @@ class PromotionRun:
     rank_exit: int
     promotion_logs: list[str]
     crawl_exits: tuple[int, int]
+    restored_clocks: int
     ranked_at: float
     recrawled: str  # a seed home page fetched by the first run, then sent to the fastlane
     recrawl_exit: int
@@ -52,11 +52,13 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def _crawl(web: SimWebProcess, out: Path, duration: float) -> int:
+def _crawl(web: SimWebProcess, out: Path, duration: float) -> tuple[int, dict[str, object]]:
     args = ["crawl", "--seeds", str(web.seeds_path), "--dns", web.dns]
     args += ["--allow-net", web.allow_net, "--out", str(out), "--duration", str(duration), "--json"]
-    with contextlib.redirect_stdout(io.StringIO()):
-        return main(args)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(args)
+    return code, json.loads(buffer.getvalue().strip().splitlines()[-1])
 
 
 def _rank(store: Path) -> tuple[int, list[dict[str, object]], list[str]]:
@@ -90,16 +92,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> PromotionRun:
     work = tmp_path_factory.mktemp("promotion")
     out = work / "crawl"
     with SimWebProcess(work / "web", WorldParams(seed=3)) as web:
-        first = _crawl(web, out, FIRST_CRAWL_S)
+        first, _stats = _crawl(web, out, FIRST_CRAWL_S)
         ranked_at = time.time()
         rank_exit, lines, logs = _rank(out / "frontier.sqlite3")
         recrawled = _fetched_home_page(out / "frontier.sqlite3")
         with contextlib.redirect_stdout(io.StringIO()):
             recrawl_exit = main(["recrawl", "--store", str(out / "frontier.sqlite3"), recrawled])
-        # A restarted crawl keeps no booking state: one site interval between the runs keeps
-        # the first request of the next run polite towards the last one of this run.
-        time.sleep(SITE_INTERVAL_S)
-        second = _crawl(web, out, SECOND_CRAWL_S)
+        # No pause between the runs: the second starts from the clocks the first saved.
+        second, second_stats = _crawl(web, out, SECOND_CRAWL_S)
         world, log_path = web.world, web.log_path
     return PromotionRun(
         world=world,
@@ -108,6 +108,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> PromotionRun:
         rank_exit=rank_exit,
         promotion_logs=logs,
         crawl_exits=(first, second),
+        restored_clocks=int(str(second_stats["restored_clocks"])),
         ranked_at=ranked_at,
         recrawled=recrawled,
         recrawl_exit=recrawl_exit,
@@ -177,8 +178,12 @@ def test_the_audit_with_the_promoted_host_as_seed_passes(run: PromotionRun) -> N
     report: AuditReport = audit(
         run.log_path, run.world, extra_seeds=_promoted(run), allow_media=True
     )
-    failed = [c for c in report.criteria if c.required and not c.ok]
-    assert report.ok, failed
+    for criterion in report.criteria:
+        if criterion.name == "duplicates":
+            continue  # the fastlane recrawl is a deliberate second fetch (asserted below)
+        assert criterion.ok, (criterion.name, criterion.detail)
+    assert report.ok
+    assert run.restored_clocks > 0  # the second run started at once, on the saved clocks
     assert _not_media(report.outside_seed) == {}
     assert run.world.popular_horizon_host in {s.host for s in report.sites}
     # Without the promotion the same log is judged outside the seed: the check is real.

@@ -24,6 +24,7 @@ from courtier.frontier.base import (
     NewUrl,
     Outcome,
     SiteState,
+    StoredRobots,
     UrlLane,
     UrlStatus,
 )
@@ -435,6 +436,26 @@ def test_clock_floors_outlive_the_store_and_only_future_ones_are_kept(open_store
     assert again.load_clock_floors(T0) == {"site:a.test": T0 + 30, "origin:o": T0 + 5}
     assert again.load_clock_floors(T0 + 10) == {"site:a.test": T0 + 30}
     assert again.load_clock_floors(T0 + 30) == {}
+
+
+def test_robots_answers_outlive_the_store_until_they_expire(open_store: Opener):
+    first = open_store()
+    body = b"User-agent: *\nCrawl-delay: 2\n"
+    first.save_robots(
+        [
+            StoredRobots("a.test", 200, body, T0, T0 + 86400),
+            StoredRobots("down.test", None, b"", T0, T0 + 600),
+            StoredRobots("bin.test", 200, b"\xff\xfe\x00binary", T0, T0 + 60),
+        ]
+    )
+    first.save_robots([StoredRobots("a.test", 404, b"", T0 + 1, T0 + 90000)])  # replaced
+    first.close()
+    again = open_store()
+    loaded = again.load_robots(T0 + 100)
+    assert sorted(loaded) == ["a.test", "down.test"]  # bin.test has expired
+    assert loaded["a.test"] == StoredRobots("a.test", 404, b"", T0 + 1, T0 + 90000)
+    assert loaded["down.test"].http_status is None
+    assert again.load_robots(T0)["bin.test"].body == b"\xff\xfe\x00binary"
 
 
 def test_saved_clock_floors_are_only_raised_and_past_ones_are_forgotten(store: FrontierStore):

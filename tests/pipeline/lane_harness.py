@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from courtier.config import Config
-from courtier.frontier.base import LeasedUrl
+from courtier.frontier.base import LeasedUrl, StoredRobots
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.fetch import FetchResult
 from courtier.net.guard import Resolution
@@ -96,6 +96,7 @@ class Lanes:
         self.clocks = KeyClocks(self.limiter, config.limits.policy())
         self.fetcher = ScriptedFetcher(self.timer, script)
         self.events: list[RequestEvent] = []
+        self.saved_robots: list[StoredRobots] = []
         self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now, self)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), self.stats)
         self.robots = RobotsCache()
@@ -121,6 +122,7 @@ class Lanes:
                 interval_of=lambda site: None,
                 stopping=lambda: False,
             ),
+            self._save_robots,
         )
         self.site_lanes = SiteLanes(
             services,
@@ -143,6 +145,9 @@ class Lanes:
             self.media, config.media.max_in_flight
         )
         self._bookers: list[asyncio.Task[None]] = []
+
+    async def _save_robots(self, stored: StoredRobots) -> None:
+        self.saved_robots.append(stored)
 
     def request(self, event: RequestEvent) -> None:
         self.events.append(event)

@@ -352,3 +352,23 @@ async def test_a_restart_keeps_the_retry_after_window_of_the_last_run(tmp_path, 
         if h == "busy1.test" and refused[-1] < t < window_end - 0.05
     ]
     assert inside == []
+
+
+async def test_a_restart_starts_no_site_before_its_interval(tmp_path, loopback_web):
+    hosts = ("a.test", "b.test", "maps.test", "deep.test")
+    first = make_crawler(tmp_path, loopback_web, duration=1.6, hosts=hosts, interval=2.0)
+    await first.run()
+    ended = {
+        host: max(t for t, h, _p in loopback_web.hits if h == host)
+        for host in hosts
+        if host in {h for _t, h, _p in loopback_web.hits}
+    }
+    assert len(ended) >= 2
+    count = len(loopback_web.hits)
+    second = make_crawler(tmp_path, loopback_web, duration=3.0, hosts=hosts, interval=2.0)
+    stats = await second.run()
+    assert stats.restored_clocks >= len(hosts)
+    for host in ended:
+        later = [t for t, h, _p in loopback_web.hits[count:] if h == host]
+        # Start-up takes well under the 2 s interval: only the saved clocks keep this gap.
+        assert not later or later[0] - ended[host] >= 2.0 - TOLERANCE, host

@@ -138,6 +138,20 @@ class HostEdge:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredRobots:
+    """One host's robots.txt answer as the crawl read it: enough to rebuild its rules."""
+
+    site: str
+    http_status: int | None
+    """None: no answer at all (unreachable)."""
+    body: bytes
+    """The first ``robots.max_bytes`` of the body."""
+    fetched_at: float
+    expires_at: float
+    """When it must be asked again (wall clock)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Ingested:
     """What one ingest wrote: rows really inserted and the sites that received them."""
 
@@ -441,6 +455,15 @@ class FrontierStore(Protocol):
 
     def load_clock_floors(self, now: float) -> dict[str, float]:
         """The saved floors later than ``now``."""
+
+    # robots.txt -----------------------------------------------------------------------
+
+    def save_robots(self, answers: Sequence[StoredRobots]) -> None:
+        """Keep each host's last robots.txt answer (replacing the one before), so a restart
+        uses it until it expires instead of asking again."""
+
+    def load_robots(self, now: float) -> dict[str, StoredRobots]:
+        """The saved robots.txt answers that have not expired at ``now``."""
 
     # origins --------------------------------------------------------------------------
 

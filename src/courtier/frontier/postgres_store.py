@@ -45,6 +45,7 @@ from courtier.frontier.base import (
     Outcome,
     PageSchedule,
     ScheduleRow,
+    StoredRobots,
     UrlLane,
     UrlStatus,
     check_limit,
@@ -98,6 +99,13 @@ CREATE TABLE IF NOT EXISTS host_links (
     dst text NOT NULL,
     links bigint NOT NULL,
     PRIMARY KEY (src, dst)
+);
+CREATE TABLE IF NOT EXISTS robots_answers (
+    site text PRIMARY KEY,
+    http_status integer,
+    body bytea NOT NULL,
+    fetched_at float8 NOT NULL,
+    expires_at float8 NOT NULL
 );
 CREATE TABLE IF NOT EXISTS limit_clocks (
     key text PRIMARY KEY,
@@ -615,6 +623,26 @@ class PostgresFrontier:
                     "SET not_before = greatest(limit_clocks.not_before, excluded.not_before)",
                     ([key for key, _ in rows], [floor for _, floor in rows]),
                 )
+
+    def save_robots(self, answers: Sequence[StoredRobots]) -> None:
+        rows = sorted((a.site, a.http_status, a.body, a.fetched_at, a.expires_at) for a in answers)
+        if not rows:
+            return
+        with self._transaction() as cur:
+            cur.executemany(
+                "INSERT INTO robots_answers VALUES (%s, %s, %s, %s, %s) ON CONFLICT (site) DO "
+                "UPDATE SET http_status = excluded.http_status, body = excluded.body, "
+                "fetched_at = excluded.fetched_at, expires_at = excluded.expires_at",
+                rows,
+            )
+
+    def load_robots(self, now: float) -> dict[str, StoredRobots]:
+        rows = self._read(
+            "SELECT site, http_status, body, fetched_at, expires_at FROM robots_answers "
+            "WHERE expires_at > %s",
+            (now,),
+        )
+        return {str(r[0]): StoredRobots(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows}
 
     def load_clock_floors(self, now: float) -> dict[str, float]:
         rows = self._read("SELECT key, not_before FROM limit_clocks WHERE not_before > %s", (now,))

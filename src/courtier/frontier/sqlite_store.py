@@ -47,6 +47,7 @@ from courtier.frontier.base import (
     PageSchedule,
     ScheduleRow,
     SiteState,
+    StoredRobots,
     UrlLane,
     UrlStatus,
     check_limit,
@@ -111,6 +112,15 @@ CREATE TABLE IF NOT EXISTS host_links (
 """
 
 # Created on open at any schema version (see the module docstring).
+_ROBOTS_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS robots_answers (
+    site TEXT PRIMARY KEY,
+    http_status INTEGER,
+    body BLOB NOT NULL,
+    fetched_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID
+"""
 _CLOCKS_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS limit_clocks (
     key TEXT PRIMARY KEY,
@@ -193,6 +203,7 @@ class SqliteFrontier:
         if version < SCHEMA_VERSION:
             self._upgrade()
         self._db.execute(_CLOCKS_SCHEMA)
+        self._db.execute(_ROBOTS_SCHEMA)
         origin_tables.create_tables(self._db)
 
     def _upgrade(self) -> None:
@@ -568,6 +579,23 @@ class SqliteFrontier:
         with self._transaction():
             self._db.execute("DELETE FROM limit_clocks WHERE not_before <= ?", (now,))
             self._db.executemany(_RAISE_CLOCK, rows)
+
+    def save_robots(self, answers: Sequence[StoredRobots]) -> None:
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO robots_answers VALUES (?, ?, ?, ?, ?)",
+                [(a.site, a.http_status, a.body, a.fetched_at, a.expires_at) for a in answers],
+            )
+
+    def load_robots(self, now: float) -> dict[str, StoredRobots]:
+        rows = self._db.execute(
+            "SELECT site, http_status, body, fetched_at, expires_at FROM robots_answers "
+            "WHERE expires_at > ?",
+            (now,),
+        )
+        return {
+            str(row[0]): StoredRobots(row[0], row[1], bytes(row[2]), row[3], row[4]) for row in rows
+        }
 
     def load_clock_floors(self, now: float) -> dict[str, float]:
         rows = self._db.execute(

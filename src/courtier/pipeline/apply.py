@@ -33,6 +33,12 @@ log = logging.getLogger("courtier.pipeline.engine")
 
 class FeedbackLane(Protocol):
     name: str
+
+    @property
+    def key(self) -> str:
+        """The lane's own limit key (its pause is kept there, durable across a crash)."""
+        ...
+
     backoff: BackoffState
     latency: LatencyState
 
@@ -107,12 +113,16 @@ class FeedbackWriter:
         if answer.origin is not None:
             origin = self.origins.get(answer.origin, _FULL_RATE)
         params = self.media_params if media else self.site_params
+        before = lane.backoff
         effects = after_answer(answer, LaneFeedback(lane.backoff, lane.latency), origin, params)
         lane.backoff, lane.latency = effects.lane.backoff, effects.lane.latency
         if answer.origin is not None and effects.origin is not None:
             self.origins[answer.origin] = effects.origin
-        if effects.floors:
-            await self.clocks.raise_floors(effects.floors)
+        floors = dict(effects.floors)
+        if lane.backoff.paused_until > before.paused_until:
+            floors[lane.key] = lane.backoff.paused_until
+        if floors:
+            await self.clocks.raise_floors(floors)
         if effects.origin_charge > 0 and answer.origin is not None:
             await self.clocks.charge(self.origin_limit(answer.origin), effects.origin_charge)
         self._count(lane, answer, effects)

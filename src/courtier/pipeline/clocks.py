@@ -8,6 +8,9 @@ Rules:
 - The state lives behind the ``Limiter`` protocol: in memory (the embedded default), in the
   store's SQLite file, or in PostgreSQL, chosen by ``[crawl] limiter``; the engine cannot
   tell which. Times are the engine's clock (``Timer.now``), which the limiter books on.
+- Floors are durable before they matter: a pause (Retry-After, backoff, an origin held) is
+  written through the store before it is raised, so a crash right after the answer that
+  asked for it cannot lose it; the request that depends on it comes later.
 - Floors that outlive a run: at a stop the engine saves, per key, the time before which
   nothing may start on it (``floors``), through the frontier store; the next run raises its
   keys to them before its first booking (``restore``). A TAT also holds slots booked for
@@ -19,17 +22,24 @@ Rules:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from courtier.politeness.gcra import Booking, Limit
 from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy
 from courtier.politeness.limiter.base import Limiter
 
+Persist = Callable[[Mapping[str, float]], Awaitable[None]]
+
 
 class KeyClocks:
-    def __init__(self, limiter: Limiter, policy: LimitPolicy) -> None:
+    def __init__(
+        self, limiter: Limiter, policy: LimitPolicy, *, persist: Persist | None = None
+    ) -> None:
+        """``persist`` makes a floor durable (the store): it is awaited before the floor is
+        raised, so a pause survives a crash before any request that depends on it."""
         self.limiter = limiter
         self.policy = policy
+        self.persist = persist
         self.booked_keys: set[str] = set()
         """Keys this process has written (what a stop saves floors for)."""
 
@@ -37,7 +47,7 @@ class KeyClocks:
         self.booked_keys.update(limit.key for limit in limits)
         return await self.limiter.book(limits, cost, max_lead=max_lead)
 
-    async def raise_floors(self, floors: Mapping[str, float]) -> None:
+    async def raise_floors(self, floors: Mapping[str, float], *, durable: bool = True) -> None:
         """Nothing starts on each key before its floor (a TAT only ever moves later).
 
         A booking may start a key's burst tolerance before its TAT, so the TAT is set that
@@ -46,6 +56,8 @@ class KeyClocks:
             key: when + self._burst(key) for key, when in floors.items() if math.isfinite(when)
         }
         if wanted:
+            if durable and self.persist is not None:
+                await self.persist(wanted)
             self.booked_keys.update(wanted)
             await self.limiter.raise_floor(wanted)
 
@@ -70,7 +82,7 @@ class KeyClocks:
             await self.raise_floors({new_key: old})
 
     async def restore(self, floors: Mapping[str, float]) -> int:
-        await self.raise_floors(floors)
+        await self.raise_floors(floors, durable=False)
         return len(floors)
 
     async def floors(

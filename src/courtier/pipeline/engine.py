@@ -22,12 +22,12 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
 from courtier.config import Config
-from courtier.frontier.base import FrontierStore
+from courtier.frontier.base import FrontierStore, StoredRobots
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.frontier.surface import decide_depth_cap
 from courtier.net.fetch import Fetcher
@@ -46,15 +46,21 @@ from courtier.pipeline.origins_live import LiveOrigins
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.parse_runner import ParseRunner
 from courtier.pipeline.promotion import rank_loop
+from courtier.pipeline.recovery import (
+    adopt_robots,
+    after_crash,
+    floors_at_stop,
+    load_inherited,
+    restore_floors,
+)
 from courtier.pipeline.robots_fetch import RobotsCache
 from courtier.pipeline.scheduler import Scheduler
 from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed_store
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
-from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.stats import CrawlStats, sample_loop_lag
+from courtier.pipeline.store_lock import StoreLock
 from courtier.pipeline.timer import LoopTimer, Timer
-from courtier.politeness.backoff import after_response
-from courtier.politeness.keys import RequestClass
 from courtier.politeness.limiter.base import Limiter
 from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url
@@ -82,11 +88,10 @@ class Engine:
         observer: Observer | None = None,
         handle_signals: bool = True,
     ) -> None:
-        """Everything after ``origins`` is optional wiring: a store, limiter, fetcher or timer
-        to use instead of the defaults (SQLite store at ``store_path``, the configured
-        limiter, the aiohttp fetcher, wall-clock time), where documents go (default
-        ``out_dir/documents.jsonl``), who hears of every request, and whether SIGINT and
-        SIGTERM stop the crawl (an embedding program may want its own handlers)."""
+        """After ``origins``, optional wiring: store, limiter, fetcher, timer (defaults: SQLite
+        at ``store_path``, the configured limiter, aiohttp, wall clock), the document sink
+        (``out_dir/documents.jsonl``), an observer of every request, and whether SIGINT and
+        SIGTERM stop the crawl (an embedding program may keep its own handlers)."""
         self.config = config
         self.store_path = store_path
         self.out_dir = out_dir
@@ -124,10 +129,13 @@ class Engine:
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         self.timer = self._timer or LoopTimer(loop)
+        self.lock = StoreLock(self.store_path)
+        if self._store is None or isinstance(self._store, SqliteFrontier):
+            self.lock.acquire()  # one crawl per embedded store: StoreBusy names the holder
         store = self._store or SqliteFrontier(self.store_path)
         self.frontier = FrontierIO(store, queue_per_site=self.config.crawl.queue_per_site)
         limiter = self._limiter or open_limiter(self.config, self.store_path, self.timer.now)
-        self.clocks = KeyClocks(limiter, self.config.limits.policy())
+        self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.parser = ParseRunner(self.config.crawl)
         self.sink = self._sink or DocumentSink(self.out_dir)
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
@@ -136,6 +144,7 @@ class Engine:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
         started = time.monotonic()
+        clean = False
         try:
             await self._start_up()
             async with contextlib.AsyncExitStack() as stack:
@@ -146,9 +155,12 @@ class Engine:
                         Fetcher(settings, self.address_allowed)
                     )
                 self._wire(fetcher)
+                await self._take_over()
                 await self._crawl()
             await self._finish()
+            clean = True
         finally:
+            self.lock.release(clean=clean)
             for sig in signals:
                 loop.remove_signal_handler(sig)
             self.sink.close()
@@ -167,12 +179,8 @@ class Engine:
         now = self.timer.now()
         self.sites.update(seed_lanes(scope, self.seeds, sizes, self.config, self._surface, now))
         self.stats.seed_sites = len(self.scope)
-        floors = await self.frontier.call(self.frontier.store.load_clock_floors, time.time())
-        self.stats.restored_clocks = await self.clocks.restore(floors)
-        for key, when in floors.items():
-            lane = self.sites.get(key.removeprefix("site:")) if key.startswith("site:") else None
-            if lane is not None:
-                lane.next_start = max(lane.next_start, when)
+        self.inherited = await self.frontier.call(load_inherited, self.frontier.store)
+        self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
         fresh = freshlane_urls(self.config, self.scope)
         if fresh:
             interval = self.config.frontier.freshlane_interval
@@ -192,7 +200,8 @@ class Engine:
             stats=stats,
             sites=lambda: list(self.sites.values()),
             arm=lambda lane: self.pages.arm(lane),
-            back_off=self._transient_backoff,
+            backoff=self.feedback.site_params.backoff,
+            timer=timer,
             recheck_every=config.crawl.origin_recheck,
             tasks=self.tasks,
         )
@@ -206,7 +215,15 @@ class Engine:
         )
         robots = RobotsCache()
         services = LaneServices(
-            config, timer, fetch, robots, self.feedback, stats, self.sink.write, hops
+            config,
+            timer,
+            fetch,
+            robots,
+            self.feedback,
+            stats,
+            self.sink.write,
+            hops,
+            self._save_robots,
         )
         self.site_lanes = SiteLanes(
             services,
@@ -232,6 +249,21 @@ class Engine:
             )
             self.discovery.media = self.media.offer
 
+    async def _take_over(self) -> None:
+        """What the last run left: robots.txt answers, and clocks rebuilt after a crash."""
+        inherited, media = self.inherited, self.media
+        adopt_robots(inherited, self.config, self.sites, self.site_lanes, media)
+        if self.lock.previous_run_crashed:
+            log.warning("the last crawl on this store did not stop cleanly: clocks rebuilt")
+            now = self.timer.now()
+            await after_crash(inherited, self.config, self.clocks, self.sites, media, now)
+
+    async def _save_floors_now(self, floors: Mapping[str, float]) -> None:
+        await self.frontier.call(self.frontier.store.save_clock_floors, floors, time.time())
+
+    async def _save_robots(self, stored: StoredRobots) -> None:
+        await self.frontier.call(self.frontier.store.save_robots, [stored])
+
     def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
         return Scheduler(
             kind,
@@ -251,7 +283,7 @@ class Engine:
                 self.config, self.frontier, self.stats, flush=self._flush, admit=self._admit_site
             ),
             self._refill_loop(),
-            self._lag_monitor(),
+            sample_loop_lag(self.stats),
             self.pages.booker(),
         ]
         if self.media is not None:
@@ -276,18 +308,9 @@ class Engine:
 
     async def _save_floors(self) -> None:
         now = self.timer.now()
-        costs = self.config.costs.model().costs
-        media = self.media
-        floors = await self.clocks.floors(
-            now,
-            dearest=max(costs.values()),
-            image=costs[RequestClass.IMAGE],
-            origin_interval=self.feedback.origin_interval,
-            media_spacing=media.spacing if media is not None else (lambda _key: 0.0),
-            owned_sites=set(self.sites),
+        floors = await floors_at_stop(
+            self.config, self.clocks, self.sites, self.feedback, self.media, now
         )
-        for lane in self.sites.values():
-            floors[f"site:{lane.site}"] = max(lane.next_start, lane.backoff.paused_until)
         await self.frontier.call(self.frontier.store.save_clock_floors, floors, now)
 
     async def _wait_for_end(self) -> None:
@@ -320,11 +343,6 @@ class Engine:
     def _origin_of(self, site: str) -> str | None:
         lane = self.sites.get(site)
         return None if lane is None else lane.booked_origin
-
-    def _transient_backoff(self, lane: SiteLane) -> None:
-        lane.backoff = after_response(
-            lane.backoff, None, None, self.timer.now(), self.feedback.site_params.backoff
-        )
 
     def _look_again_later(self, lane: SiteLane, delay: float) -> None:
         self.timer.call_at(self.timer.now() + delay, self._look_again, lane)
@@ -380,12 +398,3 @@ class Engine:
         lane.depth_cap = decide_depth_cap(0, None, self._surface).cap
         self.sites[site] = lane
         self.site_lanes.request_refill(lane)
-
-    async def _lag_monitor(self) -> None:
-        """Sample how late the event loop wakes: the root cause of missed slots."""
-        loop = asyncio.get_running_loop()
-        period = 0.05
-        while True:
-            before = loop.time()
-            await asyncio.sleep(period)
-            self.stats.record_lag(loop.time() - before - period)

@@ -38,7 +38,7 @@ from courtier.pipeline.answers import Verdict, body_fingerprint, decide, documen
 from courtier.pipeline.discovery import MAX_REDIRECTS
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.scheduler import LaneState, Launch, Wait
-from courtier.pipeline.services import LaneKindBase, LaneServices, context_of
+from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import RobotsWork
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit
@@ -79,6 +79,10 @@ class MediaLane:
     attempts: Counter[str] = field(default_factory=Counter)
     observations: CacheObservations = field(default_factory=CacheObservations)
 
+    @property
+    def key(self) -> str:
+        return self.name
+
 
 @dataclass(slots=True)
 class MediaHost:
@@ -103,6 +107,9 @@ class MediaLanes(LaneKindBase):
         self.max_lead = min(config.politeness.max_lead, MEDIA_MAX_LEAD)
         self.origin_of = origin_of
         self.arm = arm
+        self.start_after = 0.0
+        """No media request before this (after a crash: the keys used just before it are
+        unknown, so every media key waits one of its intervals)."""
         self.rules = config.media.rules()
         self.policy = config.limits.policy()
         costs = config.costs.model().costs
@@ -162,7 +169,7 @@ class MediaLanes(LaneKindBase):
         return None
 
     def not_before(self, lane: MediaLane, work: MediaWork, now: float) -> float:
-        return lane.backoff.paused_until
+        return max(lane.backoff.paused_until, self.start_after)
 
     def booking(self, lane: MediaLane, work: MediaWork) -> tuple[tuple[Limit, ...], float]:
         host = self.hosts[lane.site]
@@ -230,11 +237,14 @@ class MediaLanes(LaneKindBase):
 
     async def _robots(self, lane: MediaLane, work: RobotsWork, context: RequestContext) -> None:
         outcome = await self.fetch_rules(lane, work, self.fetch, context, media=True)
-        if outcome is None:
-            return
-        host = self.hosts[work.site]
+        if outcome is not None:
+            self.adopt(work.site, outcome)
+
+    def adopt(self, site: str, outcome: RobotsOutcome) -> None:
+        """A media host's robots.txt rules are in (fetched now, or saved by an earlier run)."""
+        host = self.hosts.setdefault(site, MediaHost())
         host.crawl_delay, host.suspended_reason = outcome.crawl_delay, outcome.refusal
-        self.rules_ready(work.site, outcome.rules)
+        self.rules_ready(site, outcome.rules)
 
     async def _fetch(self, lane: MediaLane, item: MediaItem, context: RequestContext) -> None:
         answer = await self.fetch(item.url.fetch_url, item.url.host, context)

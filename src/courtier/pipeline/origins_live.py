@@ -32,6 +32,8 @@ from courtier.pipeline.fetching import TRANSIENT_REFUSALS, Answer, Resolver
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.timer import Timer
+from courtier.politeness.backoff import BackoffParams, after_response
 from courtier.politeness.keys import guess_origin
 
 log = logging.getLogger("courtier.pipeline.engine")
@@ -51,7 +53,8 @@ class LiveOrigins:
         stats: CrawlStats,
         sites: Callable[[], Iterable[SiteLane]],
         arm: Callable[[SiteLane], None],
-        back_off: Callable[[SiteLane], None],
+        backoff: BackoffParams,
+        timer: Timer,
         recheck_every: float,
         tasks: set[asyncio.Task[None]],
     ) -> None:
@@ -62,7 +65,8 @@ class LiveOrigins:
         self.stats = stats
         self.sites = sites
         self.arm = arm
-        self.back_off = back_off
+        self.backoff = backoff
+        self.timer = timer
         self.recheck_every = recheck_every
         self.tasks = tasks
         self.ready = asyncio.Event()
@@ -94,7 +98,7 @@ class LiveOrigins:
             resolution = await self.guard.resolve(lane.host)
         if not resolution.allowed and resolution.reason in TRANSIENT_REFUSALS:
             lane.origin_status = OriginStatus.UNRESOLVED
-            self.back_off(lane)
+            lane.backoff = after_response(lane.backoff, None, None, self.timer.now(), self.backoff)
             self.arm(lane)
             return
         self._resolved(

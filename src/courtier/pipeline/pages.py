@@ -31,7 +31,7 @@ from courtier.pipeline.fetching import Answer
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
 from courtier.pipeline.scheduler import Launch, Wait
-from courtier.pipeline.services import LaneKindBase, LaneServices, context_of
+from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import CostModel
@@ -193,8 +193,11 @@ class SiteLanes(LaneKindBase):
             return await self._get(lane, fetch_url, host, why)
 
         outcome = await self.fetch_rules(lane, work, get, context)
-        if outcome is None:
-            return
+        if outcome is not None:
+            self.adopt(lane, outcome)
+
+    def adopt(self, lane: SiteLane, outcome: RobotsOutcome) -> None:
+        """The site's robots.txt rules are in (just fetched, or saved by an earlier run)."""
         if self.config.frontier.sitemaps:
             self.discovery.queue_sitemaps(lane, outcome.rules.sitemaps())
         lane.suspended_reason = outcome.refusal

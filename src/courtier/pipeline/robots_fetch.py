@@ -15,10 +15,12 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from courtier.config import Config
+from courtier.frontier.base import StoredRobots
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
 from courtier.politeness.robots import RobotsRules, rules_from_response
@@ -103,6 +105,20 @@ async def fetch_robots(
         hop_context = RequestContext(hop.site, "robots-hop", keys, 1.0, redirects=n + 1)
         answer = await get(url, host, hop_context)
     return answer
+
+
+def rules_from_stored(stored: StoredRobots, config: Config) -> RobotsRules:
+    """The rules a saved robots.txt answer gave, valid until it was due to expire."""
+    robots = config.robots
+    rules = rules_from_response(
+        stored.http_status,
+        stored.body,
+        stored.fetched_at,
+        max_age=robots.max_age,
+        retry_unreachable=robots.retry_unreachable,
+        max_bytes=robots.max_bytes,
+    )
+    return dataclasses.replace(rules, expires_at=stored.expires_at)
 
 
 def rules_of(answer: Answer, now: float, config: Config) -> RobotsRules:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from courtier.config import Config
+from courtier.frontier.base import StoredRobots
 from courtier.pipeline.apply import FeedbackLane, FeedbackWriter
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feedback import Answered, Effects
@@ -37,6 +38,8 @@ class LaneServices:
     write_document: Callable[[dict[str, Any]], None]
     book_hop: Callable[[str], Awaitable[bool]]
     """Book a request on ``site:<site>`` and wait for its slot (robots.txt redirect hops)."""
+    save_robots: Callable[[StoredRobots], Awaitable[None]]
+    """Make a robots.txt answer durable (a restart uses it until it expires)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,7 @@ class LaneKindBase:
         self.stats = services.stats
         self.write_document = services.write_document
         self.book_hop = services.book_hop
+        self.save_robots = services.save_robots
         self.token = config.fetch.user_agent_token
 
     async def answered(
@@ -123,14 +127,29 @@ class LaneKindBase:
             for wake in self.robots.unclaim(work.site):
                 wake()
             return None
-        rules = rules_of(answer, self.timer.now(), self.config)
+        now = self.timer.now()
+        rules = rules_of(answer, now, self.config)
+        result = answer.result
+        await self.save_robots(
+            StoredRobots(
+                work.site,
+                None if result is None else result.status,
+                b"" if result is None else result.body[: self.config.robots.max_bytes],
+                now,
+                rules.expires_at,
+            )
+        )
+        self.stats.robots[rules.status.value] += 1
+        return self.outcome_of(work.site, rules)
+
+    def outcome_of(self, site: str, rules: RobotsRules) -> RobotsOutcome:
+        """What the rules mean for the host: its Crawl-delay, or why it is not crawled."""
         delay, refusal = crawl_delay_verdict(
             rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
         )
         if refusal is not None:
             self.stats.refused[refusal] += 1
-            log.warning("%s is not crawled this run: %s", work.site, refusal)
-        self.stats.robots[rules.status.value] += 1
+            log.warning("%s is not crawled this run: %s", site, refusal)
         return RobotsOutcome(rules, delay or 0.0, refusal)
 
     def rules_for(

@@ -80,6 +80,10 @@ class SiteLane:
         return self.name
 
     @property
+    def key(self) -> str:
+        return f"site:{self.name}"
+
+    @property
     def interval(self) -> float:
         base = max(self.backoff.interval, self.crawl_delay)
         return base / self.latency.factor + self.margin

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,6 +123,7 @@ class CrawlStats:
             "origin_backoffs": dict(self.origin_backoffs),
             "cost_corrections": self.cost_corrections,
             "origins": self.origins,
+            "restored_clocks": self.restored_clocks,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
             "links_found": self.links_found,
@@ -146,3 +148,12 @@ class CrawlStats:
             "header_evidence": self.header_evidence,
             "tls_evidence": self.tls_evidence,
         }
+
+
+async def sample_loop_lag(stats: CrawlStats, period: float = 0.05) -> None:
+    """Sample how late the event loop wakes (the root cause of missed slots), for ever."""
+    loop = asyncio.get_running_loop()
+    while True:
+        before = loop.time()
+        await asyncio.sleep(period)
+        stats.record_lag(loop.time() - before - period)
