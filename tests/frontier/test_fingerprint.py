@@ -3,16 +3,21 @@ ads or timestamps (same fingerprint), and variants with a real content change (n
 
 import hashlib
 import re
+import sys
+import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from courtier.frontier.fingerprint import (
     content_fingerprint,
+    erase_volatile,
     html_content_text,
     html_fingerprint,
     normalise_text,
+    tree_fingerprint,
 )
 
 PAGE = """<!doctype html>
@@ -193,3 +198,112 @@ def test_the_guarded_volatile_pattern_matches_exactly_what_the_plain_one_does(te
 
     plain = re.compile(_VOLATILE.pattern[len(_VOLATILE_START) + 3 : -1], re.IGNORECASE)
     assert [m.span() for m in _VOLATILE.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+# -- one parse, linear time -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["base", *sorted(SAME), *sorted(CHANGED)])
+def test_a_parsed_tree_gives_the_same_fingerprint_as_the_markup(name: str) -> None:
+    html = page(**{**SAME, **CHANGED}.get(name, {}))
+    assert tree_fingerprint(LexborHTMLParser(html)) == html_fingerprint(html)
+    assert tree_fingerprint(LexborHTMLParser(html.encode())) == html_fingerprint(html.encode())
+
+
+_MARKUP = st.lists(
+    st.sampled_from(
+        ["<div>", "</div>", "<nav>", "</nav>", "<p class='ad'>", "<p class='ads-x'>", "</p>",
+         "<span id=cookie-bar>", "</span>", "<aside>", "<section hidden>", "</section>",
+         "<div role=navigation>", "<div data-ad>", "<script>var a = 1;</script>",
+         "<header>", "</header>", "<title>T</title>", "<body class=menu>", "<html class=ad>",
+         "Posted 5 minutes ago", "kept words", "£12.50", "2026-11-30", " ", "<svg><title>i"]
+    ),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+def _reference_content_text(html: str) -> str:
+    """The earlier algorithm: mark everything, remove only the outermost marked nodes (found
+    by walking each node's ancestors), on the same rules."""
+    from courtier.frontier import fingerprint as fp
+
+    tree = LexborHTMLParser(html)
+    nodes = [
+        *tree.css(fp._ALWAYS_DROPPED),
+        *(n for n in tree.css("[class], [id]") if fp._is_ad_node(n)),
+    ]
+    nodes = [n for n in nodes if n.tag not in fp._STRUCTURE]
+    marked = {n.mem_id for n in nodes}
+
+    def inside_marked(node: LexborNode) -> bool:
+        parent = node.parent
+        while parent is not None:
+            if parent.mem_id in marked:
+                return True
+            parent = parent.parent
+        return False
+
+    for node in [n for n in nodes if not inside_marked(n)]:
+        node.decompose()
+    title = tree.css_first("title")
+    parts = [title.text() if title is not None else ""]
+    if tree.body is not None:
+        parts.append(tree.body.text(separator=" "))
+    return normalise_text(" ".join(parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_MARKUP)
+def test_removing_in_reverse_document_order_matches_removing_the_outermost(html: str) -> None:
+    assert html_content_text(html) == _reference_content_text(html)
+    assert tree_fingerprint(LexborHTMLParser(html)) == html_fingerprint(html)
+
+
+def test_deeply_nested_dropped_elements_cost_linear_time() -> None:
+    # 20,000 nested ad slots: an ancestor walk per marked node took about 2*10^8 steps.
+    html = "<body>" + "<span class=ad>x" * 20_000 + "</span>" * 20_000 + "<p>kept</p>"
+    started = time.process_time()
+    assert html_content_text(html) == "kept"
+    assert time.process_time() - started < 1.0
+
+
+def test_the_document_elements_are_never_dropped() -> None:
+    # <html class=ad> raised ("decomposing the root node is not allowed"); a body class with a
+    # consent token dropped the whole page but its title.
+    assert html_content_text("<html class='ad js'><body><p>kept</p></body></html>") == "kept"
+    assert html_content_text("<html hidden><title>T</title><p>kept</p>") == "T kept"
+    body = "<body class='home cookies-not-set sidebar-primary'><main>kept</main>"
+    assert html_content_text(body) == "kept"
+    assert html_content_text("<head class=ad><title>T</title></head><p>x</p>") == "T x"
+
+
+# -- the volatile-token pattern on lower-cased text ----------------------------------------
+
+
+@given(_WORDISH | st.text(max_size=80))
+def test_erasing_on_lower_cased_text_matches_the_ignorecase_pattern(text: str) -> None:
+    from courtier.frontier.fingerprint import _VOLATILE
+
+    assert erase_volatile(text) == _VOLATILE.sub(" ", text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ſep 30", "Mon, 30 NOV 2026", "İstanbul 5 minutes ago", "JUST NOW ı", "5 \u212aeeks ago"],
+)
+def test_letters_that_fold_specially_take_the_ignorecase_path(text: str) -> None:
+    from courtier.frontier.fingerprint import _VOLATILE
+
+    assert erase_volatile(text) == _VOLATILE.sub(" ", text)
+
+
+def test_lower_casing_keeps_every_character_class_the_pattern_tests() -> None:
+    # Matching on text.lower() is exact only if \w, \d and \s agree on a character and its
+    # lower-case form (for the characters whose lower-case form is one character).
+    chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    changed = "".join(c for c in chars if len(c.lower()) == 1 and c.lower() != c)
+    lowered = changed.lower()
+    for pattern in (r"\w", r"\d", r"\s"):
+        assert [m.start() for m in re.finditer(pattern, changed)] == [
+            m.start() for m in re.finditer(pattern, lowered)
+        ]

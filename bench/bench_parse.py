@@ -1,0 +1,212 @@
+"""Parse-worker CPU per page: links, images, title and content fingerprint (``parse_page``).
+
+Target (the hostile-web issue): at most 1.5 ms of parse-worker CPU per ordinary 100 KB page, and
+hostile pages bounded: 100,000 nested ``<div>`` (500 KB) and 20 MB pages.
+
+Pages are generated before the clock starts from a fixed seed: an ordinary news/listing page
+(head with meta, styles and scripts; header, nav, inline SVG icons; an article with inline
+markup, a table and figures; a grid of cards; ad and consent slots; aside; form; footer) padded
+with more cards to the wanted size. What is timed is ``time.process_time()`` around
+``parse_page(body, url)`` in this process (one core), best and median of ``--repeat`` runs;
+``peak MB`` is the growth of the process's peak RSS during the first run of a page kind (so it
+is only meaningful for pages larger than every earlier one).
+
+    PYTHONPATH=src python bench/bench_parse.py
+    PYTHONPATH=src python bench/bench_parse.py --repeat 50 --json
+    PYTHONPATH=src python bench/bench_parse.py --phases     # where the time of a 100 KB page goes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+from courtier.pipeline.parse import parse_page
+
+_WORDS = ("garden", "spade", "review", "steel", "handle", "ash", "wood", "bed", "soil", "dig",
+          "season", "price", "shop", "delivery", "week", "compost", "tool", "blade", "test",
+          "bent", "kept", "three", "twelve", "weather", "spring", "autumn", "market", "local",
+          "farm", "water", "hose", "rake", "hoe", "fork", "trowel", "glove", "boot", "shed",
+          "fence", "path", "border", "lawn", "hedge", "tree", "plant")  # fmt: skip
+
+
+def _sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words)).capitalize() + "."
+
+
+def _icon(rng: random.Random) -> str:
+    d = " ".join(
+        f"M{rng.randint(0, 24)} {rng.randint(0, 24)}L{rng.randint(0, 24)} 4" for _ in range(3)
+    )
+    return f'<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><path d="{d}"/></svg>'
+
+
+def _card(rng: random.Random, index: int) -> str:
+    return (
+        f'<div class="card card--product" data-id="p{index}">'
+        f'<a class="card__link" href="/item/{index}?ref=grid&amp;pos={index % 40}">'
+        f'<img src="/img/{index}.jpg" alt="{_sentence(rng, 3)}" loading="lazy" width="320" '
+        f'height="240"></a><h3 class="card__title"><a href="/item/{index}">'
+        f"{_sentence(rng, 5)}</a></h3>"
+        f'<p class="card__text">{_sentence(rng, 14)} <em>{_sentence(rng, 3)}</em></p>'
+        f'<span class="price">£{rng.randint(1, 99)}.{rng.randint(0, 99):02d}</span> '
+        f'<time datetime="2026-11-{rng.randint(1, 30):02d}">{rng.randint(1, 59)} minutes ago</time>'
+        f'<button class="btn add-to-cart" type="button">{_icon(rng)}Add</button></div>\n'
+    )
+
+
+def ordinary_page(size: int, seed: int = 1) -> bytes:
+    """A typical HTML page of about ``size`` bytes (never less)."""
+    rng = random.Random(seed)
+    menu = "".join(
+        f'<li class="menu__item"><a href="/section/{i}">{rng.choice(_WORDS).title()}</a></li>'
+        for i in range(30)
+    )
+    script = "\n".join(
+        f'  window.dataLayer.push({{"event": "view", "id": {i}, "html": "<div class=\\"x\\">'
+        f'{rng.choice(_WORDS)}</div>"}});'
+        for i in range(60)
+    )
+    style = "\n".join(
+        f".c{i} {{ margin: {i}px; color: #{rng.randint(0, 0xFFFFFF):06x}; }}" for i in range(120)
+    )
+    article = "".join(
+        f"<p>{_sentence(rng, 25)} <a href='/topic/{i}'>{_sentence(rng, 2)}</a> "
+        f"<strong>{_sentence(rng, 4)}</strong> {_sentence(rng, 18)}</p>\n"
+        for i in range(25)
+    )
+    table = "".join(
+        f"<tr><td>{rng.choice(_WORDS)}</td><td>{rng.randint(1, 500)}</td>"
+        f"<td><a href='/spec/{i}'>spec</a></td></tr>"
+        for i in range(20)
+    )
+    head = (
+        "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<title>Garden tools: the best spades of 2026 | Example Shop</title>"
+        + "".join(f'<meta name="m{i}" content="{_sentence(rng, 6)}">' for i in range(15))
+        + "".join(f'<link rel="preload" href="/static/f{i}.woff2" as="font">' for i in range(5))
+        + f"<style>{style}</style><script>window.dataLayer = [];\n{script}</script></head>\n"
+        "<body class='page page--article'>\n"
+        f"<div class='cookie-banner' role='dialog'>We use cookies. <button>OK</button></div>"
+        f"<header class='site-header'>{_icon(rng)}<a href='/'>Example Shop</a>"
+        f"<form action='/search'><input name='q'><button>{_icon(rng)}</button></form></header>\n"
+        f"<nav class='menu'><ul>{menu}</ul></nav>\n<main><article><h1>{_sentence(rng, 7)}</h1>"
+        f"<p class='byline'>Posted 30 November 2026 · Updated 5 minutes ago</p>{article}"
+        f"<figure><img src='/img/hero.jpg' alt='hero'><figcaption>{_sentence(rng, 9)}"
+        f"</figcaption></figure><table class='specs'><tbody>{table}</tbody></table>"
+        f"<div class='ad-slot' data-ad-slot='x1'><a href='https://ads.example/c?1'>Ad</a></div>"
+        "</article>\n<section class='grid'>\n"
+    )
+    tail = (
+        f"</section></main>\n<aside class='sidebar'><h2>Related</h2>{menu}</aside>\n"
+        + "<footer class='site-footer'><ul>"
+        + "".join(f"<li><a href='/help/{i}'>{rng.choice(_WORDS)}</a></li>" for i in range(40))
+        + "</ul><p>© 2026 Example Shop</p></footer>\n"
+        "<script async src='/static/app.js?v=123'></script></body></html>\n"
+    )
+    parts = [head]
+    used = len(head.encode()) + len(tail.encode())
+    index = 0
+    while used < size:
+        card = _card(rng, index)
+        parts.append(card)
+        used += len(card.encode())
+        index += 1
+    parts.append(tail)
+    return "".join(parts).encode()
+
+
+def deep_page(depth: int = 100_000) -> bytes:
+    return b"<div>" * depth
+
+
+def _measure(body: bytes, repeat: int) -> dict[str, float]:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = []
+    page = None
+    for _ in range(repeat):
+        started = time.process_time()
+        page = parse_page(body, "https://shop.example/garden/spades")
+        times.append(time.process_time() - started)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert page is not None
+    return {
+        "bytes": len(body),
+        "best_ms": min(times) * 1000,
+        "median_ms": statistics.median(times) * 1000,
+        "links": len(page.links),
+        "images": len(page.images),
+        "truncated": page.truncated or "",  # type: ignore[dict-item]
+        "peak_mb": peak / 1024,
+    }
+
+
+def _phases(body: bytes, repeat: int) -> None:
+    """CPU of each phase of one ``parse_page`` of an ordinary page."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from courtier.frontier.fingerprint import tree_fingerprint
+    from courtier.pipeline.parse import nesting_cut
+
+    def timed(fn: Callable[[], object]) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.process_time()
+            fn()
+            best = min(best, time.process_time() - started)
+        return best * 1000
+
+    print(f"{'phase':28} {'best ms':>8}")
+    print(f"{'nesting_cut (pre-scan)':28} {timed(lambda: nesting_cut(body)):8.3f}")
+    print(f"{'lexbor parse':28} {timed(lambda: LexborHTMLParser(body)):8.3f}")
+    print(
+        f"{'parse + fingerprint':28} {timed(lambda: tree_fingerprint(LexborHTMLParser(body))):8.3f}"
+    )
+    print(f"{'parse_page (all)':28} {timed(lambda: parse_page(body, 'https://a.example/')):8.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=30, help="runs per small page")
+    parser.add_argument("--json", action="store_true", help="one JSON object per page kind")
+    parser.add_argument("--phases", action="store_true", help="phase breakdown, 100 KB page")
+    parser.add_argument("--no-large", action="store_true", help="skip the 20 MB pages")
+    args = parser.parse_args()
+    if args.phases:
+        _phases(ordinary_page(100_000), args.repeat)
+        return
+    cases: list[tuple[str, bytes, int]] = [
+        ("ordinary 100 KB", ordinary_page(100_000), args.repeat),
+        ("ordinary 100 KB (seed 2)", ordinary_page(100_000, seed=2), args.repeat),
+        ("ordinary 1 MB", ordinary_page(1_000_000), max(3, args.repeat // 5)),
+        ("100,000 nested <div>", deep_page(), 3),
+    ]
+    if not args.no_large:
+        cases += [
+            ("20 MB of nested <div>", deep_page(4_000_000), 2),
+            ("ordinary 20 MB", ordinary_page(20_000_000), 2),
+        ]
+    if not args.json:
+        print(f"{'page':26} {'KB':>8} {'best ms':>9} {'median ms':>9} {'links':>6} "
+              f"{'images':>6} {'truncated':>9} {'peak MB':>8}")  # fmt: skip
+    for name, body, repeat in cases:
+        row = _measure(body, repeat)
+        if args.json:
+            print(json.dumps({"page": name, **row}), flush=True)
+        else:
+            print(
+                f"{name:26} {row['bytes'] / 1000:8.0f} {row['best_ms']:9.2f} "
+                f"{row['median_ms']:9.2f} {row['links']:6.0f} {row['images']:6.0f} "
+                f"{row['truncated']:>9} {row['peak_mb']:8.0f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,405 @@
+"""A pool of parse worker processes with a time budget per job.
+
+``ProcessPoolExecutor`` cannot stop a job: one hostile page that takes a minute holds its worker
+for that minute, and every other site's pages queue behind it. ``ParsePool`` runs each job in
+a worker process of its own and gives it ``timeout`` seconds, counted from the moment a worker
+takes the job (waiting in the queue does not count). A job that overruns gets its worker
+killed (SIGKILL) and replaced, and resolves to ``ParseTimeout``; the caller records the page
+as a parse timeout and the crawl goes on.
+
+- Workers are started at construction (spawned, not forked: the crawler has threads), and each
+  runs ``warm_up`` (by default a parse of a tiny page: every import done) before it takes a
+  job. ``await pool.ready()`` waits for that.
+- Jobs start in submission order (FIFO) as workers free up. ``fn`` must be picklable (a
+  top-level function or a builtin), so must its arguments and its result.
+- An exception raised by ``fn`` is raised by ``run`` (with the worker's traceback as its
+  ``__cause__``). A worker that dies during a job (a crash, the kernel's out-of-memory killer)
+  resolves the job to ``WorkerLost`` and is replaced.
+- ``max_memory_bytes``: how much a job may grow its worker's address space (``RLIMIT_AS``,
+  set after the warm-up; Linux and other POSIX systems). A job that needs more gets
+  ``MemoryError`` (raised by ``run``) and its worker is replaced, not left fragmented.
+- ``close()`` (or ``shutdown()``, synchronous) returns promptly: busy workers are killed, jobs
+  still queued or running resolve to ``PoolClosed``.
+
+In the parent, one thread per worker sends a job, waits for its answer with the budget as the
+timeout, and replaces the worker when needed; the event loop only awaits futures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Generic, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+log = logging.getLogger("courtier.pipeline.parse_pool")
+
+_STARTUP_TIMEOUT = 120.0
+"""Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
+
+
+class ParseTimeout(Exception):
+    """The job overran the pool's time budget; its worker was killed and replaced."""
+
+
+class WorkerLost(Exception):
+    """The worker process died during the job (a crash, or killed from outside)."""
+
+
+class PoolClosed(RuntimeError):
+    """The pool was closed before the job finished (or before it was submitted)."""
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker, as text (the ``__cause__``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def warm_up_parse() -> None:
+    """The default warm-up: import the parser and parse a tiny page."""
+    from courtier.pipeline.parse import parse_page
+
+    parse_page(b"<html><title>warm-up</title><a href='/'>x</a></html>", "http://warm-up.invalid/")
+
+
+@dataclass(eq=False)
+class _Job(Generic[T]):
+    fn: Callable[..., T]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    future: asyncio.Future[T]
+    loop: asyncio.AbstractEventLoop
+
+    def resolve(self, result: Any = None, error: BaseException | None = None) -> None:
+        """Settle the future from any thread (a no-op if it was cancelled meanwhile)."""
+
+        def settle() -> None:
+            if self.future.done():
+                return
+            if error is not None:
+                self.future.set_exception(error)
+            else:
+                self.future.set_result(result)
+
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            self.loop.call_soon_threadsafe(settle)
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: BaseProcess
+    conn: Connection
+
+    def kill(self) -> None:
+        """SIGKILL; the pipe's other end closes with the process, which wakes a thread that
+        waits on it. (The pipe itself is closed by the thread that uses it, in ``reap``.)"""
+        with contextlib.suppress(Exception):
+            self.process.kill()
+
+    def reap(self) -> None:
+        self.kill()
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        with contextlib.suppress(Exception):
+            self.process.join(5)
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One worker position: its thread and the worker it currently runs."""
+
+    index: int
+    worker: _Worker | None = None
+    thread: threading.Thread | None = None
+
+
+class ParsePool:
+    """Worker processes for parse jobs, each job with a time budget (see the module docs)."""
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        timeout: float,
+        max_memory_bytes: int | None = None,
+        warm_up: Callable[[], object] | None = warm_up_parse,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        count = workers if workers is not None else (os.cpu_count() or 1)
+        if count < 1:
+            raise ValueError("a pool needs at least one worker")
+        self.timeout = timeout
+        self.max_memory_bytes = max_memory_bytes
+        self._warm_up = warm_up
+        self._context = multiprocessing.get_context("spawn")
+        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._warm = 0
+        self._all_warm = threading.Event()
+        self.timeouts = 0
+        """Jobs that overran the budget (each killed and replaced a worker)."""
+        self.replaced = 0
+        """Workers replaced (after a timeout, a crash or a MemoryError)."""
+        self._slots = [_Slot(index) for index in range(count)]
+        for slot in self._slots:
+            slot.thread = threading.Thread(
+                target=self._serve, args=(slot,), name=f"courtier-parse-{slot.index}", daemon=True
+            )
+            slot.thread.start()
+
+    @property
+    def workers(self) -> int:
+        return len(self._slots)
+
+    async def ready(self) -> None:
+        """Wait until every worker has started and warmed up once (or the pool closed)."""
+        await asyncio.to_thread(self._all_warm.wait)
+
+    async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` in a worker, within the time budget.
+
+        Raises ``ParseTimeout``, ``WorkerLost``, ``PoolClosed``, or what ``fn`` raised."""
+        if self._closed:
+            raise PoolClosed("the parse pool is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        job = _Job(fn, args, kwargs, future, loop)
+        self._jobs.put(job)
+        if self._closed:  # closed while we queued: the drain may have missed this job
+            job.future.cancel()
+            raise PoolClosed("the parse pool is closed")
+        return await job.future
+
+    async def close(self) -> None:
+        """Stop every worker now (busy ones are killed) and fail what is left."""
+        self.shutdown(wait=False)
+        await asyncio.to_thread(self._join_threads)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """``close`` for synchronous callers; ``wait`` joins the pool's threads."""
+        with self._lock:
+            already, self._closed = self._closed, True
+            workers = [slot.worker for slot in self._slots if slot.worker is not None]
+        if not already:
+            for worker in workers:
+                worker.kill()  # a blocked thread wakes up on the closed pipe
+            while True:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job.resolve(error=PoolClosed("the parse pool was closed"))
+            for _ in self._slots:
+                self._jobs.put(None)
+            self._all_warm.set()
+        if wait:
+            self._join_threads()
+
+    async def __aenter__(self) -> ParsePool:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _join_threads(self) -> None:
+        for slot in self._slots:
+            if slot.thread is not None and slot.thread is not threading.current_thread():
+                slot.thread.join()
+            if slot.worker is not None:
+                slot.worker.reap()
+
+    # -- the slot threads ---------------------------------------------------------------
+
+    def _serve(self, slot: _Slot) -> None:
+        first = True
+        try:
+            while not self._closed:
+                if slot.worker is None:
+                    if self._start_worker(slot) is None:  # closed while starting
+                        return
+                    if first:
+                        first = False
+                        with self._lock:
+                            self._warm += 1
+                            if self._warm == len(self._slots):
+                                self._all_warm.set()
+                job = self._jobs.get()
+                if job is None:
+                    return
+                if job.future.done():  # cancelled while queued
+                    continue
+                self._run(slot, job)
+        finally:
+            with self._lock:
+                worker, slot.worker = slot.worker, None
+            if worker is not None:
+                worker.reap()
+
+    def _start_worker(self, slot: _Slot) -> _Worker | None:
+        """A new, warmed-up worker in ``slot`` (retrying after failures), or None if closed."""
+        delay = 0.1
+        while True:
+            parent, child = self._context.Pipe()
+            process = self._context.Process(
+                target=_worker_main,
+                args=(child, self._warm_up, self.max_memory_bytes),
+                name=f"courtier-parse-{slot.index}",
+                daemon=True,
+            )
+            worker = _Worker(process, parent)
+            why = f"no answer in {_STARTUP_TIMEOUT:g} s"
+            with self._lock:
+                if self._closed:
+                    return None
+                try:
+                    process.start()
+                except Exception as exc:  # e.g. spawning from a module being imported
+                    why = f"{type(exc).__name__}: {exc}"
+                else:
+                    slot.worker = worker
+            child.close()
+            try:
+                if process.pid is not None and parent.poll(_STARTUP_TIMEOUT):
+                    status, detail = parent.recv()
+                    if status == "ready":
+                        return worker
+                    why = detail
+            except (EOFError, OSError):
+                why = "it exited"
+            with self._lock:
+                slot.worker = None
+                closed = self._closed
+            worker.reap()
+            if closed:
+                return None
+            log.error("parse worker %d failed to start: %s", slot.index, why)
+            threading.Event().wait(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _run(self, slot: _Slot, job: _Job[Any]) -> None:
+        """Run ``job`` on ``slot``'s worker; replace the worker if it has to go. The job is
+        settled last, so whoever awaits it sees the pool's counters already updated."""
+        worker = slot.worker
+        assert worker is not None
+        result: Any = None
+        error: BaseException | None = None
+        replace = timed_out = False
+        try:
+            worker.conn.send((job.fn, job.args, job.kwargs))
+        except (OSError, ValueError):  # the worker is gone (or the pool closed under us)
+            error = self._lost_error("the parse worker died before the job started")
+            replace = True
+        except Exception as exc:  # the job could not be pickled: nothing was sent
+            job.resolve(error=exc)
+            return
+        if not replace:
+            try:
+                if not worker.conn.poll(self.timeout):
+                    error = self._closed_error() or ParseTimeout(
+                        f"parse job overran its {self.timeout:g} s budget"
+                    )
+                    replace = timed_out = True
+                else:
+                    status, value, remote = worker.conn.recv()
+                    if status == "ok":
+                        result = value
+                    else:
+                        value.__cause__ = RemoteTraceback(remote)
+                        error = value
+                        replace = isinstance(value, MemoryError)  # the worker exits
+            except (EOFError, OSError):
+                error = self._lost_error("the parse worker died during the job")
+                replace = True
+        if replace:
+            with self._lock:
+                slot.worker = None
+                if not self._closed:
+                    self.replaced += 1
+                    self.timeouts += timed_out
+            worker.reap()
+        job.resolve(result, error)
+
+    def _closed_error(self) -> PoolClosed | None:
+        return PoolClosed("the parse pool was closed") if self._closed else None
+
+    def _lost_error(self, message: str) -> Exception:
+        return self._closed_error() or WorkerLost(message)
+
+
+def _worker_main(
+    conn: Connection, warm_up: Callable[[], object] | None, max_memory_bytes: int | None
+) -> None:
+    """A worker process: warm up, say ready, then answer jobs until the pipe closes."""
+    # The parent handles Ctrl-C and stops the workers; BLAS threads are of no use here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        if warm_up is not None:
+            warm_up()
+    except Exception:
+        conn.send(("failed", traceback.format_exc()))
+        return
+    if max_memory_bytes is not None:
+        _limit_address_space(max_memory_bytes)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            fn, args, kwargs = pickle.loads(message)
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            remote = traceback.format_exc()
+            _send_error(conn, exc, remote)
+            if isinstance(exc, MemoryError):
+                return  # the parent replaces this worker
+            continue
+        try:
+            conn.send(("ok", result, None))
+        except Exception as exc:  # the result cannot be pickled
+            _send_error(conn, exc, traceback.format_exc())
+
+
+def _send_error(conn: Connection, exc: Exception, remote: str) -> None:
+    try:
+        conn.send(("error", exc, remote))
+    except Exception:  # the exception itself cannot be pickled
+        conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}"), remote))
+
+
+def _limit_address_space(budget: int) -> None:
+    """Let this process's address space grow by ``budget`` bytes from here, no more."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = size + budget
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError):  # not Linux: no budget
+        pass

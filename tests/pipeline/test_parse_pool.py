@@ -1,0 +1,169 @@
+"""The parse pool: results, parallelism, the time budget, replacement of killed workers, prompt
+close, exceptions. Worker functions are builtins (``time.sleep``, ``math.factorial``...) and
+``parse_page``: a spawned worker can import those."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from courtier.pipeline.parse import ParsedPage, parse_page
+from courtier.pipeline.parse_pool import (
+    ParsePool,
+    ParseTimeout,
+    PoolClosed,
+    RemoteTraceback,
+    WorkerLost,
+)
+
+BUDGET = 0.5
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ParsePool]:
+    """Two warm workers shared by the tests that leave the pool usable."""
+    shared = ParsePool(2, timeout=BUDGET, max_memory_bytes=512 * 1024 * 1024)
+    yield shared
+    shared.shutdown()
+
+
+async def test_results_come_back(pool: ParsePool) -> None:
+    await pool.ready()
+    assert await pool.run(math.factorial, 10) == 3628800
+    page = await pool.run(
+        parse_page, b"<title>Hi</title><a href='/x'>x</a>" + b"<div>" * 100_000, "http://a.test/"
+    )
+    assert isinstance(page, ParsedPage)
+    assert page.title == "Hi" and page.truncated == "depth"
+    assert [link.canonical for link in page.links] == ["http://a.test/x"]
+
+
+async def test_jobs_run_in_parallel_on_two_workers(pool: ParsePool) -> None:
+    await pool.ready()
+    started = time.monotonic()
+    await asyncio.gather(pool.run(time.sleep, 0.4), pool.run(time.sleep, 0.4))
+    assert time.monotonic() - started < 0.75  # one after the other: 0.8 s
+
+
+async def test_jobs_start_in_submission_order() -> None:
+    async with ParsePool(1, timeout=5, warm_up=None) as single:
+        await single.ready()
+        # The worker busy, then clock reads queued: they run in the order submitted
+        # (CLOCK_MONOTONIC is one clock for every process; one worker, so no two overlap).
+        busy = asyncio.ensure_future(single.run(time.sleep, 0.2))
+        await asyncio.sleep(0.05)
+        reads = [asyncio.ensure_future(single.run(time.monotonic)) for _ in range(6)]
+        times = await asyncio.gather(*reads)
+        await busy
+        assert times == sorted(times)
+
+
+async def test_a_job_over_budget_is_killed_and_the_pool_carries_on(pool: ParsePool) -> None:
+    await pool.ready()
+    timeouts, replaced = pool.timeouts, pool.replaced
+    started = time.monotonic()
+    stuck = asyncio.ensure_future(pool.run(time.sleep, 30))
+    await asyncio.sleep(0.05)
+    # Submitted after the stuck job, answered by the other worker at once.
+    assert await pool.run(math.factorial, 5) == 120
+    assert time.monotonic() - started < BUDGET
+    with pytest.raises(ParseTimeout):
+        await stuck
+    assert BUDGET <= time.monotonic() - started < BUDGET + 1.0
+    assert (pool.timeouts, pool.replaced) == (timeouts + 1, replaced + 1)
+    # The killed worker is replaced: both workers take jobs again.
+    results = await asyncio.gather(*(pool.run(math.factorial, n) for n in range(8)))
+    assert results == [math.factorial(n) for n in range(8)]
+    await asyncio.gather(pool.run(time.sleep, 0.3), pool.run(time.sleep, 0.3))
+
+
+async def test_waiting_in_the_queue_does_not_count_against_the_budget() -> None:
+    async with ParsePool(1, timeout=BUDGET, warm_up=None) as single:
+        await single.ready()
+        first = asyncio.ensure_future(single.run(time.sleep, 0.35))
+        second = asyncio.ensure_future(single.run(time.sleep, 0.35))
+        await first
+        await second  # waited 0.35 s, then ran 0.35 s: over the budget in all, not in the run
+
+
+async def test_exceptions_in_the_worker_are_raised_with_its_traceback(pool: ParsePool) -> None:
+    await pool.ready()
+    with pytest.raises(ValueError, match="negative") as raised:
+        await pool.run(math.factorial, -1)
+    assert isinstance(raised.value.__cause__, RemoteTraceback)
+    assert "factorial" in str(raised.value.__cause__)
+    assert await pool.run(math.factorial, 3) == 6
+
+
+async def test_a_job_that_cannot_be_pickled_fails_in_the_caller(pool: ParsePool) -> None:
+    await pool.ready()
+    with pytest.raises(Exception, match=r"pickle|lambda"):
+        await pool.run(len, lambda: 0)  # type: ignore[arg-type]
+    assert await pool.run(math.factorial, 4) == 24
+
+
+async def test_a_worker_that_dies_is_reported_and_replaced(pool: ParsePool) -> None:
+    await pool.ready()
+    with pytest.raises(WorkerLost):
+        await pool.run(os._exit, 3)
+    assert await pool.run(math.factorial, 4) == 24
+
+
+async def test_the_memory_budget_turns_a_runaway_job_into_memory_error(pool: ParsePool) -> None:
+    await pool.ready()
+    replaced = pool.replaced
+    with pytest.raises(MemoryError):
+        await pool.run(bytearray, 4 * 1024 * 1024 * 1024)
+    assert pool.replaced == replaced + 1
+    assert len(await pool.run(bytearray, 1024 * 1024)) == 1024 * 1024
+
+
+async def test_a_cancelled_job_that_has_not_started_is_skipped() -> None:
+    async with ParsePool(1, timeout=5, warm_up=None) as single:
+        await single.ready()
+        busy = asyncio.ensure_future(single.run(time.sleep, 0.3))
+        await asyncio.sleep(0.05)
+        queued = asyncio.ensure_future(single.run(time.sleep, 3))
+        await asyncio.sleep(0.05)
+        queued.cancel()
+        started = time.monotonic()
+        await busy
+        assert await single.run(math.factorial, 3) == 6
+        assert time.monotonic() - started < 1.0  # the cancelled 3 s job never ran
+
+
+async def test_close_returns_promptly_with_a_stuck_job() -> None:
+    closing = ParsePool(2, timeout=60, warm_up=None)
+    await closing.ready()
+    stuck = asyncio.ensure_future(closing.run(time.sleep, 60))
+    queued = [asyncio.ensure_future(closing.run(time.sleep, 60)) for _ in range(3)]
+    await asyncio.sleep(0.1)
+    started = time.monotonic()
+    await closing.close()
+    assert time.monotonic() - started < 1.0
+    for job in (stuck, *queued):
+        with pytest.raises(PoolClosed):
+            await job
+    with pytest.raises(PoolClosed):
+        await closing.run(math.factorial, 3)
+    await closing.close()  # twice is fine
+
+
+async def test_close_during_warm_up_does_not_hang() -> None:
+    starting = ParsePool(2, timeout=1)  # the default warm-up imports the parser
+    started = time.monotonic()
+    await starting.close()
+    await starting.ready()  # returns: the pool is closed
+    assert time.monotonic() - started < 2.0
+
+
+def test_arguments_are_checked() -> None:
+    with pytest.raises(ValueError):
+        ParsePool(0, timeout=1)
+    with pytest.raises(ValueError):
+        ParsePool(1, timeout=0)
