@@ -132,7 +132,6 @@ class Lanes:
             arm=lambda lane: self.pages.arm(lane),
             lookup_origin=lambda lane: None,
             observe_home=lambda lane, answer: None,
-            look_again_later=lambda lane, delay: None,
         )
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
             self.site_lanes, config.crawl.max_in_flight

@@ -421,9 +421,17 @@ class FrontierStore(Protocol):
         """Queued (never fetched) URLs of ``site``, shallowest first, marked leased (at
         ``now`` when given; a lease of unknown age counts as old for ``release_leases``)."""
 
-    def release_leases(self, leased_before: float | None = None) -> int:
-        """Return leased URLs (all, or those leased before ``leased_before``) to the due set,
-        due at once; the count released."""
+    def release_leases(
+        self,
+        leased_before: float | None = None,
+        *,
+        sites: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> int:
+        """Return leased URLs (all, or those leased before ``leased_before``; only of
+        ``sites``, only ``ids``, when given) to the due set, due at once; the count
+        released. A worker taking over a shard releases its sites' leases; one handing a
+        shard back releases what it had leased and not started."""
 
     # reading --------------------------------------------------------------------------
 

@@ -546,14 +546,28 @@ class PostgresFrontier:
         rows.sort(key=lambda r: (r[3], r[0]))
         return [LeasedUrl(r[0], r[1], r[2], r[3], r[4], UrlLane(r[5])) for r in rows]
 
-    def release_leases(self, leased_before: float | None = None) -> int:
+    def release_leases(
+        self,
+        leased_before: float | None = None,
+        *,
+        sites: Sequence[str] | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> int:
         """Return leased URLs to the due set (all, or those leased before ``leased_before``;
         a lease of unknown age counts as old); due since they were leased."""
         condition = "status = 1"
-        params: tuple[float, ...] = ()
+        params: tuple[object, ...] = ()
         if leased_before is not None:
             condition += " AND (leased_at IS NULL OR leased_at < %s)"
             params = (leased_before,)
+        if sites is not None:
+            condition += " AND site = ANY(%s::text[])"
+            params += (list(sites),)
+        if ids is not None:
+            condition += " AND id = ANY(%s::bigint[])"
+            params += (list(ids),)
+        if (sites is not None and not sites) or (ids is not None and not ids):
+            return 0
         with self._transaction() as cur:
             cur.execute(
                 (

@@ -44,7 +44,7 @@ from courtier.pipeline.limiters import open_limiter
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.origins_live import LiveOrigins
 from courtier.pipeline.pages import SiteLanes
-from courtier.pipeline.parse_runner import ParseRunner
+from courtier.pipeline.parse_pool import ParsePool
 from courtier.pipeline.promotion import rank_loop
 from courtier.pipeline.recovery import (
     adopt_robots,
@@ -66,6 +66,8 @@ from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url
 
 log = logging.getLogger(__name__)
+
+PARSE_TIMEOUT = 10.0  # seconds of a parse worker one page may take (then: parse-timeout)
 
 
 class Engine:
@@ -119,6 +121,7 @@ class Engine:
         log.info("stopping: no new requests start")
         self._stopping = True
         self._stopped.set()
+        self.site_lanes.stopping = True
         self.pages.stop(list(self.sites.values()))
         if self.media is not None:
             self.media.stopping = True
@@ -136,7 +139,7 @@ class Engine:
         self.frontier = FrontierIO(store, queue_per_site=self.config.crawl.queue_per_site)
         limiter = self._limiter or open_limiter(self.config, self.store_path, self.timer.now)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
-        self.parser = ParseRunner(self.config.crawl)
+        self.parser = ParsePool(self.config.crawl.parse_workers, timeout=PARSE_TIMEOUT)
         self.sink = self._sink or DocumentSink(self.out_dir)
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
         for sig in signals:
@@ -233,7 +236,6 @@ class Engine:
             arm=lambda lane: self.pages.arm(lane),
             lookup_origin=self.origins.look_up,
             observe_home=self.origins.observe_home,
-            look_again_later=self._look_again_later,
         )
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
             self.site_lanes, config.crawl.max_in_flight
@@ -344,14 +346,6 @@ class Engine:
         lane = self.sites.get(site)
         return None if lane is None else lane.booked_origin
 
-    def _look_again_later(self, lane: SiteLane, delay: float) -> None:
-        self.timer.call_at(self.timer.now() + delay, self._look_again, lane)
-
-    def _look_again(self, lane: SiteLane) -> None:
-        if not self._stopping and not lane.queue:
-            lane.store_empty = False
-            self.site_lanes.request_refill(lane)
-
     # -- background loops ---------------------------------------------------------------
 
     async def _refill_loop(self) -> None:
@@ -371,7 +365,7 @@ class Engine:
             await asyncio.sleep(self.config.crawl.due_recheck)
             for lane in self.sites.values():
                 if lane.store_empty:
-                    self._look_again(lane)
+                    self.site_lanes.look_again(lane)
 
     async def _flush_loop(self) -> None:
         while True:

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
 from courtier.frontier.split import Lane as SplitLane
 from courtier.frontier.split import decide as split_decide
 from courtier.frontier.split import target_discovery_share
+from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
 from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
+from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
 from courtier.pipeline.scheduler import Launch, Wait
 from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
@@ -40,6 +42,7 @@ from courtier.politeness.robots import RobotsRules
 log = logging.getLogger("courtier.pipeline.engine")
 
 PageWork = LeasedUrl | RobotsWork
+T = TypeVar("T")
 Parse = Callable[..., Awaitable[Any]]
 
 
@@ -56,7 +59,6 @@ class SiteLanes(LaneKindBase):
         arm: Callable[[SiteLane], None],
         lookup_origin: Callable[[SiteLane], None],
         observe_home: Callable[[SiteLane, Answer], None],
-        look_again_later: Callable[[SiteLane, float], None],
     ) -> None:
         super().__init__(services)
         self.max_lead = self.config.politeness.max_lead
@@ -66,7 +68,7 @@ class SiteLanes(LaneKindBase):
         self.arm = arm
         self.lookup_origin = lookup_origin
         self.observe_home = observe_home
-        self.look_again_later = look_again_later
+        self.stopping = False
         config = self.config
         self.costs: CostModel = config.costs.model()
         self.split = config.frontier.split_policy()
@@ -96,6 +98,12 @@ class SiteLanes(LaneKindBase):
         if not lane.store_empty:
             self.request_refill(lane)
         return None
+
+    def look_again(self, lane: SiteLane) -> None:
+        """Ask the store again for the site's due work (refresh falls due with time)."""
+        if not self.stopping and not lane.queue:
+            lane.store_empty = False
+            self.request_refill(lane)
 
     def request_refill(self, lane: SiteLane) -> None:
         if not lane.refill_requested:
@@ -236,38 +244,59 @@ class SiteLanes(LaneKindBase):
                 document(result, url=item.fetch_url, site=item.site, depth=item.depth)
             )
             return
-        page = await self._read(lane, item, verdict, answer)
+        page, parse_error = await self._read(lane, item, verdict, answer)
         fingerprint = page.fingerprint if page is not None else body_fingerprint(result)
         self.frontier.outcome(item.id, UrlStatus.DONE, result.status, fingerprint)
+        notes: dict[str, Any] = {"depth": item.depth}
+        if parse_error:
+            notes["parse_error"] = parse_error
         self.write_document(
-            document(result, url=item.fetch_url, site=item.site, page=page, depth=item.depth)
+            document(result, url=item.fetch_url, site=item.site, page=page, **notes)
         )
         if item.lane is UrlLane.FRESHLANE:
             # A fast source falls due again in freshlane_interval: look for it then (after
             # its outcome is written), not at the next idle-site sweep.
             crawl = self.config.crawl
-            self.look_again_later(
-                lane, self.config.frontier.freshlane_interval + 2 * crawl.flush_interval
-            )
+            later = self.config.frontier.freshlane_interval + 2 * crawl.flush_interval
+            self.timer.call_at(self.timer.now() + later, self.look_again, lane)
 
     async def _read(
         self, lane: SiteLane, item: LeasedUrl, verdict: Verdict, answer: Answer
-    ) -> ParsedPage | None:
+    ) -> tuple[ParsedPage | None, str | None]:
+        """(the parsed page, why parsing failed) after following what the answer says."""
         result = answer.result
         assert result is not None
         if verdict is Verdict.REDIRECT:
             assert answer.redirect is not None
             self.discovery.redirect(lane, item, answer.redirect)
         elif verdict is Verdict.PARSE_SITEMAP:
-            sitemap = await self.parse(parse_sitemap_links, result.body, result.url)
-            self.discovery.sitemap(lane, item.fetch_url, sitemap)
+            sitemap, error = await self._parse(parse_sitemap_links, result)
+            if sitemap is not None:
+                self.discovery.sitemap(lane, item.fetch_url, sitemap)
+            return None, error
         elif verdict is Verdict.PARSE_PAGE:
-            page: ParsedPage = await self.parse(parse_page, result.body, result.url)
-            self.discovery.page(lane, item, page)
-            if target_of(item.fetch_url) == "/":
-                self.observe_home(lane, answer)
-            return page
-        return None
+            page, error = await self._parse(parse_page, result)
+            if page is not None:
+                self.discovery.page(lane, item, page)
+                if target_of(item.fetch_url) == "/":
+                    self.observe_home(lane, answer)
+            return page, error
+        return None, None
+
+    async def _parse(
+        self, fn: Callable[[bytes, str], T], result: FetchResult
+    ) -> tuple[T | None, str | None]:
+        """``fn`` on the body in a parse worker; (None, why) when the parse overran its
+        budget or killed its worker: the page is kept as fetched, unparsed."""
+        try:
+            return await self.parse(fn, result.body, result.url), None
+        except (ParseTimeout, WorkerLost, MemoryError) as exc:
+            reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
+                type(exc), "parse-memory"
+            )
+            self.stats.parse_failures[reason] += 1
+            log.warning("%s: %s", reason, result.url)
+            return None, reason
 
 
 def _take(lane: SiteLane, index: int) -> LeasedUrl:

@@ -57,6 +57,8 @@ class CrawlStats:
     horizon_links: int = 0
     suspended_sites: int = 0
     internal_errors: int = 0
+    parse_failures: Counter[str] = field(default_factory=Counter)
+    """Pages kept unparsed: parse-timeout, parse-crash, parse-memory."""
     elapsed: float = 0.0
     store_counts: dict[str, int] = field(default_factory=dict)
     top_horizon: list[tuple[str, int]] = field(default_factory=list)
@@ -138,6 +140,7 @@ class CrawlStats:
             "horizon_links": self.horizon_links,
             "suspended_sites": self.suspended_sites,
             "internal_errors": self.internal_errors,
+            "parse_failures": dict(self.parse_failures),
             "store": self.store_counts,
             "top_horizon": self.top_horizon,
             "promoted": self.promoted,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from courtier.politeness.gcra import Booking, Limit, check_request
@@ -53,6 +54,21 @@ DEFAULT_PRUNE_MARGIN = 300.0
 
 class LimiterError(RuntimeError):
     """The limiter's storage failed; nothing was booked."""
+
+
+class LeaseLost(LimiterError):
+    """The booking's fence no longer holds: another worker owns the shard now (or the lease
+    expired). Nothing was booked; the caller must stop working on that shard."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A shard lease, checked in the same statement as a booking (shared mode): the booking
+    succeeds only while ``owner`` still holds ``shard`` with this ``token``."""
+
+    shard: int
+    owner: str
+    token: int
 
 
 def check_time(name: str, value: float) -> float:
@@ -94,8 +110,11 @@ class Limiter(Protocol):
         *,
         max_lead: float = math.inf,
         slack: float | None = None,
+        fence: Fence | None = None,
     ) -> Booking:
-        """Book one request of ``cost`` on every key of ``limits`` at ``clock()``."""
+        """Book one request of ``cost`` on every key of ``limits`` at ``clock()``. With a
+        ``fence``, a backend shared by many workers books only while the fence holds and
+        raises ``LeaseLost`` otherwise; one-process backends have no leases to check."""
         ...
 
     async def raise_floor(self, floors: Mapping[str, float]) -> None:

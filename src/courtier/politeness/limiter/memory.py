@@ -16,6 +16,7 @@ from courtier.politeness.gcra import Booking, Limit, book, charge_after
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
     Clock,
+    Fence,
     check_charge,
     check_floors,
     check_time,
@@ -39,6 +40,7 @@ class MemoryLimiter:
         *,
         max_lead: float = math.inf,
         slack: float | None = None,
+        fence: Fence | None = None,
     ) -> Booking:
         """``book`` without a coroutine, for synchronous callers in the owning thread."""
         booking, updates = book(
@@ -54,6 +56,7 @@ class MemoryLimiter:
         *,
         max_lead: float = math.inf,
         slack: float | None = None,
+        fence: Fence | None = None,
     ) -> Booking:
         return self.book_now(limits, cost, max_lead=max_lead, slack=slack)
 

@@ -44,6 +44,8 @@ from courtier.politeness.gcra import Booking, Limit, Refusal, Slot, check_reques
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
     Clock,
+    Fence,
+    LeaseLost,
     LimiterError,
     check_charge,
     check_floors,
@@ -53,11 +55,21 @@ from courtier.politeness.limiter.base import (
 TABLE: Final = "courtier_limiter_tat"
 _SCHEMA_LOCK: Final = 0x636F757274696572  # pg_advisory_xact_lock id ("courtier")
 
+LEASES: Final = "courtier_shard_leases"
+"""Shard leases of a scale-out crawl (``courtier.pipeline.shards``); a fenced booking checks
+its lease here, in the booking's own statement."""
+
 _SCHEMA: Final = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
     key text PRIMARY KEY,
     tat double precision NOT NULL
-) WITH (fillfactor = 50)
+) WITH (fillfactor = 50);
+CREATE TABLE IF NOT EXISTS {LEASES} (
+    shard integer PRIMARY KEY,
+    owner text,
+    token bigint NOT NULL DEFAULT 0,
+    expires_at double precision NOT NULL DEFAULT 0
+)
 """
 
 _BOOK: Final = f"""
@@ -74,15 +86,22 @@ WITH req AS (
                     FILTER (WHERE l.tat - r.burst - %(now)s::float8 > %(lead)s::float8),
                     '{{}}') AS saturated
     FROM locked AS l JOIN req AS r ON r.key = l.key
+), fenced AS (
+    SELECT %(fshard)s::integer IS NULL OR EXISTS (
+        SELECT 1 FROM {LEASES} AS f
+        WHERE f.shard = %(fshard)s::integer AND f.owner = %(fowner)s::text
+          AND f.token = %(ftoken)s::bigint
+          AND f.expires_at > extract(epoch FROM clock_timestamp())
+    ) AS held
 ), booked AS (
     UPDATE {TABLE} AS t SET tat = greatest(t.tat, plan.start) + r.charge
-    FROM plan, req AS r
-    WHERE t.key = r.key
+    FROM plan, req AS r, fenced
+    WHERE t.key = r.key AND fenced.held
       AND plan.found = cardinality(%(keys)s::text[])
       AND plan.start - %(now)s::float8 <= %(lead)s::float8
     RETURNING 1
 )
-SELECT plan.start, plan.found, plan.saturated FROM plan
+SELECT plan.start, plan.found, plan.saturated, fenced.held FROM plan, fenced
 """
 
 _ADD_KEYS: Final = f"""
@@ -160,6 +179,7 @@ class PostgresLimiter:
         *,
         max_lead: float = math.inf,
         slack: float | None = None,
+        fence: Fence | None = None,
     ) -> Booking:
         check_request(limits, cost, max_lead, slack)
         keys = [limit.key for limit in limits]
@@ -168,10 +188,15 @@ class PostgresLimiter:
             "bursts": _float_array(limit.params.burst for limit in limits),
             "charges": _float_array(limit.params.charge(cost) for limit in limits),
             "lead": max_lead,
+            "fshard": None if fence is None else fence.shard,
+            "fowner": None if fence is None else fence.owner,
+            "ftoken": None if fence is None else fence.token,
         }
         for _attempt in range(5):
             params["now"] = self._clock()
-            start, found, saturated = await self._fetch_one(_BOOK, params)
+            start, found, saturated, held = await self._fetch_one(_BOOK, params)
+            if not held:
+                raise LeaseLost(f"shard {fence.shard if fence else '?'} is no longer ours")
             if found == len(keys):
                 break
             await self._fetch_all(_ADD_KEYS, (keys,), rows=False)

@@ -29,6 +29,7 @@ from courtier.politeness.gcra import Booking, Limit, book, charge_after, check_r
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
     Clock,
+    Fence,
     LimiterError,
     check_charge,
     check_floors,
@@ -119,6 +120,7 @@ class SqliteLimiter:
         *,
         max_lead: float = math.inf,
         slack: float | None = None,
+        fence: Fence | None = None,
     ) -> Booking:
         """One booking transaction on the calling thread (``book`` runs this off the loop)."""
         keys = [limit.key for limit in limits]
@@ -141,6 +143,7 @@ class SqliteLimiter:
         *,
         max_lead: float = math.inf,
         slack: float | None = None,
+        fence: Fence | None = None,
     ) -> Booking:
         check_request(limits, cost, max_lead, slack)
         limits = tuple(limits)
