@@ -119,8 +119,8 @@ class Lanes:
                 self.clocks,
                 self.timer,
                 self.stats,
-                interval_of=lambda site: None,
-                stopping=lambda: False,
+                lambda site: None,
+                lambda: False,
             ),
             self._save_robots,
         )

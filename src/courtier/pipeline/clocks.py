@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from courtier.politeness.gcra import Booking, Limit
 from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy
-from courtier.politeness.limiter.base import Limiter
+from courtier.politeness.limiter.base import Fence, Limiter
 
 Persist = Callable[[Mapping[str, float]], Awaitable[None]]
 
@@ -43,9 +43,12 @@ class KeyClocks:
         self.booked_keys: set[str] = set()
         """Keys this process has written (what a stop saves floors for)."""
 
-    async def book(self, limits: Sequence[Limit], cost: float, *, max_lead: float) -> Booking:
+    async def book(
+        self, limits: Sequence[Limit], cost: float, *, max_lead: float, fence: Fence | None = None
+    ) -> Booking:
+        """A slot (or refusal); ``LeaseLost`` when ``fence`` no longer holds (scale-out)."""
         self.booked_keys.update(limit.key for limit in limits)
-        return await self.limiter.book(limits, cost, max_lead=max_lead)
+        return await self.limiter.book(limits, cost, max_lead=max_lead, fence=fence)
 
     async def raise_floors(self, floors: Mapping[str, float], *, durable: bool = True) -> None:
         """Nothing starts on each key before its floor (a TAT only ever moves later).

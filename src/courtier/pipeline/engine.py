@@ -28,19 +28,20 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore, StoredRobots
-from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.frontier.surface import decide_depth_cap
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.origins.infer import OriginInference
 from courtier.pipeline.apply import FeedbackWriter
+from courtier.pipeline.backends import open_backends
 from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.cluster import Cluster, ClusterSpec
 from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.events import Observer
+from courtier.pipeline.feeding import Feeder
 from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.hops import HopBooker
-from courtier.pipeline.limiters import open_limiter
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.origins_live import LiveOrigins
 from courtier.pipeline.pages import SiteLanes
@@ -59,11 +60,10 @@ from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats, sample_loop_lag
-from courtier.pipeline.store_lock import StoreLock
 from courtier.pipeline.timer import LoopTimer, Timer
 from courtier.politeness.limiter.base import Limiter
 from courtier.sinks.documents import DocumentSink, Sink
-from courtier.url import Url
+from courtier.url import Url, host_of_site
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ class Engine:
         sink: Sink | None = None,
         observer: Observer | None = None,
         handle_signals: bool = True,
+        cluster: ClusterSpec | None = None,
     ) -> None:
         """After ``origins``, optional wiring: store, limiter, fetcher, timer (defaults: SQLite
         at ``store_path``, the configured limiter, aiohttp, wall clock), the document sink
@@ -104,6 +105,8 @@ class Engine:
         self.inference = origins
         self._store, self._limiter, self._fetcher, self._timer = store, limiter, fetcher, timer
         self._sink, self.observer, self._handle_signals = sink, observer, handle_signals
+        self.cluster_spec = cluster
+        self.cluster: Cluster | None = None
         self.stats = CrawlStats()
         self.sites: dict[str, SiteLane] = {}
         self.scope: set[str] = set()
@@ -132,12 +135,16 @@ class Engine:
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         self.timer = self._timer or LoopTimer(loop)
-        self.lock = StoreLock(self.store_path)
-        if self._store is None or isinstance(self._store, SqliteFrontier):
-            self.lock.acquire()  # one crawl per embedded store: StoreBusy names the holder
-        store = self._store or SqliteFrontier(self.store_path)
-        self.frontier = FrontierIO(store, queue_per_site=self.config.crawl.queue_per_site)
-        limiter = self._limiter or open_limiter(self.config, self.store_path, self.timer.now)
+        backends = await open_backends(
+            self.config,
+            self.store_path,
+            self.timer.now,
+            cluster=self.cluster_spec,
+            store=self._store,
+            limiter=self._limiter,
+        )
+        self.lock, limiter = backends.lock, backends.limiter
+        self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.parser = ParsePool(self.config.crawl.parse_workers, timeout=PARSE_TIMEOUT)
         self.sink = self._sink or DocumentSink(self.out_dir)
@@ -163,7 +170,8 @@ class Engine:
             await self._finish()
             clean = True
         finally:
-            self.lock.release(clean=clean)
+            if self.lock is not None:
+                self.lock.release(clean=clean)
             for sig in signals:
                 loop.remove_signal_handler(sig)
             self.sink.close()
@@ -174,13 +182,17 @@ class Engine:
         return self.stats
 
     async def _start_up(self) -> None:
-        released, scope = await self.frontier.call(seed_store, self.frontier.store, self.seeds)
+        shared = self.cluster_spec is not None
+        released, scope = await self.frontier.call(
+            lambda: seed_store(self.frontier.store, self.seeds, shared=shared)
+        )
         if released:
             log.info("resuming: %d URLs leased by the last run are queued again", released)
         self.scope.update(scope)
         sizes = await self.frontier.call(self.frontier.store.site_sizes)
         now = self.timer.now()
-        self.sites.update(seed_lanes(scope, self.seeds, sizes, self.config, self._surface, now))
+        if not shared:  # a worker of a shared crawl gets its sites with its shards
+            self.sites.update(seed_lanes(scope, self.seeds, sizes, self.config, self._surface, now))
         self.stats.seed_sites = len(self.scope)
         self.inherited = await self.frontier.call(load_inherited, self.frontier.store)
         self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
@@ -201,6 +213,7 @@ class Engine:
             clocks=self.clocks,
             frontier=self.frontier,
             stats=stats,
+            hosts=lambda: {host_of_site(site) for site in self.scope},
             sites=lambda: list(self.sites.values()),
             arm=lambda lane: self.pages.arm(lane),
             backoff=self.feedback.site_params.backoff,
@@ -208,25 +221,10 @@ class Engine:
             recheck_every=config.crawl.origin_recheck,
             tasks=self.tasks,
         )
-        hops = HopBooker(
-            config,
-            self.clocks,
-            timer,
-            stats,
-            interval_of=self._interval_of,
-            stopping=lambda: self._stopping,
-        )
-        robots = RobotsCache()
+        hops = HopBooker(config, self.clocks, timer, stats, self._interval_of, self._is_stopping)
+        feedback, write, save = self.feedback, self.sink.write, self._save_robots
         services = LaneServices(
-            config,
-            timer,
-            fetch,
-            robots,
-            self.feedback,
-            stats,
-            self.sink.write,
-            hops,
-            self._save_robots,
+            config, timer, fetch, RobotsCache(), feedback, stats, write, hops, save
         )
         self.site_lanes = SiteLanes(
             services,
@@ -250,12 +248,37 @@ class Engine:
                 self.media, config.media.max_in_flight
             )
             self.discovery.media = self.media.offer
+        self.feeder = Feeder(
+            config,
+            frontier=self.frontier,
+            sites=self.sites,
+            site_lanes=self.site_lanes,
+            pages=self.pages,
+            discovery=self.discovery,
+            sink=self.sink,
+            stats=stats,
+        )
 
     async def _take_over(self) -> None:
-        """What the last run left: robots.txt answers, and clocks rebuilt after a crash."""
+        """What the last run left: robots.txt answers, and clocks rebuilt after a crash; a
+        worker of a shared crawl joins it (its sites come with the shards it takes)."""
+        if self.cluster_spec is not None:
+            self.cluster = Cluster(
+                self.cluster_spec,
+                self.config,
+                scope=self.scope,
+                sites=self.sites,
+                site_lanes=self.site_lanes,
+                pages=self.pages,
+                frontier=self.frontier,
+                timer=self.timer,
+                stats=self.stats,
+                surface=self._surface,
+            )
+            await self.cluster.keeper.start()
         inherited, media = self.inherited, self.media
         adopt_robots(inherited, self.config, self.sites, self.site_lanes, media)
-        if self.lock.previous_run_crashed:
+        if self.lock is not None and self.lock.previous_run_crashed:
             log.warning("the last crawl on this store did not stop cleanly: clocks rebuilt")
             now = self.timer.now()
             await after_crash(inherited, self.config, self.clocks, self.sites, media, now)
@@ -274,22 +297,25 @@ class Engine:
             stats=self.stats,
             max_in_flight=max_in_flight,
             tasks=self.tasks,
+            on_lease_lost=self._lease_lost,
         )
 
     async def _crawl(self) -> None:
         loops: list[Coroutine[Any, Any, None]] = [
             self.origins.run(),
-            self._flush_loop(),
-            self._due_loop(),
+            self.feeder.flush_loop(),
+            self.feeder.due_loop(),
             rank_loop(
-                self.config, self.frontier, self.stats, flush=self._flush, admit=self._admit_site
+                self.config, self.frontier, self.stats, flush=self.feeder.flush, admit=self._admit
             ),
-            self._refill_loop(),
+            self.feeder.refill_loop(),
             sample_loop_lag(self.stats),
             self.pages.booker(),
         ]
         if self.media is not None:
             loops.append(self.media_scheduler.booker())
+        if self.cluster is not None:
+            loops.append(self.cluster.keeper.run())
         background = [asyncio.create_task(coro) for coro in loops]
         for lane in list(self.sites.values()):
             self.site_lanes.request_refill(lane)
@@ -300,10 +326,12 @@ class Engine:
         finally:
             for task in background:
                 task.cancel()
+            if self.cluster is not None:
+                await self.cluster.keeper.stop()
             await asyncio.gather(*background, return_exceptions=True)
 
     async def _finish(self) -> None:
-        await self._flush()
+        await self.feeder.flush()
         self.stats.evicted = self.frontier.evicted
         self.stats.store_counts = await self.frontier.call(self.frontier.store.counts)
         self.stats.top_horizon = await self.frontier.call(self.frontier.store.horizon_sites, 10)
@@ -338,9 +366,16 @@ class Engine:
 
     # -- helpers the stages call --------------------------------------------------------
 
+    def _is_stopping(self) -> bool:
+        return self._stopping
+
     def _interval_of(self, site: str) -> float | None:
         lane = self.sites.get(site)
         return None if lane is None else lane.interval
+
+    def _lease_lost(self, lane: Any) -> None:
+        if self.cluster is not None:
+            self.cluster.lease_lost(lane)
 
     def _origin_of(self, site: str) -> str | None:
         lane = self.sites.get(site)
@@ -348,46 +383,13 @@ class Engine:
 
     # -- background loops ---------------------------------------------------------------
 
-    async def _refill_loop(self) -> None:
-        while True:
-            leased = await self.frontier.next_refill()
-            for site, items in leased.items():
-                lane = self.sites[site]
-                lane.refill_requested = False
-                lane.store_empty = len(items) < self.config.crawl.queue_per_site
-                lane.queue.extend(items)
-                self.pages.arm(lane)
-
-    async def _due_loop(self) -> None:
-        """Look again for sites whose store had nothing due: refresh work falls due with time,
-        and ``courtier recrawl`` (fastlane) can add work from another process."""
-        while True:
-            await asyncio.sleep(self.config.crawl.due_recheck)
-            for lane in self.sites.values():
-                if lane.store_empty:
-                    self.site_lanes.look_again(lane)
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.crawl.flush_interval)
-            await self._flush()
-
-    async def _flush(self) -> None:
-        written, fed = await self.frontier.flush(self.discovery.drain)
-        self.sink.flush()
-        self.stats.new_urls += written
-        for site in fed:
-            lane = self.sites.get(site)
-            if lane is not None and lane.store_empty:
-                lane.store_empty = False
-                if not lane.queue:
-                    self.site_lanes.request_refill(lane)
-
-    def _admit_site(self, site: str) -> None:
+    def _admit(self, site: str) -> None:
         """A site joins the seed while the crawl runs (its root URL is in the store)."""
         if site in self.sites:
             return
         self.scope.add(site)
+        if self.cluster is not None and not self.cluster.holds(site):
+            return  # a worker holding the site's shard crawls it (now, or when it takes it)
         lane = new_lane(site, self.config, start=self.timer.now())
         lane.depth_cap = decide_depth_cap(0, None, self._surface).cap
         self.sites[site] = lane

@@ -25,7 +25,6 @@ class HopBooker:
         clocks: KeyClocks,
         timer: Timer,
         stats: CrawlStats,
-        *,
         interval_of: Callable[[str], float | None],
         stopping: Callable[[], bool],
     ) -> None:

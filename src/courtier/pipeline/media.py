@@ -78,6 +78,8 @@ class MediaLane:
     latency: LatencyState = field(default_factory=LatencyState)
     attempts: Counter[str] = field(default_factory=Counter)
     observations: CacheObservations = field(default_factory=CacheObservations)
+    fence: None = None
+    """Media keys are shared by every worker: booked atomically, never fenced."""
 
     @property
     def key(self) -> str:

@@ -51,6 +51,7 @@ class LiveOrigins:
         clocks: KeyClocks,
         frontier: FrontierIO,
         stats: CrawlStats,
+        hosts: Callable[[], Iterable[str]],
         sites: Callable[[], Iterable[SiteLane]],
         arm: Callable[[SiteLane], None],
         backoff: BackoffParams,
@@ -63,6 +64,9 @@ class LiveOrigins:
         self.clocks = clocks
         self.frontier = frontier
         self.stats = stats
+        self.hosts = hosts
+        """Every seed host (a worker of a shared crawl infers them all, so that workers
+        agree on the origins of the sites they share)."""
         self.sites = sites
         self.arm = arm
         self.backoff = backoff
@@ -140,7 +144,7 @@ class LiveOrigins:
         if self.inference is None:
             self.ready.set()
             return
-        hosts = sorted({lane.host for lane in self.sites()})
+        hosts = sorted(self.hosts())
         try:
             result = await self.inference.add(hosts)
         finally:

@@ -27,14 +27,15 @@ import asyncio
 import enum
 import logging
 from collections import deque
-from collections.abc import Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Handle, Timer
 from courtier.politeness.gcra import Limit, Refusal, Slot
+from courtier.politeness.limiter.base import Fence, LeaseLost
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class Phase(enum.Enum):
     READY = "ready"  # waiting for capacity
     BOOKING = "booking"  # queued for the booker
     BOOKED = "booked"  # a slot, and a timer for its start
+    DROPPED = "dropped"  # no longer this worker's: never armed again
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +87,18 @@ class LaneState(Generic[W]):
     booked_at: float = 0.0
     timer: Handle | None = None
     in_flight: int = 0
+    running: set[asyncio.Task[None]] = field(default_factory=set)
+    """The lane's work in flight."""
 
 
 class Lane(Protocol):
     name: str
     sched: LaneState[Any]
+
+    @property
+    def fence(self) -> Fence | None:
+        """The lease the lane's bookings must still hold (scale-out); None: none needed."""
+        ...
 
 
 L = TypeVar("L", bound=Lane)
@@ -132,6 +141,7 @@ class Scheduler(Generic[L, W]):
         stats: CrawlStats,
         max_in_flight: int,
         tasks: set[asyncio.Task[None]],
+        on_lease_lost: Callable[[L], None] | None = None,
     ) -> None:
         self.kind = kind
         self.clocks = clocks
@@ -139,6 +149,7 @@ class Scheduler(Generic[L, W]):
         self.stats = stats
         self.max_in_flight = max_in_flight
         self.tasks = tasks
+        self.on_lease_lost = on_lease_lost
         self.in_flight = 0
         self.stopping = False
         self._ready: deque[L] = deque()
@@ -194,8 +205,9 @@ class Scheduler(Generic[L, W]):
         """Capacity freed: ready lanes book, oldest first."""
         while self._ready and self.has_capacity() and not self.stopping:
             lane = self._ready.popleft()
-            lane.sched.phase = Phase.IDLE
-            self.arm(lane)
+            if lane.sched.phase is Phase.READY:
+                lane.sched.phase = Phase.IDLE
+                self.arm(lane)
 
     # -- booking ------------------------------------------------------------------------
 
@@ -206,8 +218,15 @@ class Scheduler(Generic[L, W]):
             self._booker_wake.clear()
             while self._to_book and not self.stopping:
                 lane = self._to_book.popleft()
+                if lane.sched.phase is not Phase.BOOKING:
+                    continue  # dropped meanwhile
                 try:
                     await self._book(lane)
+                except LeaseLost:
+                    log.warning("%s: its shard lease is lost; it stops here", lane.name)
+                    self.drop(lane)
+                    if self.on_lease_lost is not None:
+                        self.on_lease_lost(lane)
                 except Exception:
                     log.exception("booking for %s failed; it is tried again", lane.name)
                     self.stats.internal_errors += 1
@@ -218,8 +237,10 @@ class Scheduler(Generic[L, W]):
         assert state.work is not None
         limits, cost = self.kind.booking(lane, state.work)
         booked_at = self.timer.now()
-        booking = await self.clocks.book(limits, cost, max_lead=self.kind.max_lead)
-        if self.stopping:
+        booking = await self.clocks.book(
+            limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
+        )
+        if self.stopping or state.phase is not Phase.BOOKING:
             return
         if isinstance(booking, Refusal):
             # A saturated key: nothing consumed; the work waits until booking can succeed.
@@ -254,11 +275,13 @@ class Scheduler(Generic[L, W]):
         launch = Launch(slot, state.booked_at, now)
         task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
         self.tasks.add(task)
+        state.running.add(task)
         task.add_done_callback(lambda t: self._finished(lane, t))
         self.arm(lane)
 
     def _finished(self, lane: L, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
+        lane.sched.running.discard(task)
         lane.sched.in_flight -= 1
         self.in_flight -= 1
         if not task.cancelled() and task.exception() is not None:
@@ -266,6 +289,16 @@ class Scheduler(Generic[L, W]):
             self.stats.internal_errors += 1
         self.arm(lane)
         self._release()
+
+    def drop(self, lane: L) -> None:
+        """The lane is no longer this worker's: nothing of it starts any more (its work in
+        flight finishes; its unstarted work stays in ``sched.work`` for the caller)."""
+        state = lane.sched
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        state.slot = None
+        state.phase = Phase.DROPPED
 
     def stop(self, lanes: list[L]) -> None:
         """No new starts: every timer is cancelled, the booker ends."""

@@ -19,6 +19,7 @@ from courtier.frontier.split import EmitRate, SplitState
 from courtier.pipeline.scheduler import LaneState
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.latency import LatencyState
+from courtier.politeness.limiter.base import Fence
 from courtier.url import Url, UrlError, parse_url
 
 
@@ -72,6 +73,8 @@ class SiteLane:
     split: SplitState = field(default_factory=SplitState)
     emit: EmitRate = field(default_factory=EmitRate)
     """Requests the site really gets per second (the split's drain time reads it)."""
+    fence: Fence | None = None
+    """The shard lease this site is crawled under (scale-out), checked with each booking."""
     suspended_reason: str | None = None
     """Set when the site asks for more than the crawl grants (e.g. a huge Crawl-delay)."""
 

@@ -57,6 +57,9 @@ class CrawlStats:
     horizon_links: int = 0
     suspended_sites: int = 0
     internal_errors: int = 0
+    shards_taken: int = 0
+    shards_given: int = 0
+    """Shard leases taken and given back or lost (scale-out crawls)."""
     parse_failures: Counter[str] = field(default_factory=Counter)
     """Pages kept unparsed: parse-timeout, parse-crash, parse-memory."""
     elapsed: float = 0.0
@@ -141,6 +144,8 @@ class CrawlStats:
             "suspended_sites": self.suspended_sites,
             "internal_errors": self.internal_errors,
             "parse_failures": dict(self.parse_failures),
+            "shards_taken": self.shards_taken,
+            "shards_given": self.shards_given,
             "store": self.store_counts,
             "top_horizon": self.top_horizon,
             "promoted": self.promoted,

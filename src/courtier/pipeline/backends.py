@@ -1,0 +1,72 @@
+"""Where a crawl keeps its state: the frontier store and the limiter, a setting not a code path.
+
+- Embedded (a SQLite store file): one crawl per store (``StoreLock``); the key clocks in
+  ``[crawl] limiter``: ``memory`` (the default, this process; floors saved through the
+  store) or ``sqlite`` (the ``limiter_tat`` table of the store file, written before every
+  request it books).
+- Scale-out (``ClusterSpec``: a PostgreSQL database shared by many workers): the frontier,
+  the origin map, robots.txt answers and every limit key live in PostgreSQL; bookings are
+  one atomic statement each, fenced by the worker's shard lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from courtier.config import Config
+from courtier.frontier.base import FrontierStore
+from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.pipeline.cluster import ClusterSpec
+from courtier.pipeline.store_lock import StoreLock
+from courtier.politeness.limiter import MemoryLimiter, SqliteLimiter
+from courtier.politeness.limiter.base import Limiter
+
+BACKENDS = ("memory", "sqlite")
+
+
+@dataclass(slots=True)
+class Backends:
+    store: FrontierStore
+    limiter: Limiter
+    lock: StoreLock | None
+    """Held for the run (embedded stores only)."""
+
+
+def open_limiter(config: Config, store_path: Path, clock: Callable[[], float]) -> Limiter:
+    backend = config.crawl.limiter
+    if backend == "sqlite":
+        return SqliteLimiter(store_path, clock=clock)
+    if backend == "memory":
+        return MemoryLimiter(clock=clock)
+    raise ValueError(f"crawl.limiter must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+async def open_backends(
+    config: Config,
+    store_path: Path,
+    clock: Callable[[], float],
+    *,
+    cluster: ClusterSpec | None,
+    store: FrontierStore | None,
+    limiter: Limiter | None,
+) -> Backends:
+    if cluster is not None:
+        from courtier.frontier.postgres_store import PostgresFrontier
+        from courtier.politeness.limiter.postgres import PostgresLimiter
+
+        shared = store or PostgresFrontier(cluster.conninfo)
+        booker = limiter or await PostgresLimiter.connect(cluster.conninfo, clock=clock)
+        return Backends(shared, booker, None)
+    lock = None
+    if store is None or isinstance(store, SqliteFrontier):
+        lock = StoreLock(store_path)
+        lock.acquire()  # one crawl per embedded store: StoreBusy names the holder
+    try:
+        own = store or SqliteFrontier(store_path)
+        return Backends(own, limiter or open_limiter(config, store_path, clock), lock)
+    except BaseException:
+        if lock is not None:
+            lock.release(clean=False)
+        raise

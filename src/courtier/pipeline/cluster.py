@@ -1,0 +1,148 @@
+"""A worker of a scale-out crawl: which seed sites it crawls, as its shard leases come and go.
+
+Rules (the leases themselves: ``shards.py``):
+- Every worker knows the whole seed (its scope: links to any seed site are frontier work)
+  but keeps lanes only for the sites of the shards it holds.
+- Taking a shard: the leases its sites' URLs still have (a dead worker's) are released, the
+  sites' saved robots.txt answers are adopted, and each site starts no earlier than one
+  interval from now: the last request of the shard's previous holder is unknown, so it is
+  taken to be now. Every booking of those sites carries the shard's fence.
+- Giving a shard back (rebalancing, a clean stop): its sites start nothing new, their work in
+  flight finishes (bounded by the fetch timeout), their leased-but-unstarted URLs go back to
+  the store; only then is the lease released.
+- Losing a shard (the fence failed, a lease taken over): its sites stop at once; their
+  queued URLs are left leased for the new holder to release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from courtier.config import Config
+from courtier.frontier.base import LeasedUrl
+from courtier.frontier.surface import SurfacePolicy, decide_depth_cap
+from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.pages import SiteLanes
+from courtier.pipeline.robots_fetch import rules_from_stored
+from courtier.pipeline.scheduler import Scheduler
+from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.shards import ShardKeeper, shard_of
+from courtier.pipeline.site import SiteLane
+from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.timer import Timer
+
+log = logging.getLogger("courtier.pipeline.engine")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """How this worker joins a scale-out crawl on PostgreSQL."""
+
+    conninfo: str
+    worker_id: str
+    shards: int = 64
+    ttl: float = 15.0
+    """Seconds a lease lives without a heartbeat (heartbeats every ttl / 3)."""
+
+
+class Cluster:
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        config: Config,
+        *,
+        scope: set[str],
+        sites: dict[str, SiteLane],
+        site_lanes: SiteLanes,
+        pages: Scheduler[SiteLane, object],
+        frontier: FrontierIO,
+        timer: Timer,
+        stats: CrawlStats,
+        surface: SurfacePolicy,
+    ) -> None:
+        self.spec = spec
+        self.config = config
+        self.scope = scope
+        self.sites = sites
+        self.site_lanes = site_lanes
+        self.pages = pages
+        self.frontier = frontier
+        self.timer = timer
+        self.stats = stats
+        self.surface = surface
+        self.keeper = ShardKeeper(
+            spec.conninfo,
+            spec.worker_id,
+            shards=spec.shards,
+            ttl=spec.ttl,
+            on_acquired=self.acquired,
+            on_lost=self.lost,
+            requests=lambda: stats.requests,
+        )
+
+    def holds(self, site: str) -> bool:
+        return shard_of(site, self.spec.shards) in self.keeper.held
+
+    def shard_sites(self, shard: int) -> list[str]:
+        return sorted(s for s in self.scope if shard_of(s, self.spec.shards) == shard)
+
+    async def acquired(self, shard: int, token: int) -> None:
+        sites = [s for s in self.shard_sites(shard) if s not in self.sites]
+        store = self.frontier.store
+        released = await self.frontier.call(lambda: store.release_leases(sites=sites))
+        stored = await self.frontier.call(store.load_robots, time.time())
+        sizes = await self.frontier.call(store.site_sizes)
+        now = self.timer.now()
+        fence = self.keeper.fence(shard)
+        for site in sites:
+            lane = new_lane(site, self.config)
+            lane.fence = fence
+            lane.discovered, lane.backlog = sizes.get(site, (0, 0))
+            lane.depth_cap = decide_depth_cap(lane.discovered, None, self.surface).cap
+            if site in stored:
+                rules = rules_from_stored(stored[site], self.config)
+                self.site_lanes.adopt(lane, self.site_lanes.outcome_of(site, rules))
+            # The shard's last holder may have just sent a request to any of these sites.
+            lane.next_start = max(lane.next_start, now + lane.interval)
+            self.sites[site] = lane
+            self.site_lanes.request_refill(lane)
+        self.stats.shards_taken += 1
+        log.info(
+            "shard %d taken (token %d): %d sites, %d leases released",
+            shard,
+            token,
+            len(sites),
+            released,
+        )
+
+    async def lost(self, shard: int, graceful: bool) -> None:
+        lanes = [lane for lane in self.sites.values() if lane.fence and lane.fence.shard == shard]
+        for lane in lanes:
+            self.pages.drop(lane)
+        if graceful:
+            running = {task for lane in lanes for task in lane.sched.running}
+            if running:
+                await asyncio.wait(running, timeout=self.config.fetch.total_timeout)
+            ids = [item.id for lane in lanes for item in _unstarted(lane)]
+            await self.frontier.call(lambda: self.frontier.store.release_leases(ids=ids))
+        for lane in lanes:
+            self.sites.pop(lane.site, None)
+        self.stats.shards_given += 1
+        log.info("shard %d %s: %d sites", shard, "given back" if graceful else "lost", len(lanes))
+
+    def lease_lost(self, lane: SiteLane) -> None:
+        """A booking's fence failed: the whole shard is gone."""
+        if lane.fence is not None and lane.fence.shard in self.keeper.held:
+            del self.keeper.held[lane.fence.shard]
+            asyncio.get_running_loop().create_task(self.lost(lane.fence.shard, False))
+
+
+def _unstarted(lane: SiteLane) -> list[LeasedUrl]:
+    items = list(lane.queue)
+    work = lane.sched.work
+    if isinstance(work, LeasedUrl):
+        items.append(work)
+    return items

@@ -1,0 +1,252 @@
+"""Site ownership in a scale-out crawl: shards of the host space, leased by workers.
+
+Rules:
+- The seed's sites fall into ``shards`` shards by a stable hash of the site key
+  (``shard_of``). A worker fetches a site only while it holds the site's shard.
+- Holding a shard is two things in PostgreSQL, both taken and dropped together:
+  a session advisory lock on the keeper's own connection (it ends with that connection, so
+  a worker killed by SIGKILL frees its shards at once) and a lease row in
+  ``courtier_shard_leases`` with an owner, a fencing token and an expiry, renewed by
+  heartbeat every ``ttl / 3`` seconds.
+- Taking a shard increments its token. Every booking a worker makes for a site carries its
+  shard's ``Fence``, checked in the booking's own statement: a worker that lost its shard
+  (killed connection, expired lease) cannot book for it any more, whatever it believes.
+- A shard whose lease expired while its holder's session still holds the advisory lock (a
+  hung worker) is taken by ending that session (``pg_terminate_backend``).
+- Rebalancing: each worker aims for ``ceil(shards / live workers)`` shards (live: a
+  heartbeat within ``ttl``). One with fewer takes free ones; one with more gives back its
+  extras gracefully: its sites stop starting, their work in flight finishes, their queued
+  URLs go back to the store, then the lease is released.
+- Times of leases and heartbeats are the database's (``clock_timestamp()``), so workers on
+  machines whose clocks disagree still agree on who holds what.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import socket
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import psycopg
+
+from courtier.politeness.limiter.base import Fence
+from courtier.politeness.limiter.postgres import LEASES
+
+log = logging.getLogger("courtier.pipeline.engine")
+
+WORKERS: Final = "courtier_workers"
+_LOCK_SPACE: Final = 0x636F7572  # advisory lock class id ("cour"); objid = the shard
+_NOW: Final = "extract(epoch FROM clock_timestamp())"
+
+_SCHEMA: Final = f"""
+CREATE TABLE IF NOT EXISTS {LEASES} (
+    shard integer PRIMARY KEY,
+    owner text,
+    token bigint NOT NULL DEFAULT 0,
+    expires_at double precision NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS {WORKERS} (
+    id text PRIMARY KEY,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    started_at double precision NOT NULL,
+    heartbeat_at double precision NOT NULL,
+    shards integer NOT NULL DEFAULT 0,
+    requests bigint NOT NULL DEFAULT 0
+)
+"""
+
+
+def shard_of(site: str, shards: int) -> int:
+    return zlib.crc32(site.encode()) % shards
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+
+
+Acquired = Callable[[int, int], Awaitable[None]]
+"""(shard, token): the shard is ours from now on."""
+Lost = Callable[[int, bool], Awaitable[None]]
+"""(shard, graceful): the shard is no longer ours (graceful: we give it back; else it was
+taken from us and nothing more may be booked for it)."""
+
+
+class ShardKeeper:
+    def __init__(
+        self,
+        conninfo: str,
+        worker_id: str,
+        *,
+        shards: int,
+        ttl: float,
+        on_acquired: Acquired,
+        on_lost: Lost,
+        requests: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self.conninfo = conninfo
+        self.worker_id = worker_id
+        self.shards = shards
+        self.ttl = ttl
+        self.on_acquired = on_acquired
+        self.on_lost = on_lost
+        self.requests = requests
+        self.held: dict[int, int] = {}
+        """Shard -> fencing token, for the shards this worker holds."""
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    def fence(self, shard: int) -> Fence | None:
+        token = self.held.get(shard)
+        return None if token is None else Fence(shard, self.worker_id, token)
+
+    async def start(self) -> None:
+        self._conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        async with self._conn.transaction():
+            await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_SPACE,))
+            for statement in _SCHEMA.split(";"):
+                await self._conn.execute(statement.encode())
+            await self._conn.execute(
+                f"INSERT INTO {LEASES} (shard) SELECT generate_series(0, %s - 1) "
+                "ON CONFLICT DO NOTHING",
+                (self.shards,),
+            )
+        await self._conn.execute(
+            f"INSERT INTO {WORKERS} (id, host, pid, started_at, heartbeat_at) "
+            f"VALUES (%s, %s, %s, {_NOW}, {_NOW}) ON CONFLICT (id) DO UPDATE "
+            f"SET heartbeat_at = {_NOW}",
+            (self.worker_id, socket.gethostname(), os.getpid()),
+        )
+
+    async def run(self) -> None:
+        """Heartbeat, renew, rebalance: for as long as the crawl runs."""
+        while True:
+            try:
+                await self.beat()
+            except psycopg.Error as exc:
+                log.error("shard leases: %s; every shard is dropped until it is back", exc)
+                for shard in list(self.held):
+                    del self.held[shard]
+                    await self.on_lost(shard, False)
+                await self._reconnect()
+            await asyncio.sleep(self.ttl / 3)
+
+    async def _reconnect(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+        try:
+            await self.start()
+        except psycopg.Error as exc:
+            log.error("shard leases: cannot reconnect: %s", exc)
+
+    async def beat(self) -> None:
+        conn = self._conn
+        assert conn is not None
+        await conn.execute(
+            f"UPDATE {WORKERS} SET heartbeat_at = {_NOW}, shards = %s, requests = %s WHERE id = %s",
+            (len(self.held), self.requests(), self.worker_id),
+        )
+        await self._renew(conn)
+        cursor = await conn.execute(
+            f"SELECT count(*) FROM {WORKERS} WHERE heartbeat_at > {_NOW} - %s", (self.ttl,)
+        )
+        row = await cursor.fetchone()
+        live = max(1, int(row[0]) if row else 1)
+        target = math.ceil(self.shards / live)
+        if len(self.held) < target:
+            await self._take(conn, target - len(self.held))
+        elif len(self.held) > target:
+            for shard in sorted(self.held, reverse=True)[: len(self.held) - target]:
+                await self.give_back(shard)
+
+    async def _renew(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if not self.held:
+            return
+        cursor = await conn.execute(
+            f"UPDATE {LEASES} SET expires_at = {_NOW} + %s "
+            "WHERE owner = %s AND shard = ANY(%s) RETURNING shard, token",
+            (self.ttl, self.worker_id, list(self.held)),
+        )
+        kept = {int(shard): int(token) for shard, token in await cursor.fetchall()}
+        for shard, token in list(self.held.items()):
+            if kept.get(shard) != token:
+                log.warning("shard %d was taken from this worker: its sites stop", shard)
+                del self.held[shard]
+                await self.on_lost(shard, False)
+
+    async def _take(self, conn: psycopg.AsyncConnection[Any], wanted: int) -> None:
+        # Start the search at a place of our own, so workers joining together rarely race
+        # for the same shards.
+        offset = zlib.crc32(self.worker_id.encode()) % self.shards
+        cursor = await conn.execute(
+            f"SELECT shard, owner IS NULL OR expires_at < {_NOW} FROM {LEASES} "
+            f"WHERE owner IS NULL OR owner <> %s OR expires_at < {_NOW} "
+            "ORDER BY (shard - %s + %s) %% %s",
+            (self.worker_id, offset, self.shards, self.shards),
+        )
+        for shard, free in await cursor.fetchall():
+            if wanted <= 0:
+                return
+            if shard in self.held:
+                continue
+            token = await self._try_take(conn, int(shard), bool(free))
+            if token is not None:
+                self.held[shard] = token
+                wanted -= 1
+                await self.on_acquired(shard, token)
+
+    async def _try_take(
+        self, conn: psycopg.AsyncConnection[Any], shard: int, expired: bool
+    ) -> int | None:
+        cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
+        row = await cursor.fetchone()
+        if not (row and row[0]):
+            if expired:
+                await self._end_hung_holder(conn, shard)
+            return None
+        # The advisory lock is ours: the last holder's session is gone (or never was), so
+        # the shard is ours whatever its row says; a new token fences the old holder out.
+        cursor = await conn.execute(
+            f"UPDATE {LEASES} SET owner = %s, token = token + 1, expires_at = {_NOW} + %s "
+            "WHERE shard = %s RETURNING token",
+            (self.worker_id, self.ttl, shard),
+        )
+        taken = await cursor.fetchone()
+        return None if taken is None else int(taken[0])
+
+    async def _end_hung_holder(self, conn: psycopg.AsyncConnection[Any], shard: int) -> None:
+        """The lease expired but its holder's session still holds the lock: a worker that
+        stopped renewing. Ending that session frees the shard for the next round."""
+        await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+            "AND classid = %s AND objid = %s AND granted AND pid <> pg_backend_pid()",
+            (_LOCK_SPACE, shard),
+        )
+        log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
+
+    async def give_back(self, shard: int) -> None:
+        """Hand a shard back gracefully (rebalancing, or a clean stop)."""
+        if shard not in self.held or self._conn is None:
+            return
+        del self.held[shard]
+        await self.on_lost(shard, True)
+        await self._conn.execute(
+            f"UPDATE {LEASES} SET owner = NULL, expires_at = 0 WHERE shard = %s AND owner = %s",
+            (shard, self.worker_id),
+        )
+        await self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, shard))
+
+    async def stop(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            for shard in sorted(self.held):
+                await self.give_back(shard)
+            await self._conn.execute(f"DELETE FROM {WORKERS} WHERE id = %s", (self.worker_id,))
+        finally:
+            await self._conn.close()
+            self._conn = None

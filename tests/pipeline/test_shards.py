@@ -1,0 +1,147 @@
+"""Shard leases on a real PostgreSQL: shares, failover, fencing, a hung holder."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from courtier.pipeline.shards import ShardKeeper, shard_of
+from courtier.politeness.gcra import KeyParams, Limit, Slot
+from courtier.politeness.limiter.base import Fence, LeaseLost
+from courtier.politeness.limiter.postgres import LEASES, PostgresLimiter
+
+SHARDS = 8
+
+
+@pytest.fixture
+def dsn(postgres_dsn: str) -> Iterator[str]:
+    """A database of its own for each test (leases and limiter rows are global there)."""
+    name = f"shards_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield postgres_dsn.replace("dbname=postgres", f"dbname={name}")
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.taken: dict[int, int] = {}
+        self.lost: list[tuple[int, bool]] = []
+
+    async def acquired(self, shard: int, token: int) -> None:
+        self.taken[shard] = token
+
+    async def lost_shard(self, shard: int, graceful: bool) -> None:
+        self.taken.pop(shard, None)
+        self.lost.append((shard, graceful))
+
+
+def keeper(dsn: str, name: str, recorder: Recorder, ttl: float = 30.0) -> ShardKeeper:
+    return ShardKeeper(
+        dsn,
+        name,
+        shards=SHARDS,
+        ttl=ttl,
+        on_acquired=recorder.acquired,
+        on_lost=recorder.lost_shard,
+    )
+
+
+def test_a_site_always_falls_into_the_same_shard() -> None:
+    assert shard_of("a.test", 64) == shard_of("a.test", 64)
+    assert {shard_of(f"s{n}.test", 64) for n in range(1000)} == set(range(64))
+
+
+async def test_two_workers_share_the_shards_without_overlap(dsn: str) -> None:
+    a, b = Recorder(), Recorder()
+    first, second = keeper(dsn, "w-a", a), keeper(dsn, "w-b", b)
+    await first.start()
+    await first.beat()
+    assert len(first.held) == SHARDS  # alone: everything
+    await second.start()
+    for _ in range(2):
+        await second.beat()
+        await first.beat()  # sees two live workers: gives half back
+        await second.beat()
+    assert len(first.held) == len(second.held) == SHARDS // 2
+    assert not set(first.held) & set(second.held)
+    assert all(graceful for _shard, graceful in a.lost)
+    await first.stop()
+    await second.stop()
+
+
+async def test_a_dead_workers_shards_are_taken_at_once_with_new_tokens(dsn: str) -> None:
+    a, b = Recorder(), Recorder()
+    first, second = keeper(dsn, "w-a", a), keeper(dsn, "w-b", b)
+    await first.start()
+    await first.beat()
+    tokens = dict(first.held)
+    assert first._conn is not None
+    await first._conn.close()  # the worker died: its session (and advisory locks) went too
+    await second.start()
+    await second.beat()
+    # The dead worker's heartbeat is still fresh (ttl 30 s), so it counts as live and the
+    # newcomer aims for half; it takes them at once, without waiting for any expiry.
+    assert len(second.held) == SHARDS // 2
+    assert all(second.held[s] == tokens[s] + 1 for s in second.held)
+    await second.stop()
+
+
+async def test_a_booking_fenced_by_a_lost_lease_is_refused(dsn: str) -> None:
+    a, b = Recorder(), Recorder()
+    first, second = keeper(dsn, "w-a", a), keeper(dsn, "w-b", b)
+    await first.start()
+    await first.beat()
+    shard = min(first.held)
+    stale = first.fence(shard)
+    assert stale is not None
+    limiter = await PostgresLimiter.connect(dsn)
+    limit = Limit("site:a.test", KeyParams(1.0))
+    assert isinstance(await limiter.book([limit], 1.0, fence=stale), Slot)
+    assert first._conn is not None
+    await first._conn.close()
+    await second.start()
+    await second.beat()
+    if shard not in second.held:  # the newcomer took the other half: make it take ours too
+        await second._take(second._conn, SHARDS)  # type: ignore[arg-type]
+    assert shard in second.held
+    with pytest.raises(LeaseLost):
+        await limiter.book([limit], 1.0, fence=stale)  # the old holder books nothing more
+    fresh = second.fence(shard)
+    assert isinstance(await limiter.book([limit], 1.0, fence=fresh), Slot)
+    await limiter.close()
+    await second.stop()
+
+
+async def test_an_expired_lease_of_a_hung_holder_is_taken(dsn: str) -> None:
+    a, b = Recorder(), Recorder()
+    hung, rescuer = keeper(dsn, "w-hung", a), keeper(dsn, "w-ok", b)
+    await hung.start()
+    await hung.beat()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # it stopped renewing long ago
+        conn.execute(f"UPDATE {LEASES} SET expires_at = 0")
+        conn.execute("UPDATE courtier_workers SET heartbeat_at = 0 WHERE id = 'w-hung'")
+    await rescuer.start()
+    await rescuer.beat()  # ends the hung session ...
+    await rescuer.beat()  # ... and takes its shards
+    assert len(rescuer.held) == SHARDS
+    assert hung._conn is not None
+    with pytest.raises(psycopg.OperationalError):
+        await hung._conn.execute("SELECT 1")
+    await rescuer.stop()
+
+
+async def test_fences_name_the_owner_and_token(dsn: str) -> None:
+    recorder = Recorder()
+    only = keeper(dsn, "w-only", recorder)
+    await only.start()
+    await only.beat()
+    shard = min(only.held)
+    assert only.fence(shard) == Fence(shard, "w-only", only.held[shard])
+    assert recorder.taken == only.held
+    await only.stop()
+    assert only.fence(shard) is None
