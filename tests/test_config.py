@@ -93,3 +93,136 @@ def test_costs_and_url_rules_from_the_file(tmp_path: Path):
         path.write_text(f"[costs]\n{bad}\n")
         with pytest.raises(ConfigError):
             load(path)
+
+
+# -- every setting typed and ranged; every layer checked ---------------------------------------
+
+
+def test_every_setting_has_a_rule_besides_its_type():
+    from courtier import _settings
+    from courtier.config import RULES, Config
+
+    missing = [
+        ".".join(path)
+        for path, _value, owner, annotation in _settings.leaves(Config())
+        if annotation is not bool and path[-1] not in RULES.get(owner, {})
+    ]
+    assert not missing, f"add a line to courtier.config.RULES for: {', '.join(missing)}"
+
+
+def test_every_default_is_within_its_rule():
+    from courtier.config import Config, validate
+
+    validate(Config())
+
+
+def test_layers_in_order_file_environment_flags(tmp_path: Path):
+    from courtier.config import resolve
+
+    path = tmp_path / "c.toml"
+    path.write_text("[crawl]\nmax_depth = 3\nparse_workers = 2\nqueue_per_site = 5\n")
+    env = {"COURTIER_CRAWL__PARSE_WORKERS": "3", "COURTIER_CRAWL__QUEUE_PER_SITE": "6"}
+    resolved = resolve(path, ["crawl.queue_per_site=7"], env=env)
+    crawl = resolved.config.crawl
+    assert (crawl.max_depth, crawl.parse_workers, crawl.queue_per_site) == (3, 3, 7)
+    assert str(resolved.sources["crawl.max_depth"]) == f"file {path}:2:13"
+    assert str(resolved.sources["crawl.parse_workers"]) == "env COURTIER_CRAWL__PARSE_WORKERS"
+    assert str(resolved.sources["crawl.queue_per_site"]) == "-s crawl.queue_per_site=7"
+    assert str(resolved.sources["crawl.max_in_flight"]) == "default"
+
+
+def test_the_environment_is_read_by_default_and_typos_in_it_are_errors(monkeypatch):
+    monkeypatch.setenv("COURTIER_LIMITS__CDN_MISS__RATE", "7")
+    assert load().limits.cdn_miss.rate == 7.0
+    monkeypatch.setenv("COURTIER_LIMITS__CDN_MIS__RATE", "7")
+    with pytest.raises(ConfigError, match="COURTIER_LIMITS__CDN_MIS__RATE"):
+        load()
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "says"),
+    [
+        ('[crawl]\nparse_workers = "3"\n', ":2:17:", "wrong type (a string)"),
+        ("[crawl]\n\n  max_in_flight=0\n", ":3:17:", "from 1 to"),
+        ("[limits]\norigin = { burst = 1, rate = 0 }\n", ":2:30:", "limits.origin.rate"),
+        ("limits.site.rate = -1\n", ":1:20:", "limits.site.rate"),
+        ('[fetch]\nallowed_types = [\n  "text/",\n  3,\n]\n', ":2:17:", "wrong type (a list)"),
+        ("[politeness]\n'max_lead' = nan\n", ":2:14:", "not finite"),
+        ('[costs]\nrules = ["""^/a => index""", "x"]\n', ":2:9:", 'item 2 "x"'),
+        ("[media]\nfetch = 1\n", ":2:9:", "wrong type (a whole number): must be true or false"),
+        ("[crawl]\nmax_depth = 3.0\n", ":2:13:", "wrong type (a number)"),
+        ("[limits.nosuch]\nrate = 1\n", ":1:1:", "unknown setting limits.nosuch"),
+    ],
+)
+def test_a_bad_value_in_a_file_is_reported_at_its_own_line_and_column(
+    tmp_path: Path, text: str, where: str, says: str
+):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load(path, env={})
+    message = str(raised.value)
+    assert message.startswith(f"{path}{where}"), message
+    assert says in message and "\n" not in message
+
+
+def test_values_given_as_text_are_read_for_their_type():
+    config = load(
+        None,
+        [
+            'fetch.user_agent_token="acme-bot"',
+            "frontier.sitemaps=False",
+            "crawl.max_in_flight=1_000",
+            "limits.site.rate=inf",
+            "fetch.contact_url=https://example.org/bot?a=1#x",
+        ],
+        env={},
+    )
+    assert config.fetch.user_agent_token == "acme-bot"
+    assert config.frontier.sitemaps is False
+    assert config.crawl.max_in_flight == 1000
+    assert config.limits.site.rate == float("inf")
+    assert config.fetch.contact_url == "https://example.org/bot?a=1#x"
+
+
+def test_a_config_built_in_python_is_checked_by_validate():
+    from courtier.config import Config, CrawlSection, validate
+
+    with pytest.raises(ConfigError, match=r"crawl\.parse_workers = 0: must be"):
+        validate(Config(crawl=CrawlSection(parse_workers=0)))
+
+
+def test_from_mapping_checks_like_a_file():
+    from courtier.config import Config
+
+    assert Config.from_mapping({"limits": {"cdn-miss": {"rate": 9}}}).limits.cdn_miss.rate == 9.0
+    with pytest.raises(ConfigError, match=r"wrong type \(a string\)"):
+        Config.from_mapping({"crawl": {"max_depth": "3"}})
+    with pytest.raises(ConfigError, match="is a table"):
+        Config.from_mapping({"limits": {"site": 3}})
+
+
+def test_a_section_constraint_names_the_inputs_that_set_it(tmp_path: Path):
+    path = tmp_path / "c.toml"
+    path.write_text("[frontier]\nsplit_floor = 0.5\n")
+    with pytest.raises(ConfigError) as raised:
+        load(path, ["frontier.split_ceiling=0.4"], env={})  # each fine alone, not together
+    message = str(raised.value)
+    assert message.startswith("[frontier]: need 0 < floor <= ceiling <= 1, got 0.5, 0.4")
+    assert f"{path}:2:15: frontier.split_floor = 0.5" in message
+    assert "-s frontier.split_ceiling=0.4" in message
+
+
+def test_positions_survive_multiline_strings_arrays_and_comments():
+    from courtier._settings import toml_positions
+
+    text = (
+        '# top\n[costs]\nrules = [\n  """a\n]b""", # c\n  \'x\',\n]\nindex = 5 # [x]\n'
+        '"detail" = 2\n[limits.site]\nrate = 1\n[[x]]\ny = { "z w" = 1 }\n'
+    )
+    positions = toml_positions(text)
+    assert positions[("costs", "index")] == ((8, 1), (8, 9))
+    assert positions[("costs", "detail")][1] == (9, 12)
+    assert positions[("limits", "site", "rate")][1] == (11, 8)
+    assert positions[("x", "y", "z w")][1] == (13, 15)
+    assert toml_positions("a = [") == {}  # never raises

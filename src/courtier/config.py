@@ -1,23 +1,49 @@
-"""Crawl configuration: defaults < TOML file < ``-s section.key=value`` overrides.
+"""Crawl configuration: defaults < file < environment < ``-s section.key=value`` overrides.
 
-The file is grouped by stage (``[crawl]``, ``[fetch]``, ``[politeness]``, ``[robots]``) and
-has one table of limits per key type (``[limits.site]``, ``[limits.origin]``, ...). Every
-value has a default here, so a crawl needs no file at all. Unknown sections or keys are an
-error: a typo must not silently fall back to a default.
+The file (TOML, or the JSON of ``courtier config show --json``) is grouped by stage
+(``[crawl]``, ``[fetch]``, ``[politeness]``, ``[robots]``, ...) and has one table of limits per
+key type (``[limits.site]``, ``[limits.origin]``, ...). Environment variables
+``COURTIER_SECTION__KEY`` (``__`` between names: ``COURTIER_LIMITS__ORIGIN__RATE``) sit
+between the file and ``-s``. Every value has a default here, so a crawl needs no file at all.
+
+Rules:
+- Unknown sections or keys are an error: a typo must not silently fall back to a default.
+- Every setting has a type (its annotation) and, in ``RULES``, a range, a set of allowed
+  values or a format; ``courtier._settings`` checks both for every layer and names the input
+  of a bad value (the file's own line and column, the variable, the flag).
+- Adding a setting: a field with a default in its section, and one line in ``RULES`` (a test
+  fails for a setting without one).
+- ``load`` gives the effective ``Config``; ``resolve`` also says where each value came from.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
+import re
 import tomllib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from courtier import __version__
+from courtier import __version__, _settings
+from courtier._settings import (
+    DEFAULT,
+    Entry,
+    Rule,
+    Source,
+    each,
+    number,
+    one_of,
+    text,
+    whole,
+)
+from courtier._settings import ConfigError as ConfigError  # re-exported: raised by load()
 from courtier.frontier.split import SplitPolicy
 from courtier.frontier.surface import DEFAULT_LEVELS, SurfaceLevel, SurfacePolicy
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams
@@ -34,10 +60,6 @@ from courtier.politeness.keys import (
     RequestClass,
     UrlRule,
 )
-
-
-class ConfigError(ValueError):
-    """A configuration file or override that cannot be applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +89,14 @@ class CrawlSection:
             raise ValueError(f'limiter must be "memory" or "sqlite", got {self.limiter!r}')
 
 
+DEFAULT_CONTACT_URL = "https://github.com/courtier-crawler/courtier#operators"
+
+
 @dataclass(frozen=True, slots=True)
 class FetchSection:
     user_agent_token: str = "courtier"
-    contact_url: str = "https://github.com/courtier-crawler/courtier#operators"
+    contact_url: str = DEFAULT_CONTACT_URL
+    """Where a site operator can reach whoever runs the crawl: set it to your own page."""
     connect_timeout: float = 10.0
     read_timeout: float = 20.0
     total_timeout: float = 60.0
@@ -326,79 +352,332 @@ class Config:
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {f.name: dataclasses.asdict(getattr(self, f.name)) for f in fields(self)}
 
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Config:
+        """Defaults with ``values`` ({section: {key: value}}, nested for ``limits``) applied,
+        checked exactly as a file's values are. Raises ``ConfigError``."""
+        return apply(cls(), values)
 
-def _coerce(section: str, key: str, current: Any, value: Any) -> Any:
-    if isinstance(value, str) and not isinstance(current, str):
-        try:
-            value = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{section}.{key}: cannot read {value!r}: {exc}") from None
-    if isinstance(current, tuple):
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{section}.{key}: expected a list of strings")
-        return tuple(value)
-    if isinstance(current, bool) or not isinstance(current, int | float | str):
-        ok = isinstance(value, type(current))
-    elif isinstance(current, float):
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        value = float(value) if ok else value
-    else:
-        ok = isinstance(value, type(current)) and not isinstance(value, bool)
-    if not ok:
-        raise ConfigError(
-            f"{section}.{key}: expected {type(current).__name__}, got {type(value).__name__}"
-        )
-    return value
+    @classmethod
+    def from_file(cls, path: str | Path, overrides: Iterable[str] = ()) -> Config:
+        """Defaults, the file (TOML, or JSON by its ``.json`` suffix), then ``-s``-style
+        overrides; the environment is not read. Raises ``ConfigError``."""
+        return resolve(Path(path), overrides, env={}).config
 
 
-def _apply_table(name: str, current: Any, table: Any) -> Any:
-    """``current`` (a settings dataclass) with ``table`` applied, recursively, type-checked."""
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"[{name}] must be a table")
-    known = {f.name: f for f in fields(current)}
-    updates = {}
-    for key, value in table.items():
-        attribute = str(key).replace("-", "_")
-        if attribute not in known:
-            options = ", ".join(sorted(known))
-            raise ConfigError(f"unknown setting {name}.{key} (known: {options})")
-        old = getattr(current, attribute)
-        if dataclasses.is_dataclass(old):
-            updates[attribute] = _apply_table(f"{name}.{key}", old, value)
-        else:
-            updates[attribute] = _coerce(name, str(key), old, value)
+# -- what each setting accepts ----------------------------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z_-]+")
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/(?:[a-z0-9][a-z0-9!#$&^_.+-]*)?")
+_SURFACE_LEVEL = re.compile(r"\s*\d+\s*:\s*\d+\s*")
+
+
+def _contact(url: str) -> str | None:
+    if not url.isascii() or re.search(r"[\s()\x00-\x1f\x7f]", url):
+        return "not usable in a User-Agent header (spaces, parentheses, non-ASCII)"
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return None
+    if parts.scheme == "mailto" and "@" in parts.path:
+        return None
+    return ""
+
+
+def _ca_file(path: str) -> str | None:
+    if not path or Path(path).is_file():
+        return None
+    return "not an existing file"
+
+
+def _cost_rule(rule: str) -> str | None:
+    from courtier.politeness.keys import RequestClass
+
+    pattern, arrow, klass = rule.rpartition("=>")
+    if not arrow or klass.strip() not in {c.value for c in RequestClass}:
+        return "not of the form REGEX => CLASS"
     try:
-        return replace(current, **updates)
-    except ValueError as exc:
-        raise ConfigError(f"[{name}]: {exc}") from None
+        re.compile(pattern.strip())
+    except re.error as exc:
+        return f"not a valid regular expression ({exc})"
+    return None
+
+
+def _page_url(url: str) -> str | None:
+    from courtier.url import UrlError, parse_url
+
+    try:
+        parse_url(url)
+    except UrlError as exc:
+        return f"not a usable URL ({exc})"
+    return None
+
+
+def _host(name: str) -> str | None:
+    from courtier.url import UrlError, canonical_host
+
+    try:
+        canonical_host(name)
+    except UrlError as exc:
+        return f"not a host name ({exc})"
+    return None
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> _settings.Check:
+    """Values matching ``pattern``; else ``what`` is wrong ("" when the rule says it all)."""
+    return lambda value: None if pattern.fullmatch(value) else what
+
+
+_SECONDS = number(above=0, unit="seconds")
+_FRACTION = number(above=0, high=1)
+
+RULES: dict[type, dict[str, Rule]] = {
+    CrawlSection: {
+        "max_in_flight": whole(1, 1_000_000),
+        "max_depth": whole(0, 10_000),
+        "parse_workers": whole(1, 256),
+        "queue_per_site": whole(1, 1_000_000),
+        "flush_interval": number(above=0, high=60, unit="seconds"),
+        "due_recheck": _SECONDS,
+        "origin_recheck": _SECONDS,
+        "limiter": one_of("memory", "sqlite"),
+    },
+    FetchSection: {
+        "user_agent_token": text(
+            'a robots.txt product token: letters, "-" and "_" only (RFC 9309), e.g. "acme-bot"',
+            _matching(_TOKEN, ""),
+        ),
+        "contact_url": text(
+            "an absolute http(s) URL or mailto: address where site operators reach you",
+            _contact,
+        ),
+        "connect_timeout": number(above=0, high=3600, unit="seconds"),
+        "read_timeout": number(above=0, high=3600, unit="seconds"),
+        "total_timeout": number(above=0, high=86_400, unit="seconds"),
+        "max_body_bytes": whole(1, 1 << 31, unit="bytes"),
+        "max_header_bytes": whole(1024, 1 << 20, unit="bytes"),
+        "max_headers": whole(1, 10_000),
+        "allowed_types": each(
+            'lower-case media types ("text/html") or prefixes ending in "/" ("image/")',
+            _matching(_MEDIA_TYPE, "not a lower-case media type or prefix"),
+        ),
+        "ca_file": text('the path of a PEM file of CA certificates, or "" for none', _ca_file),
+    },
+    FrontierSection: {
+        "surface_levels": each(
+            '"SIZE:DEPTH" levels of whole numbers, e.g. "10000:8"',
+            _matching(_SURFACE_LEVEL, "not SIZE:DEPTH"),
+        ),
+        "freshlane": each("page URLs of seed sites", _page_url),
+        "freshlane_interval": _SECONDS,
+        "split_floor": _FRACTION,
+        "split_ceiling": _FRACTION,
+        "split_half_drain": _SECONDS,
+        "sitemaps": Rule("true or false"),
+        "promote": whole(0, 1_000_000),
+        "rank_every": _SECONDS,
+    },
+    KeyLimits: {
+        "rate": number(above=0, unit="cost units per second", infinite=True),
+        "burst": number(0, unit="seconds"),
+        "slot_width": number(above=0, high=60, unit="seconds"),
+    },
+    CostsSection: {
+        "index": number(above=0),
+        "detail": number(above=0),
+        "image": number(above=0),
+        "robots": number(above=0),
+        "rules": each(
+            '"REGEX => CLASS" rules, CLASS one of index, detail, image, robots', _cost_rule
+        ),
+    },
+    PolitenessSection: {
+        "max_lead": _SECONDS,
+        "start_margin": number(0, 1, unit="seconds"),
+        "max_in_flight_per_site": whole(1, 64),
+        "latency_ratio": number(1),
+        "latency_min_rise": number(0, unit="seconds"),
+        "latency_decrease": _FRACTION,
+        "latency_increase": _FRACTION,
+        "latency_floor": _FRACTION,
+        "latency_cooldown": number(0, unit="seconds"),
+        "origin_pause_sites": whole(1, 1_000),
+        "origin_pause_window": _SECONDS,
+        "origin_error_run": whole(1, 10_000),
+        "default_retry_after": _SECONDS,
+        "max_backoff": _SECONDS,
+        "suspend_after_errors": whole(1, 1_000_000),
+        "suspend_for": _SECONDS,
+        "max_retry_after": _SECONDS,
+    },
+    RobotsSection: {
+        # RFC 9309: a robots.txt is cached at most 24 hours, at least 500 KiB of it is parsed,
+        # and at least five redirects are followed.
+        "max_age": number(above=0, high=86_400, unit="seconds"),
+        "retry_unreachable": _SECONDS,
+        "max_bytes": whole(512_000, 1 << 30, unit="bytes"),
+        "max_redirects": whole(5, 20),
+        "max_crawl_delay": _SECONDS,
+    },
+    MediaSection: {
+        "fetch": Rule("true or false"),
+        "cdn_hosts": each("host names", _host),
+        "imgsvc_hosts": each("host names", _host),
+        "max_in_flight": whole(1, 100_000),
+        "max_in_flight_per_key": whole(1, 10_000),
+        "max_queued": whole(1, 100_000_000),
+    },
+}
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The effective configuration and where each of its values came from."""
+
+    config: Config
+    sources: dict[str, Source]
+    """``"crawl.max_in_flight"`` -> ``Source("file", "c.toml:3:17")``, for every setting."""
+
+
+def settings(config: Config) -> Iterator[tuple[str, Any]]:
+    """Every setting of ``config``: ("limits.origin.rate", 2.0), in declaration order."""
+    for path, value, _owner, _annotation in _settings.leaves(config):
+        yield ".".join(path), value
+
+
+def validate(config: Config) -> Config:
+    """``config`` if every setting has its type and is within its rule; a ``Config`` built
+    in Python is checked here as a file's values are. Raises ``ConfigError``."""
+    _settings.validate(config, RULES)
+    return config
+
+
+def _file_entries(path: Path) -> list[Entry]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory; must be a TOML file") from None
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            table = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: must be a JSON object of sections")
+        positions: dict[tuple[str, ...], Any] = {}
+    else:
+        try:
+            table = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            where = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+            if where is None:
+                raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+            reason = str(exc)[: where.start()]
+            line, column = where.groups()
+            raise ConfigError(f"{path}:{line}:{column}: not valid TOML: {reason}") from None
+        positions = _settings.toml_positions(text)
+
+    def locate(words: tuple[str, ...]) -> tuple[Source, str, str]:
+        for n in range(len(words), 0, -1):
+            if words[:n] in positions:
+                (key_line, key_col), (line, col) = positions[words[:n]]
+                if n < len(words):
+                    line, col = key_line, key_col
+                where = f"{path}:{line}:{col}"
+                return Source("file", where), f"{path}:{key_line}:{key_col}: ", f"{where}: "
+        return Source("file", str(path)), f"{path}: ", f"{path}: "
+
+    return list(_settings.mapping_entries(Config, table, locate))
+
+
+def _entries(
+    path: Path | None, overrides: Iterable[str], env: Mapping[str, str] | None
+) -> list[Entry]:
+    """Every layer's entries, lowest precedence first."""
+    entries = _file_entries(path) if path is not None else []
+    entries += _settings.env_entries(Config, os.environ if env is None else env)
+    entries += [_settings.override_entry(Config, item) for item in overrides]
+    return entries
+
+
+def _combine(base: Config, entries: Iterable[Entry]) -> tuple[Config, dict[str, Source]]:
+    values: dict[tuple[str, ...], Any] = {}
+    chosen: dict[tuple[str, ...], Entry] = {}
+    for entry in entries:
+        names, value = _settings.check_entry(Config, RULES, entry)
+        values[names] = value
+        chosen[names] = entry
+    config: Config = _settings.build(base, values, chosen)
+    sources = {name: DEFAULT for name, _value in settings(config)}
+    sources.update({".".join(names): entry.source for names, entry in chosen.items()})
+    return config, sources
+
+
+def resolve(
+    path: Path | None = None,
+    overrides: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Resolved:
+    """Defaults < the file at ``path`` < environment (``os.environ`` unless ``env`` is
+    given) < ``section.key=value`` overrides, each value checked; raises ``ConfigError``."""
+    config, sources = _combine(Config(), _entries(path, overrides, env))
+    return Resolved(config, sources)
+
+
+def load(
+    path: Path | None = None,
+    overrides: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """The effective configuration: defaults < file < environment < overrides."""
+    return resolve(path, overrides, env).config
 
 
 def apply(config: Config, values: Mapping[str, Any]) -> Config:
     """Return ``config`` with ``values`` ({section: {key: value}}) applied, type-checked."""
-    sections = {f.name for f in fields(config)}
-    changes: dict[str, Any] = {}
-    for section, table in values.items():
-        if section not in sections:
-            raise ConfigError(f"unknown section [{section}] (known: {', '.join(sorted(sections))})")
-        changes[section] = _apply_table(section, getattr(config, section), table)
-    return replace(config, **changes)
+
+    def locate(words: tuple[str, ...]) -> tuple[Source, str, str]:
+        return Source("mapping", ".".join(words)), "", ""
+
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"settings must be a mapping of sections, got {type(values).__name__}")
+    entries = list(_settings.mapping_entries(Config, values, locate))
+    return _combine(config, entries)[0]
 
 
-def load(path: Path | None = None, overrides: Iterable[str] = ()) -> Config:
-    """Defaults, then the TOML file at ``path``, then ``section.key=value`` overrides."""
-    config = Config()
-    if path is not None:
-        try:
-            config = apply(config, tomllib.loads(path.read_text(encoding="utf-8")))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-    for item in overrides:
-        name, sep, value = item.partition("=")
-        words = name.strip().split(".")
-        if not sep or len(words) < 2 or not all(words):
-            raise ConfigError(f"override {item!r} is not of the form section.key=value")
-        nested: Any = value.strip()
-        for word in reversed(words[1:]):
-            nested = {word: nested}
-        config = apply(config, {words[0]: nested})
-    return config
+def to_toml(resolved: Resolved) -> str:
+    """The effective configuration as a TOML file, each value commented with its source."""
+    lines: list[str] = []
+    table: tuple[str, ...] | None = None
+    for path, value, _owner, _annotation in _settings.leaves(resolved.config):
+        if path[:-1] != table:
+            table = path[:-1]
+            lines += ["", f"[{'.'.join(table)}]"] if lines else [f"[{'.'.join(table)}]"]
+        name = ".".join(path)
+        lines.append(f"{path[-1]} = {_settings.show(value)}  # {resolved.sources[name]}")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(resolved: Resolved) -> dict[str, Any]:
+    """The effective configuration as a JSON-ready mapping that is itself a valid config
+    file; ``"$sources"`` (ignored when read back) names the source of every value."""
+    document: dict[str, Any] = {
+        "$sources": {
+            name: {"layer": source.layer, "where": source.where}
+            for name, source in resolved.sources.items()
+        }
+    }
+    for path, value, _owner, _annotation in _settings.leaves(resolved.config):
+        node = document
+        for word in path[:-1]:
+            node = node.setdefault(word, {})
+        node[path[-1]] = list(value) if isinstance(value, tuple) else value
+    return document

@@ -117,7 +117,7 @@ def test_a_missing_store_is_a_usage_error_and_is_not_created(tmp_path: Path, run
     missing = tmp_path / "nope" / "frontier.sqlite3"
     code, out, err = run("rank", "--store", missing)
     assert code == 2 and out == ""
-    assert "no frontier store" in err
+    assert "no store there" in err
     assert not missing.exists()
 
 

@@ -65,4 +65,4 @@ def test_a_bad_url_is_a_usage_error(store_path: Path, run: Run) -> None:
 
 def test_a_missing_store_is_a_usage_error(tmp_path: Path, run: Run) -> None:
     code, _, err = run("recrawl", "--store", tmp_path / "none.sqlite3", "http://alpha.test/")
-    assert code == 2 and "no frontier store" in err
+    assert code == 2 and "no store there" in err

@@ -146,7 +146,7 @@ def test_commands_other_than_add_need_an_existing_store(
 ) -> None:
     missing = tmp_path / "frontier.sqlite3"
     code, _, err = run("seed", *command, "--store", missing)
-    assert code == 2 and "no frontier store" in err
+    assert code == 2 and "no store there" in err
     assert not missing.exists()
 
 

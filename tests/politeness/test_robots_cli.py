@@ -25,7 +25,7 @@ def test_check_reports_allowed_and_crawl_delay_per_url(capsys, robots_file):
     code, rows = run(
         capsys, "--robots-file", str(robots_file), "http://a.test/private/x", "http://a.test/ok"
     )
-    assert code == 0
+    assert code == 1  # one URL is disallowed (0 only when every URL is allowed)
     assert rows == [
         {"url": "http://a.test/private/x", "allowed": False, "crawl_delay": 3.0},
         {"url": "http://a.test/ok", "allowed": True, "crawl_delay": 3.0},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,42 +15,38 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from courtier.config import Config, ConfigError, load
-from courtier.net.guard import Guard
-from courtier.net.policy import AddressPolicy
-from courtier.net.resolve import DnsResolver
-from courtier.origins.dns_evidence import DnsEvidenceSource
-from courtier.origins.infer import OriginInference
+from courtier.api import build_engine
+from courtier.cli.options import (
+    add_config_arguments,
+    add_network_arguments,
+    load_config,
+    seconds,
+    whole,
+)
+from courtier.config import Config
+from courtier.frontier.base import FrontierError
+from courtier.inputs import (
+    InputError,
+    PostgresStore,
+    SqliteStore,
+    StoreSpec,
+    parse_store,
+    read_seed_file,
+)
 from courtier.pipeline.engine import Engine as Crawler
-from courtier.pipeline.site import read_seeds
 from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.store_lock import StoreBusy
+from courtier.politeness.limiter.base import LimiterError
+from courtier.sinks.documents import Sink
 
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML configuration file")
-    parser.add_argument(
-        "-s",
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one setting (repeatable), e.g. -s limits.origin.rate=4",
-    )
-
-
-def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dns", metavar="HOST:PORT", help="DNS server to resolve through (default: the system's)"
-    )
-    parser.add_argument(
-        "--allow-net",
-        action="append",
-        default=[],
-        metavar="CIDR",
-        help="let the crawl reach this otherwise blocked range (repeatable); the only way "
-        "past the SSRF guard, e.g. the simulated web's loopback range",
-    )
+__all__ = [
+    "add_config_arguments",
+    "add_network_arguments",
+    "load_config",
+    "make_crawler",
+    "print_summary",
+    "run_with_progress",
+]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="crawl the seed sites",
         description="Crawl the sites listed in the seed file: only seed sites are fetched, links "
         "to other sites are recorded as the horizon. Stops after --duration seconds, or on "
-        "Ctrl-C / SIGTERM; running again with the same --store resumes.",
+        "Ctrl-C / SIGTERM; running again with the same --store resumes. Every input is checked "
+        "before anything starts (exit status 2 and one line naming the input).",
     )
     parser.add_argument(
         "--seeds", type=Path, required=True, help="file of seed URLs or hostnames, one per line"
@@ -66,17 +65,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--out", type=Path, default=Path("crawl-out"), help="output directory (default crawl-out)"
     )
-    parser.add_argument("--store", type=Path, help="frontier store (default: OUT/frontier.sqlite3)")
     parser.add_argument(
-        "--duration", type=float, help="stop by itself, cleanly, within this many seconds"
+        "--store",
+        metavar="PATH|URL",
+        help="frontier store: a SQLite file (default OUT/frontier.sqlite3) or a PostgreSQL URL "
+        "(postgresql://USER@HOST/DB, postgresql:///DB?host=/socket/dir)",
+    )
+    parser.add_argument(
+        "--duration", type=seconds, help="stop by itself, cleanly, within this many seconds"
+    )
+    parser.add_argument(
+        "--workers",
+        type=whole(1, 64),
+        default=1,
+        help="worker processes to start on this machine (a PostgreSQL store only; the same "
+        "command on another machine joins the same crawl)",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     add_config_arguments(parser)
     parser.set_defaults(handler=handle)
-
-
-def load_config(args: argparse.Namespace) -> Config:
-    return load(args.config, args.overrides)
 
 
 def make_crawler(
@@ -86,27 +93,35 @@ def make_crawler(
     dns: str | None,
     allow_net: list[str],
     out: Path,
-    store: Path | None,
+    store: StoreSpec | Path | str | None,
     duration: float | None,
+    sink: Sink | None = None,
+    handle_signals: bool = True,
 ) -> Crawler:
-    """Everything ``courtier crawl`` wires together; raises ValueError on bad input."""
-    policy = AddressPolicy(allow=allow_net)
-    guard = Guard(policy, DnsResolver(dns))
-    seeds, errors = read_seeds(seeds_path.read_text(encoding="utf-8").splitlines())
-    for line, error in errors:
-        print(f"courtier: skipping seed {line!r}: {error}", file=sys.stderr)
-    if not seeds:
-        raise ValueError(f"{seeds_path}: no usable seed")
-    return Crawler(
+    """Everything ``courtier crawl`` wires together, every input checked first; raises
+    ``InputError`` (one line naming the input) on bad input. ``store`` is the spec from
+    ``parse_store`` (a path or a URL is parsed here); None: ``OUT/frontier.sqlite3``."""
+    seeds, errors = read_seed_file(seeds_path)
+    if store is None:
+        spec: StoreSpec = SqliteStore(out / "frontier.sqlite3")
+    elif isinstance(store, SqliteStore | PostgresStore):
+        spec = store
+    else:
+        spec = parse_store(store)
+    engine = build_engine(
         config,
-        store_path=store or out / "frontier.sqlite3",
-        out_dir=out,
-        guard=guard,
-        address_allowed=lambda address: policy.check(address).allowed,
         seeds=seeds,
+        store=spec,
+        out=out,
+        dns=dns,
+        allow_net=allow_net,
         duration=duration,
-        origins=OriginInference(DnsEvidenceSource(dns)),
+        sink=sink,
+        handle_signals=handle_signals,
     )
+    for line, error in errors:
+        print(f"courtier crawl: skipping seed {line!r}: {error}", file=sys.stderr)
+    return engine
 
 
 async def run_with_progress(crawler: Crawler, console: Console) -> CrawlStats:
@@ -178,23 +193,74 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
+    config = load_config(args)
+    store = parse_store(args.store) if args.store is not None else None
+    if args.workers > 1:
+        if not isinstance(store, PostgresStore):
+            raise InputError(
+                f"--workers {args.workers}: several workers need a PostgreSQL store (--store "
+                "postgresql://…); one crawl at a time runs on a SQLite store"
+            )
+        return run_workers(args.words, args.workers, args.json)
+    crawler = make_crawler(
+        config,
+        seeds_path=args.seeds,
+        dns=args.dns,
+        allow_net=args.allow_net,
+        out=args.out,
+        store=store,
+        duration=args.duration,
+    )
     try:
-        config = load_config(args)
-        crawler = make_crawler(
-            config,
-            seeds_path=args.seeds,
-            dns=args.dns,
-            allow_net=args.allow_net,
-            out=args.out,
-            store=args.store,
-            duration=args.duration,
-        )
-    except (ConfigError, ValueError, OSError) as exc:
-        print(f"courtier crawl: {exc}", file=sys.stderr)
+        stats = asyncio.run(run_with_progress(crawler, console))
+    except StoreBusy as exc:
+        print(f"courtier crawl: --store {crawler.store_path}: {exc}", file=sys.stderr)
         return 2
-    stats = asyncio.run(run_with_progress(crawler, console))
+    except (FrontierError, LimiterError) as exc:  # the store failed under the running crawl
+        print(f"courtier crawl: --store: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(stats.as_dict()))
     else:
         print_summary(stats, console)
     return 0
+
+
+def run_workers(words: list[str], workers: int, as_json: bool) -> int:
+    """Start ``workers`` processes of this very command (one worker each), forward SIGINT and
+    SIGTERM to them, and wait; the exit status is the worst of theirs."""
+    command = [sys.executable, "-m", "courtier", *_without_workers(words)]
+    children = [
+        subprocess.Popen(command, stdout=subprocess.PIPE if as_json else None, text=True)
+        for _ in range(workers)
+    ]
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        outputs = [child.communicate()[0] for child in children]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if as_json:
+        summaries = [json.loads(out.strip().splitlines()[-1]) for out in outputs if out.strip()]
+        total = sum(int(s.get("requests", 0)) for s in summaries)
+        print(json.dumps({"workers": summaries, "requests": total}))
+    return max(child.returncode for child in children)
+
+
+def _without_workers(words: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--workers":
+            skip = True
+        elif not word.startswith("--workers="):
+            kept.append(word)
+    return kept

@@ -11,14 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from courtier.cli.crawl import (
-    add_config_arguments,
-    load_config,
-    make_crawler,
-    print_summary,
-    run_with_progress,
-)
-from courtier.config import ConfigError
+from courtier.cli.crawl import make_crawler, print_summary, run_with_progress
+from courtier.cli.options import add_config_arguments, load_config, seconds, whole
+from courtier.inputs import InputError, prepare_directory
 from courtier.simweb.audit import audit
 from courtier.simweb.process import SimWebError, SimWebProcess
 from courtier.simweb.report import print_report, write_json
@@ -38,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "print the crawl summary and the server-side audit. Exit code 1 if the audit fails.",
     )
     parser.add_argument(
-        "--duration", type=float, default=60.0, help="seconds of crawling (default 60)"
+        "--duration", type=seconds, default=60.0, help="seconds of crawling (default 60)"
     )
     parser.add_argument(
         "--size",
@@ -46,10 +41,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="demo",
         help="size of the simulated web (default demo)",
     )
-    parser.add_argument("--sites", type=int, help="override: number of seed sites")
-    parser.add_argument("--seed", type=int, default=1, help="world seed number (default 1)")
+    parser.add_argument("--sites", type=whole(1), help="override: number of seed sites")
+    parser.add_argument("--seed", type=whole(0), default=1, help="world seed number (default 1)")
     parser.add_argument(
-        "--page-bytes", type=int, help="override: size of a simulated HTML page in bytes"
+        "--page-bytes",
+        type=whole(1000),
+        help="override: size of a simulated HTML page in bytes (at least 1000)",
     )
     parser.add_argument(
         "--out", type=Path, default=Path("demo-out"), help="output directory (default demo-out)"
@@ -61,11 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
-    try:
-        config = load_config(args)
-    except ConfigError as exc:
-        print(f"courtier demo: {exc}", file=sys.stderr)
-        return 2
+    config = load_config(args)
     params = dataclasses.replace(SIZE_PRESETS[args.size], seed=args.seed)
     if args.sites is not None:
         from courtier.simweb.world import params_for_total
@@ -73,15 +66,10 @@ def handle(args: argparse.Namespace) -> int:
         try:
             params = params_for_total(params, args.sites)
         except ValueError as exc:
-            print(f"courtier demo: {exc}", file=sys.stderr)
-            return 2
+            raise InputError(f"--sites {args.sites}: {exc}") from None
     if args.page_bytes is not None:
-        if args.page_bytes < 1000:
-            print("courtier demo: --page-bytes must be at least 1000", file=sys.stderr)
-            return 2
         params = dataclasses.replace(params, page_bytes=args.page_bytes)
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = prepare_directory(args.out)
     for name in _DEMO_FILES:
         (out / name).unlink(missing_ok=True)
     try:

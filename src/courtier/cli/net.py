@@ -15,8 +15,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from courtier.cli.options import seconds
+from courtier.inputs import parse_nameserver_arg, parse_networks
 from courtier.net.guard import Guard
-from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import DnsResolver
 from courtier.url import UrlError, canonical_host, parse_url
 
@@ -113,12 +114,8 @@ def _targets_from_lines(lines: Iterable[str]) -> list[str]:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    try:
-        policy = AddressPolicy(args.allow_net)
-        resolver = DnsResolver(args.dns, timeout=args.timeout)
-    except ValueError as error:
-        print(f"courtier net check: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    policy = parse_networks(args.allow_net)
+    resolver = DnsResolver(parse_nameserver_arg(args.dns), timeout=args.timeout)
     targets = list(args.targets) or _targets_from_lines(sys.stdin)
     checks = asyncio.run(check_targets(targets, Guard(policy, resolver)))
     for check in checks:
@@ -134,7 +131,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "check",
         help="judge URLs, hosts or addresses against the SSRF guard (never connects)",
         description="Print the verdict (allow/refuse), the reason and the canonical addresses "
-        "judged for each target. Exit status: 0 all allowed, 1 some refused, 2 usage error.",
+        "judged for each target. Exit status: 0 all allowed, 1 some refused (a target that is "
+        "not a URL, host or address is refused), 2 bad input.",
     )
     check.add_argument(
         "targets", nargs="*", metavar="TARGET", help="URL, host or IP address (default: stdin)"
@@ -149,7 +147,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         help="allow this network although it is special-purpose (repeatable)",
     )
-    check.add_argument("--timeout", type=float, default=5.0, help="DNS timeout in seconds")
+    check.add_argument("--timeout", type=seconds, default=5.0, help="DNS timeout in seconds")
     check.add_argument("--json", action="store_true", help="one JSON object per line")
     check.set_defaults(handler=_run_check)
 

@@ -18,9 +18,23 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from courtier.cli.crawl import add_config_arguments, add_network_arguments
-from courtier.config import Config, ConfigError, load
-from courtier.net.policy import AddressPolicy
+from courtier.cli.options import (
+    add_config_arguments,
+    add_network_arguments,
+    load_config,
+    port,
+    whole,
+)
+from courtier.config import Config
+from courtier.inputs import (
+    InputError,
+    PostgresStore,
+    check_sqlite_store,
+    parse_nameserver_arg,
+    parse_networks,
+    parse_store,
+    prepare_directory,
+)
 from courtier.origins.cluster import Assignment
 from courtier.origins.dns_evidence import DnsEvidenceSource
 from courtier.origins.infer import InferenceResult, OriginInference
@@ -54,27 +68,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     infer.add_argument(
         "--probe", action="store_true", help="probe headers where DNS is indeterminate"
     )
-    infer.add_argument("--port", type=int, default=80, help="HTTP port of header probes")
+    infer.add_argument("--port", type=port, default=80, help="HTTP port of header probes")
     infer.add_argument(
-        "--concurrency", type=int, default=64, help="DNS queries in flight (default 64)"
+        "--concurrency",
+        type=whole(1, 10_000),
+        default=64,
+        help="DNS queries in flight (default 64)",
     )
     add_config_arguments(infer)
     for sub in (listing, explain, infer):
         sub.add_argument(
             "--store",
-            type=Path,
-            default=DEFAULT_STORE,
-            help=f"crawl store (default {DEFAULT_STORE})",
+            default=str(DEFAULT_STORE),
+            metavar="PATH",
+            help=f"crawl store, a SQLite file (default {DEFAULT_STORE})",
         )
         sub.add_argument("--json", action="store_true", help="one JSON object per site")
         sub.set_defaults(handler=handle)
 
 
+def store_path(text: str, *, create: bool) -> Path:
+    """The SQLite store ``--store`` names, checked (a PostgreSQL URL is not served here)."""
+    spec = parse_store(text)
+    if isinstance(spec, PostgresStore):
+        raise InputError(f"--store {spec}: 'courtier origins' reads a SQLite store only")
+    check_sqlite_store(spec.path, create=create)
+    return spec.path
+
+
 def handle(args: argparse.Namespace) -> int:
     if args.origins_action == "infer":
         return _infer(args)
+    path = store_path(args.store, create=False)
     try:
-        store = OriginStore(args.store, create=False)
+        store = OriginStore(path, create=False)
     except OriginStoreError as exc:
         print(f"courtier origins: {exc}", file=sys.stderr)
         return 2
@@ -179,7 +206,11 @@ def read_hosts(path: Path) -> tuple[list[str], list[str]]:
     """Canonical hosts from a file of hosts or URLs, and the lines that were neither."""
     hosts: list[str] = []
     bad: list[str] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"--hosts {path}: {exc.strerror}") from None
+    for line in text.splitlines():
         text = line.strip()
         if not text or text.startswith("#"):
             continue
@@ -192,16 +223,13 @@ def read_hosts(path: Path) -> tuple[list[str], list[str]]:
 
 def _infer(args: argparse.Namespace) -> int:
     if args.dns is None:
-        print("courtier origins infer: --dns HOST:PORT is required", file=sys.stderr)
-        return 2
-    try:
-        config = load(args.config, args.overrides)
-        hosts, bad = read_hosts(args.hosts)
-        policy = AddressPolicy(allow=args.allow_net)
-        dns = DnsEvidenceSource(args.dns, concurrency=args.concurrency)
-    except (ConfigError, OSError, ValueError) as exc:
-        print(f"courtier origins infer: {exc}", file=sys.stderr)
-        return 2
+        raise InputError("--dns HOST:PORT is required (the nameserver to gather evidence from)")
+    config = load_config(args)
+    hosts, bad = read_hosts(args.hosts)
+    policy = parse_networks(args.allow_net)
+    dns = DnsEvidenceSource(parse_nameserver_arg(args.dns), concurrency=args.concurrency)
+    path = store_path(args.store, create=True)
+    prepare_directory(path.parent, name="--store")
     for line in bad:
         print(f"courtier origins infer: not a host or URL, skipped: {line[:200]}", file=sys.stderr)
     if not hosts:
@@ -221,7 +249,7 @@ def _infer(args: argparse.Namespace) -> int:
 
     result = asyncio.run(run())
     try:
-        with OriginStore(args.store) as store:
+        with OriginStore(path) as store:
             changes = store.save(result.assignments.values(), time.time(), result.recheck_at)
     except OriginStoreError as exc:
         print(f"courtier origins infer: {exc}", file=sys.stderr)

@@ -20,7 +20,6 @@ import argparse
 import logging
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from courtier.cli.seed import UsageError, emit, fail, open_store
 from courtier.graph.cycle import ranking_cycle
@@ -39,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "hosts that pass the promotion rules (linked from at least 2 seed hosts of 2 "
         "domains) enter the seed; the crawl fetches them from its next start.",
     )
-    parser.add_argument("--store", type=Path, required=True, help="the crawl's frontier store")
+    parser.add_argument(
+        "--store", required=True, metavar="PATH", help="the crawl's frontier store (SQLite)"
+    )
     parser.add_argument(
         "--promote", type=_count, default=0, metavar="K", help="promote up to K horizon hosts"
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from courtier.cli.seed import UsageError, emit, fail, open_store, out_of_scope, parse_page_urls
 from courtier.frontier.base import NewUrl
@@ -30,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "its site but is booked like any request. URLs must belong to the seed.",
     )
     parser.add_argument("urls", nargs="+", metavar="URL", help="page URLs")
-    parser.add_argument("--store", type=Path, required=True, help="the crawl's frontier store")
+    parser.add_argument(
+        "--store", required=True, metavar="PATH", help="the crawl's frontier store (SQLite)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(handler=run_recrawl)
 

@@ -4,6 +4,9 @@
 against a robots.txt on disk, applying RFC 9309's status rules when ``--status`` says what the
 server answered. ``courtier robots URL`` fetches the live robots.txt of that URL's site through
 the SSRF guard and explains it.
+
+Exit status, as for every check command: 0 every URL allowed, 1 some URL disallowed (or not a
+URL, or the robots.txt unreachable, which RFC 9309 reads as disallow all), 2 bad input.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from courtier.cli.crawl import add_config_arguments, add_network_arguments
-from courtier.config import ConfigError, FetchSection, RobotsSection, load
+from courtier.cli.options import add_config_arguments, add_network_arguments, load_config, whole
+from courtier.config import RULES, FetchSection, RobotsSection
+from courtier.inputs import InputError, parse_nameserver_arg, parse_networks
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
-from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import DnsResolver
 from courtier.politeness.robots import RobotsRules, rules_from_response
-from courtier.url import UrlError, parse_url
+from courtier.url import Url, UrlError, parse_url
+
+EXIT_ALLOWED, EXIT_DISALLOWED, EXIT_USAGE = 0, 1, 2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="check URLs against robots.txt (a file, or the live site)",
         description="'courtier robots check --robots-file FILE URL...' judges URLs against a "
         "robots.txt file; 'courtier robots URL' (short for 'courtier robots explain URL') "
-        "fetches the live robots.txt of URL's site through the SSRF guard and explains it.",
+        "fetches the live robots.txt of URL's site through the SSRF guard and explains it. "
+        "Exit status: 0 all allowed, 1 some disallowed, 2 bad input.",
     )
     actions = parser.add_subparsers(dest="robots_action", metavar="ACTION")
     check = actions.add_parser(
@@ -42,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument("--robots-file", type=Path, required=True, help="robots.txt to read")
     check.add_argument(
         "--status",
-        type=int,
+        type=whole(100, 599),
         default=200,
         help="HTTP status the robots.txt was served with (RFC 9309 rules; default 200)",
     )
@@ -58,13 +64,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.set_defaults(handler=handle)
 
 
-def rewrite(argv: list[str]) -> list[str]:
-    """``courtier robots URL`` means ``courtier robots explain URL``."""
-    if len(argv) < 2 or argv[0] != "robots" or argv[1].startswith("-"):
-        return argv
-    if argv[1] in ("check", "explain"):
-        return argv
-    return [argv[0], "explain", *argv[1:]]
+def rewrite(words: list[str]) -> list[str]:
+    """``courtier robots URL`` means ``courtier robots explain URL`` (``words``: after
+    ``robots``)."""
+    if not words or words[0].startswith("-") or words[0] in ("check", "explain"):
+        return words
+    return ["explain", *words]
 
 
 def _urls(arguments: list[str]) -> Iterator[str]:
@@ -77,8 +82,9 @@ def _urls(arguments: list[str]) -> Iterator[str]:
 
 
 def _judge(rules: RobotsRules, urls: Iterable[str], token: str, as_json: bool) -> int:
+    """Print each URL's verdict; 0 if every one is allowed, else 1."""
     delay = rules.crawl_delay(token)
-    code = 0
+    code = EXIT_ALLOWED
     for raw in urls:
         try:
             url = parse_url(raw).fetch_url
@@ -86,9 +92,11 @@ def _judge(rules: RobotsRules, urls: Iterable[str], token: str, as_json: bool) -
             print(
                 json.dumps({"url": raw, "error": str(exc)}) if as_json else f"{raw}\terror: {exc}"
             )
-            code = 1
+            code = EXIT_DISALLOWED
             continue
         allowed = rules.allows(url, token)
+        if not allowed:
+            code = EXIT_DISALLOWED
         if as_json:
             print(json.dumps({"url": raw, "allowed": allowed, "crawl_delay": delay}))
         else:
@@ -108,34 +116,37 @@ def _rules(status: int | None, body: bytes, settings: RobotsSection) -> RobotsRu
     )
 
 
+def _token(text: str | None) -> str | None:
+    rule = RULES[FetchSection]["user_agent_token"]
+    if text is None or (rule.check is not None and rule.check(text) is None):
+        return text
+    raise InputError(f"--ua {text}: must be {rule.accepts}")
+
+
 def handle(args: argparse.Namespace) -> int:
-    try:
-        config = load(args.config, args.overrides)
-    except ConfigError as exc:
-        print(f"courtier robots: {exc}", file=sys.stderr)
-        return 2
-    token = args.ua or config.fetch.user_agent_token
+    config = load_config(args)
+    token = _token(args.ua) or config.fetch.user_agent_token
     if args.robots_action == "check":
         try:
             body = args.robots_file.read_bytes()
         except OSError as exc:
-            print(f"courtier robots check: {exc}", file=sys.stderr)
-            return 2
+            raise InputError(f"--robots-file {args.robots_file}: {exc.strerror}") from None
         rules = _rules(args.status, body, config.robots)
         return _judge(rules, _urls(args.urls), token, args.json)
-    return asyncio.run(_live(args.url, args, config.fetch, config.robots, token))
+    try:
+        url = parse_url(args.url)
+    except UrlError as exc:
+        raise InputError(f"URL {args.url}: {exc}; must be an http(s) URL") from None
+    policy = parse_networks(args.allow_net)
+    dns = parse_nameserver_arg(args.dns)
+    guard = Guard(policy, DnsResolver(dns))
+    return asyncio.run(_live(url, guard, config.fetch, config.robots, token, args.json))
 
 
 async def _live(
-    raw: str, args: argparse.Namespace, fetch: FetchSection, settings: RobotsSection, token: str
+    url: Url, guard: Guard, fetch: FetchSection, settings: RobotsSection, token: str, as_json: bool
 ) -> int:
-    try:
-        url = parse_url(raw)
-    except UrlError as exc:
-        print(f"courtier robots: {raw}: {exc}", file=sys.stderr)
-        return 2
-    policy = AddressPolicy(allow=args.allow_net)
-    guard = Guard(policy, DnsResolver(args.dns))
+    policy = guard.policy
     location = f"{url.scheme}://{url.site}/robots.txt"
     status: int | None = None
     body = b""
@@ -166,5 +177,5 @@ async def _live(
     print(f"verdict: {rules.status.value} (RFC 9309 rules for status {status})")
     if rules.parser is not None:
         print(body[: settings.max_bytes].decode("utf-8", errors="replace").rstrip())
-    code = _judge(rules, [url.fetch_url], token, args.json)
-    return 1 if status is None else code
+    code = _judge(rules, [url.fetch_url], token, as_json)
+    return EXIT_DISALLOWED if status is None else code

@@ -29,9 +29,17 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from courtier.cli.options import fraction
 from courtier.frontier.base import FrontierError, NewUrl, SiteState
 from courtier.frontier.refresh import Importance, popular_threshold
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.inputs import (
+    InputError,
+    PostgresStore,
+    check_sqlite_store,
+    parse_store,
+    prepare_directory,
+)
 from courtier.url import Url, UrlError, parse_url
 
 IN_SCOPE = frozenset({SiteState.SEED, SiteState.REQUESTED})
@@ -39,19 +47,27 @@ LISTED_BY_DEFAULT = (SiteState.SEED, SiteState.REQUESTED, SiteState.SUSPENDED)
 ALL_STATES = (SiteState.SEED, SiteState.REQUESTED, SiteState.SUSPENDED, SiteState.HORIZON)
 
 
-class UsageError(ValueError):
+class UsageError(InputError):
     """Bad input from the user: reported on stderr, exit code 2, nothing written."""
 
 
 # -- helpers shared with ``courtier rank`` and ``courtier recrawl`` -------------------------
 
 
-def open_store(path: Path, *, create: bool = False) -> SqliteFrontier:
-    """Open the SQLite frontier at ``path``; a missing file is a usage error unless ``create``."""
-    if not create and not path.is_file():
-        raise UsageError(f"no frontier store at {path} (run a crawl first, or check --store)")
+def open_store(store: Path | str, *, create: bool = False) -> SqliteFrontier:
+    """Open the SQLite frontier ``--store`` names; a missing file is a usage error unless
+    ``create``, and so is a file that is not a SQLite database."""
+    spec = parse_store(store)
+    if isinstance(spec, PostgresStore):
+        raise UsageError(f"--store {spec}: this command works on a SQLite store only (yet)")
     try:
-        return SqliteFrontier(path)
+        check_sqlite_store(spec.path, create=create)
+        if create:
+            prepare_directory(spec.path.parent, name="--store")
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return SqliteFrontier(spec.path)
     except FrontierError as exc:
         raise UsageError(str(exc)) from exc
 
@@ -139,7 +155,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     popular.add_argument("--counts", type=Path, required=True, help="the feed file ('-': stdin)")
     popular.add_argument(
         "--top-fraction",
-        type=float,
+        type=fraction,
         default=0.1,
         help="share of the feed's pages that count as popular (default 0.1)",
     )
@@ -163,7 +179,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _store_and_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", type=Path, required=True, help="the crawl's frontier store")
+    parser.add_argument(
+        "--store", required=True, metavar="PATH", help="the crawl's frontier store (SQLite)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
 
 

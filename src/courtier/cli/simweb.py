@@ -28,6 +28,7 @@ from typing import Any
 
 from rich.console import Console
 
+from courtier.cli.options import seconds, whole
 from courtier.simweb.audit import DEFAULT_TOLERANCE, audit
 from courtier.simweb.report import print_report, write_json
 from courtier.simweb.server import SimWeb
@@ -62,21 +63,30 @@ def register(subparsers: Any) -> None:
 
 def _register_serve(commands: Any) -> None:
     serve = commands.add_parser("serve", help="serve a simulated web until SIGTERM or Ctrl-C")
-    serve.add_argument("--seed", type=int, default=1, help="world seed number (default 1)")
+    serve.add_argument("--seed", type=whole(0), default=1, help="world seed number (default 1)")
     serve.add_argument(
         "--size",
         choices=sorted(SIZE_PRESETS),
         default="small",
         help="world size preset (default small)",
     )
-    serve.add_argument("--sites", type=int, help="number of seed sites (split like a real mix)")
+    serve.add_argument(
+        "--sites", type=whole(1), help="number of seed sites (split like a real mix)"
+    )
     for flag in _SIZE_FLAGS:
         serve.add_argument(
-            f"--{flag.replace('_', '-')}", dest=flag, type=int, help=f"override {_SIZE_FLAGS[flag]}"
+            f"--{flag.replace('_', '-')}",
+            dest=flag,
+            type=whole(0),
+            help=f"override {_SIZE_FLAGS[flag]}",
         )
     serve.add_argument("--world", metavar="JSON", help="all world parameters as a JSON object")
-    serve.add_argument("--block", type=int, help="address block B of 127.B.0.0/16 (default random)")
-    serve.add_argument("--port", type=int, help="HTTP port (default 80 if bindable, else free)")
+    serve.add_argument(
+        "--block", type=whole(1, 254), help="address block B of 127.B.0.0/16 (default random)"
+    )
+    serve.add_argument(
+        "--port", type=whole(0, 65535), help="HTTP port (default 80 if bindable, else free)"
+    )
     serve.add_argument("--log", type=Path, help="request log, JSON lines")
     serve.add_argument("--info", type=Path, help="write the info JSON here once listening")
     serve.add_argument("--seeds", type=Path, help="write the seed URLs here")
@@ -90,7 +100,7 @@ def _register_audit(commands: Any) -> None:
     cmd.add_argument("--json", metavar="OUT", help="also write the audit as JSON ('-': stdout)")
     cmd.add_argument(
         "--site-interval",
-        type=float,
+        type=seconds,
         default=1.0,
         help="per-site start-to-start interval in seconds (default 1.0)",
     )

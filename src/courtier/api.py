@@ -1,0 +1,350 @@
+"""Crawl from Python: ``Crawler`` and ``CrawlConfig``, the same crawl as ``courtier crawl``.
+
+    from courtier import Crawler, CrawlConfig
+
+    config = CrawlConfig.from_mapping({"limits": {"origin": {"rate": 4}}})
+    crawler = Crawler(config, seeds=["example.org"], out="crawl-out", sink=print)
+    stats = await crawler.run()          # in your event loop; crawler.stop() ends it
+
+Rules:
+- Everything is checked when the ``Crawler`` is made, exactly as the command line checks it
+  (settings, seeds, store, networks, nameserver, output directory): ``ConfigError`` or
+  ``InputError`` (both ``ValueError``), one line naming the input, before anything starts.
+- ``run()`` runs in the caller's event loop and never touches signal handlers: stopping on
+  SIGINT or SIGTERM is the caller's decision (call ``stop()`` from a handler). ``run_sync()``
+  is ``asyncio.run(run())``.
+- ``stop()`` may be called at any time, from any thread: no new request starts, requests in
+  flight get a short grace, pending writes are flushed and the key clocks saved; ``run()``
+  then returns the stats. Called before ``run()``, ``run()`` returns at once.
+- Documents (one dict per fetched URL, the records of ``documents.jsonl``) go to ``sink``
+  (a ``courtier.sinks.documents.Sink``, or a callable taking each record), to every
+  ``documents()`` iterator, and, when no ``sink`` is given, to ``OUT/documents.jsonl`` if
+  ``out`` is given. A sink that raises stops the crawl cleanly; ``run()`` then re-raises.
+- A ``Crawler`` runs once; the store keeps the crawl, so a new ``Crawler`` on the same store
+  resumes it.
+
+``build_engine`` is the one place a crawl is wired from checked inputs; ``courtier crawl``
+and ``courtier demo`` use it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from courtier.config import DEFAULT_CONTACT_URL, Config, ConfigError, validate
+from courtier.inputs import (
+    InputError,
+    PostgresStore,
+    SqliteStore,
+    StoreSpec,
+    check_creatable,
+    check_postgres_reachable,
+    check_sqlite_store,
+    is_local_host,
+    parse_nameserver_arg,
+    parse_networks,
+    parse_seed_list,
+    parse_store,
+    prepare_directory,
+)
+from courtier.net.guard import Guard
+from courtier.net.resolve import DnsResolver, Resolver
+from courtier.pipeline.cluster import ClusterSpec
+from courtier.pipeline.engine import Engine
+from courtier.pipeline.events import Observer
+from courtier.pipeline.shards import new_worker_id
+from courtier.pipeline.stats import CrawlStats
+from courtier.sinks.documents import DocumentSink, Sink
+from courtier.url import Url
+
+__all__ = ["ConfigError", "CrawlConfig", "CrawlStats", "Crawler", "InputError", "build_engine"]
+
+log = logging.getLogger("courtier")
+
+CrawlConfig = Config
+"""The crawl's settings: ``CrawlConfig()`` (defaults), ``CrawlConfig.from_mapping({...})``,
+``CrawlConfig.from_file("crawl.toml")``; sections as in the configuration file."""
+
+Record = dict[str, Any]
+
+
+def build_engine(
+    config: Config,
+    *,
+    seeds: list[Url],
+    store: StoreSpec,
+    out: Path | None,
+    dns: str | None = None,
+    allow_net: Sequence[str] = (),
+    resolver: Resolver | None = None,
+    duration: float | None = None,
+    sink: Sink | None = None,
+    observer: Observer | None = None,
+    handle_signals: bool = True,
+    flag: Callable[[str], str] = lambda name: f"--{name.replace('_', '-')}",
+) -> Engine:
+    """The crawl engine for checked inputs; raises ``InputError`` for any that is bad.
+    ``flag`` names an input in messages (``--allow-net`` on the command line)."""
+    if duration is not None and not (duration > 0 and duration != float("inf")):
+        raise InputError(f"{flag('duration')} {duration}: must be a number of seconds above 0")
+    policy = parse_networks(list(allow_net), name=flag("allow_net"))
+    dns = parse_nameserver_arg(dns, name=flag("dns"))
+    cluster = None
+    if isinstance(store, PostgresStore):
+        # A worker of a shared crawl: frontier, origins and every limit key in PostgreSQL.
+        if out is None:
+            raise InputError(
+                f"{flag('out')}: a crawl on a PostgreSQL store needs an output directory"
+            )
+        check_creatable(out, f"{flag('out')} {out}")
+        prepare_directory(out, name=flag("out"))
+        check_postgres_reachable(store, name=flag("store"))
+        cluster = ClusterSpec(store.conninfo, new_worker_id())
+        local = out / "frontier.sqlite3"  # not used: the worker's state is in PostgreSQL
+    else:
+        if out is not None:
+            check_creatable(out, f"{flag('out')} {out}")
+        check_sqlite_store(store.path, name=flag("store"), create=True)
+        if out is not None:
+            prepare_directory(out, name=flag("out"))
+        prepare_directory(store.path.parent, name=flag("store"))
+        local = store.path
+    _warn_default_contact(config, seeds)
+    origins = None
+    if resolver is None:
+        from courtier.origins.dns_evidence import DnsEvidenceSource
+        from courtier.origins.infer import OriginInference
+
+        origins = OriginInference(DnsEvidenceSource(dns))
+    return Engine(
+        config,
+        store_path=local,
+        out_dir=out if out is not None else local.parent,
+        guard=Guard(policy, resolver or DnsResolver(dns)),
+        address_allowed=lambda address: policy.check(address).allowed,
+        seeds=seeds,
+        duration=duration,
+        origins=origins,
+        sink=sink,
+        observer=observer,
+        handle_signals=handle_signals,
+        cluster=cluster,
+    )
+
+
+def _warn_default_contact(config: Config, seeds: Iterable[Url]) -> None:
+    """Site operators must be able to reach whoever runs a crawl of their sites."""
+    if config.fetch.contact_url != DEFAULT_CONTACT_URL:
+        return
+    if all(is_local_host(seed.host) for seed in seeds):
+        return  # loopback and reserved test names: nobody else's servers
+    log.warning(
+        "fetch.contact_url is the project's default (%s): every request's User-Agent points "
+        "site operators there; set it to a page or mailto: address that reaches you, e.g. "
+        "-s fetch.contact_url=https://example.org/crawler or COURTIER_FETCH__CONTACT_URL",
+        DEFAULT_CONTACT_URL,
+    )
+
+
+# -- where documents go -----------------------------------------------------------------------
+
+_END = object()
+
+
+class _CallbackSink:
+    def __init__(self, callback: Callable[[Record], object]) -> None:
+        self._callback = callback
+
+    def write(self, record: Record) -> None:
+        self._callback(record)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+class _FanOut:
+    """The engine's one sink: every record to each target and each ``documents()`` queue.
+    A target that raises is reported to ``on_error`` and not written to again."""
+
+    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
+        self.targets: list[Sink] = []
+        self.queues: list[asyncio.Queue[object]] = []
+        self.closed = False
+        self._on_error = on_error
+
+    def _each(self, call: Callable[[Sink], None]) -> None:
+        for target in list(self.targets):
+            try:
+                call(target)
+            except Exception as exc:
+                self.targets.remove(target)
+                self._on_error(exc)
+
+    def write(self, record: Record) -> None:
+        self._each(lambda target: target.write(record))
+        for queue in self.queues:
+            queue.put_nowait(record)
+
+    def flush(self) -> None:
+        self._each(lambda target: target.flush())
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._each(lambda target: target.close())
+        for queue in self.queues:
+            queue.put_nowait(_END)
+
+
+# -- the crawler ------------------------------------------------------------------------------
+
+
+class Crawler:
+    """One crawl, built from checked inputs and run in the caller's event loop."""
+
+    def __init__(
+        self,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        seeds: Iterable[str],
+        out: str | Path | None = None,
+        store: str | Path | None = None,
+        dns: str | None = None,
+        allow_net: Iterable[str] = (),
+        resolver: Resolver | None = None,
+        duration: float | None = None,
+        sink: Sink | Callable[[Record], object] | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        """``config``: a ``CrawlConfig`` or a mapping of settings (defaults if None).
+        ``seeds``: URLs or host names. ``out``: a directory for the store (``frontier.sqlite3``)
+        and, without a ``sink``, ``documents.jsonl``. ``store``: a SQLite path (default
+        ``OUT/frontier.sqlite3``). ``dns``: a nameserver ``IP:PORT`` (default the system's);
+        ``resolver``: a ``courtier.net.resolve.Resolver`` to use instead (then no DNS-based
+        origin inference). ``allow_net``: networks past the SSRF guard (CIDR). ``duration``:
+        seconds after which the crawl stops by itself. ``observer``: hears of every request."""
+        if config is None:
+            config = Config()
+        elif isinstance(config, Mapping):
+            config = Config.from_mapping(config)
+        elif not isinstance(config, Config):
+            raise ConfigError(f"config must be a CrawlConfig or a mapping, got {config!r}")
+        self.config = validate(config)
+        parsed_seeds = parse_seed_list(seeds)
+        out_dir = Path(out) if out is not None else None
+        if store is not None:
+            spec = parse_store(store if isinstance(store, Path) else str(store), name="store=")
+        elif out_dir is not None:
+            spec = SqliteStore(out_dir / "frontier.sqlite3")
+        else:
+            raise InputError("give out= (a directory) or store= (a SQLite file) for the store")
+        self._error: BaseException | None = None
+        self._fanout = _FanOut(self._sink_failed)
+        if sink is not None:
+            is_sink = all(callable(getattr(sink, n, None)) for n in ("write", "flush", "close"))
+            if not is_sink and not callable(sink):
+                raise InputError(
+                    f"sink= {sink!r}: must be a Sink (write, flush, close) or a callable"
+                )
+            target = (
+                cast(Sink, sink)
+                if is_sink
+                else _CallbackSink(cast(Callable[[Record], object], sink))
+            )
+            self._fanout.targets.append(target)
+        self._jsonl_dir = out_dir if sink is None else None
+        self._engine = build_engine(
+            self.config,
+            seeds=parsed_seeds,
+            store=spec,
+            out=out_dir,
+            dns=dns,
+            allow_net=list(allow_net),
+            resolver=resolver,
+            duration=duration,
+            sink=self._fanout,
+            observer=observer,
+            handle_signals=False,
+            flag=lambda name: f"{name}=",
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_asked = asyncio.Event()
+        self._stop_requested = False
+        self._started = False
+
+    @property
+    def stats(self) -> CrawlStats:
+        """The crawl's counters, live while it runs."""
+        return self._engine.stats
+
+    async def run(self) -> CrawlStats:
+        """Crawl until ``stop()``, the duration, or cancellation; the final stats."""
+        if self._started:
+            raise RuntimeError("a Crawler runs once; make a new one (same store) to go on")
+        self._started = True
+        self._loop = asyncio.get_running_loop()
+        if self._stop_requested:
+            self._fanout.close()
+            return self._engine.stats
+        if self._jsonl_dir is not None:
+            self._fanout.targets.append(DocumentSink(self._jsonl_dir))
+        task = asyncio.ensure_future(self._engine.run())
+        watcher = asyncio.ensure_future(self._stop_when_asked(task))
+        try:
+            stats = await task
+        finally:
+            watcher.cancel()
+            self._fanout.close()
+        if self._error is not None:
+            raise self._error
+        return stats
+
+    def run_sync(self) -> CrawlStats:
+        """``run()`` in a new event loop (``asyncio.run``), for code that has none."""
+        return asyncio.run(self.run())
+
+    def stop(self) -> None:
+        """Stop cleanly (see the module rules); safe from any thread or a signal handler."""
+        self._stop_requested = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop_asked.set)
+
+    def documents(self) -> AsyncIterator[Record]:
+        """Every document record from now on, ending when the crawl ends. Records wait in
+        memory until read: read them as they come (or use ``sink``)."""
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        if self._fanout.closed:
+            queue.put_nowait(_END)
+        self._fanout.queues.append(queue)
+        return _drain(queue)
+
+    async def _stop_when_asked(self, task: asyncio.Future[CrawlStats]) -> None:
+        await self._stop_asked.wait()
+        # The engine can be told to stop once it has wired its schedulers.
+        while not hasattr(self._engine, "pages") and not task.done():
+            await asyncio.wait({task}, timeout=0.01)
+        if not task.done():
+            self._engine.stop()
+
+    def _sink_failed(self, error: BaseException) -> None:
+        log.error("the document sink failed; stopping the crawl", exc_info=error)
+        if self._error is None:
+            self._error = error
+        self.stop()
+
+
+async def _drain(queue: asyncio.Queue[object]) -> AsyncIterator[Record]:
+    while True:
+        item = await queue.get()
+        if item is _END:
+            return
+        yield cast(Record, item)

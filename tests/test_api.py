@@ -1,0 +1,284 @@
+"""The Python API: a crawl built, run, fed and stopped from Python, in the caller's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from courtier import ConfigError, CrawlConfig, Crawler, InputError
+from courtier.config import FetchSection, load
+from courtier.net.resolve import StaticResolver
+
+HOSTS = ("a.test", "b.test")
+FAST = {
+    "crawl": {"flush_interval": 0.05},
+    "limits": {"site": {"rate": 20, "slot_width": 0.05}, "origin": {"rate": 1000}},
+}
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    """Two loopback sites of 30 linked pages each."""
+
+    async def page(request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            raise web.HTTPNotFound()
+        number = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{n}">{n}</a>' for n in range(number + 1, number + 4) if n < 30)
+        return web.Response(text=f"<title>{number}</title>{links}", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield runner.addresses[0][1]
+    await runner.cleanup()
+
+
+def crawler(tmp_path: Path, port: int, **options: Any) -> Crawler:
+    settings = {"config": CrawlConfig.from_mapping(FAST), **options}
+    return Crawler(
+        seeds=[f"http://{host}:{port}/" for host in HOSTS],
+        store=tmp_path / "frontier.sqlite3",
+        allow_net=["127.0.0.1/32"],
+        resolver=StaticResolver({host: ["127.0.0.1"] for host in HOSTS}),
+        **settings,
+    )
+
+
+async def test_a_crawl_driven_from_python_sends_documents_to_the_caller_and_stops_from_code(
+    tmp_path: Path, port: int
+) -> None:
+    def on_sigint(signum: int, frame: object) -> None:
+        raise AssertionError("not sent in this test")
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    expected = {on_sigint, signal.getsignal(signal.SIGTERM)}
+    handlers_seen: set[object] = set()
+    received: list[dict[str, Any]] = []
+
+    def callback(record: dict[str, Any]) -> None:
+        handlers_seen.add(signal.getsignal(signal.SIGINT))
+        handlers_seen.add(signal.getsignal(signal.SIGTERM))
+        received.append(record)
+
+    try:
+        run = crawler(tmp_path, port, sink=callback, duration=30.0)
+        iterated: list[str] = []
+
+        async def read() -> None:
+            async for document in run.documents():
+                iterated.append(document["url"])
+                if len(iterated) == 12:
+                    run.stop()
+
+        reader = asyncio.create_task(read())
+        started = time.monotonic()
+        stats = await run.run()
+        await asyncio.wait_for(reader, 5)
+        assert time.monotonic() - started < 20  # stopped from code, not by the duration
+        assert signal.getsignal(signal.SIGINT) is on_sigint
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert handlers_seen == expected  # the crawl never took SIGINT or SIGTERM
+    assert len(iterated) >= 12
+    assert [r["url"] for r in received] == iterated  # every record to every listener, in order
+    assert {r["status"] for r in received} == {200}
+    assert stats.requests >= len(received) and stats.internal_errors == 0
+    assert not (tmp_path / "documents.jsonl").exists()  # a sink was given: no file
+
+
+async def test_a_sink_object_gets_every_record_then_is_flushed_and_closed(
+    tmp_path: Path, port: int
+) -> None:
+    class Collect:
+        def __init__(self) -> None:
+            self.records: list[dict[str, Any]] = []
+            self.flushes = 0
+            self.closed = False
+
+        def write(self, record: dict[str, Any]) -> None:
+            self.records.append(record)
+
+        def flush(self) -> None:
+            self.flushes += 1
+
+        def close(self) -> None:
+            self.closed = True
+
+    sink = Collect()
+    stats = await crawler(tmp_path, port, sink=sink, duration=2.5).run()
+    assert sink.closed and sink.flushes > 0
+    assert len(sink.records) == stats.by_status["2xx"] > 5
+
+
+async def test_without_a_sink_documents_go_to_the_output_directory(
+    tmp_path: Path, port: int
+) -> None:
+    run = crawler(tmp_path, port, out=tmp_path / "out", duration=2.0)
+    stats = await run.run()
+    lines = (tmp_path / "out" / "documents.jsonl").read_text().splitlines()
+    assert len(lines) == stats.by_status["2xx"] > 0
+    assert json.loads(lines[0])["status"] == 200
+
+
+async def test_a_failing_sink_stops_the_crawl_cleanly_and_run_raises_its_error(
+    tmp_path: Path, port: int
+) -> None:
+    def explode(record: dict[str, Any]) -> None:
+        raise RuntimeError("disk full")
+
+    run = crawler(tmp_path, port, sink=explode, duration=30.0)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="disk full"):
+        await run.run()
+    assert time.monotonic() - started < 20
+
+
+async def test_stop_before_run_returns_at_once_and_ends_the_document_iterators(
+    tmp_path: Path, port: int
+) -> None:
+    run = crawler(tmp_path, port)
+    documents = run.documents()
+    run.stop()
+    stats = await asyncio.wait_for(run.run(), 5)
+    assert stats.requests == 0
+    assert [d async for d in documents] == []
+    with pytest.raises(RuntimeError, match="runs once"):
+        await run.run()
+
+
+def test_run_sync_in_a_program_without_a_loop_stops_from_another_thread(
+    tmp_path: Path, port_in_thread: int
+) -> None:
+    run = crawler(tmp_path, port_in_thread, duration=60.0)
+    timer = threading.Timer(2.0, run.stop)
+    timer.start()
+    started = time.monotonic()
+    try:
+        stats = run.run_sync()
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 20
+    assert stats.by_status["2xx"] > 0
+
+
+@pytest.fixture
+def port_in_thread() -> Any:
+    """The loopback sites served from a thread (for a test that runs its own event loop)."""
+    ready: list[int] = []
+    stop = threading.Event()
+
+    async def serve() -> None:
+        async def page(request: web.Request) -> web.StreamResponse:
+            if request.path == "/robots.txt":
+                raise web.HTTPNotFound()
+            links = "".join(f'<a href="/{n}">x</a>' for n in range(20))
+            return web.Response(text=links, content_type="text/html")
+
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", page)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        ready.append(runner.addresses[0][1])
+        await asyncio.to_thread(stop.wait)
+        await runner.cleanup()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))
+    thread.start()
+    while not ready:
+        time.sleep(0.01)
+    yield ready[0]
+    stop.set()
+    thread.join()
+
+
+BAD = [
+    pytest.param({"config": {"crawl": {"parse_workers": 0}}}, ConfigError, "crawl.parse_workers"),
+    pytest.param({"config": {"crawl": {"max_in_fligth": 1}}}, ConfigError, "max_in_fligth"),
+    pytest.param({"config": {"fetch": {"max_body_bytes": "3"}}}, ConfigError, "wrong type"),
+    pytest.param(
+        {"config": CrawlConfig(fetch=FetchSection(user_agent_token="a b"))},
+        ConfigError,
+        "user_agent_token",
+    ),
+    pytest.param({"seeds": ["http://[::1"]}, InputError, "seeds"),
+    pytest.param({"seeds": []}, InputError, "no seed"),
+    pytest.param({"store": "mysql://db/crawl"}, InputError, "store= mysql://db/crawl"),
+    pytest.param({"store": "postgresql:///crawl?host=/run/pg"}, InputError, "PostgreSQL"),
+    pytest.param({"allow_net": ["loopback"]}, InputError, "allow_net= loopback"),
+    pytest.param({"dns": "dns.example:53"}, InputError, "dns= dns.example:53"),
+    pytest.param({"duration": -5.0}, InputError, "duration="),
+    pytest.param({"sink": 5}, InputError, "sink="),
+]
+
+
+@pytest.mark.parametrize(("change", "error", "named"), BAD)
+def test_bad_input_is_refused_before_anything_starts(
+    tmp_path: Path, change: dict[str, Any], error: type[Exception], named: str
+) -> None:
+    options: dict[str, Any] = {
+        "seeds": ["http://a.test/"],
+        "store": tmp_path / "store" / "frontier.sqlite3",
+        "resolver": StaticResolver({}),
+        **change,
+    }
+    with pytest.raises(error, match=re.escape(named)) as raised:
+        Crawler(**options)
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "store").exists()  # nothing was created
+
+
+def test_a_config_file_reads_the_same_for_the_api_and_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.toml"
+    path.write_text('[limits.origin]\nrate = 4\n[fetch]\ncontact_url = "mailto:ops@example.org"\n')
+    assert CrawlConfig.from_file(path) == load(path, env={})
+    assert CrawlConfig.from_file(path).limits.origin.rate == 4.0
+
+
+def test_import_courtier_loads_neither_the_engine_nor_the_api() -> None:
+    code = (
+        "import sys, courtier; "
+        "assert courtier.__version__; "
+        "heavy = {'courtier.api', 'courtier.pipeline.engine', 'aiohttp', 'scipy'}; "
+        "heavy &= set(sys.modules); "
+        "assert not heavy, heavy; "
+        "from courtier import Crawler; assert 'courtier.api' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _readme_example() -> str:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Crawl from Python") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None
+    return block.group(1)
+
+
+@pytest.mark.timeout(180)
+def test_the_readme_embedding_example_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _readme_example()],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.fullmatch(r"25 pages, \d+ requests; SIGINT handler still ours\n", done.stdout)
+    assert (tmp_path / "embed-out" / "frontier.sqlite3").exists()
