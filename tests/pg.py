@@ -57,6 +57,8 @@ class PostgresCluster:
         self.port = _free_port()
         self._as_postgres = os.geteuid() == 0
         self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+        self.socket_dir = self._root
+        """Where the server's Unix socket is (``postgresql:///DB?host=DIR&port=PORT``)."""
 
     def _run(self, *args: str) -> None:
         command = [str(self._bin / args[0]), *args[1:]]
@@ -97,6 +99,12 @@ def postgres_dsn() -> Iterator[str]:
         cluster.stop()
         pytest.fail(f"PostgreSQL tests need a server: {exc}", pytrace=False)
     try:
+        RUNNING.append(cluster)
         yield cluster.dsn
     finally:
+        RUNNING.remove(cluster)
         cluster.stop()
+
+
+RUNNING: list[PostgresCluster] = []
+"""The session's cluster while ``postgres_dsn`` is active (its socket directory, port)."""

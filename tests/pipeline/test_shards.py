@@ -145,3 +145,21 @@ async def test_fences_name_the_owner_and_token(dsn: str) -> None:
     assert recorder.taken == only.held
     await only.stop()
     assert only.fence(shard) is None
+
+
+async def test_a_unix_socket_url_reaches_the_store_and_its_leases(dsn: str) -> None:
+    from courtier.inputs import check_postgres_reachable, parse_store
+    from pg import RUNNING
+
+    cluster = RUNNING[0]
+    database = dsn.rsplit("dbname=", 1)[1]
+    spec = parse_store(
+        f"postgresql:///{database}?host={cluster.socket_dir}&port={cluster.port}&user=postgres"
+    )
+    check_postgres_reachable(spec)  # type: ignore[arg-type]
+    recorder = Recorder()
+    over_socket = keeper(spec.conninfo, "w-socket", recorder)  # type: ignore[union-attr]
+    await over_socket.start()
+    await over_socket.beat()
+    assert over_socket.held
+    await over_socket.stop()

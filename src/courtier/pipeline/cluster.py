@@ -8,8 +8,8 @@ Rules (the leases themselves: ``shards.py``):
   interval from now: the last request of the shard's previous holder is unknown, so it is
   taken to be now. Every booking of those sites carries the shard's fence.
 - Giving a shard back (rebalancing, a clean stop): its sites start nothing new, their work in
-  flight finishes (bounded by the fetch timeout), their leased-but-unstarted URLs go back to
-  the store; only then is the lease released.
+  flight finishes (bounded by the fetch timeout), outcomes are written, and every URL still
+  leased for them goes back to the store; only then is the lease released.
 - Losing a shard (the fence failed, a lease taken over): its sites stop at once; their
   queued URLs are left leased for the new holder to release.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from courtier.config import Config
-from courtier.frontier.base import LeasedUrl
 from courtier.frontier.surface import SurfacePolicy, decide_depth_cap
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.pages import SiteLanes
@@ -62,6 +62,7 @@ class Cluster:
         timer: Timer,
         stats: CrawlStats,
         surface: SurfacePolicy,
+        flush: Callable[[], Awaitable[None]],
     ) -> None:
         self.spec = spec
         self.config = config
@@ -73,6 +74,7 @@ class Cluster:
         self.timer = timer
         self.stats = stats
         self.surface = surface
+        self.flush = flush
         self.keeper = ShardKeeper(
             spec.conninfo,
             spec.worker_id,
@@ -126,8 +128,10 @@ class Cluster:
             running = {task for lane in lanes for task in lane.sched.running}
             if running:
                 await asyncio.wait(running, timeout=self.config.fetch.total_timeout)
-            ids = [item.id for lane in lanes for item in _unstarted(lane)]
-            await self.frontier.call(lambda: self.frontier.store.release_leases(ids=ids))
+            # Outcomes first: a URL answered here must not fall due for the next holder.
+            await self.flush()
+            sites = [lane.site for lane in lanes]
+            await self.frontier.call(lambda: self.frontier.store.release_leases(sites=sites))
         for lane in lanes:
             self.sites.pop(lane.site, None)
         self.stats.shards_given += 1
@@ -138,11 +142,3 @@ class Cluster:
         if lane.fence is not None and lane.fence.shard in self.keeper.held:
             del self.keeper.held[lane.fence.shard]
             asyncio.get_running_loop().create_task(self.lost(lane.fence.shard, False))
-
-
-def _unstarted(lane: SiteLane) -> list[LeasedUrl]:
-    items = list(lane.queue)
-    work = lane.sched.work
-    if isinstance(work, LeasedUrl):
-        items.append(work)
-    return items

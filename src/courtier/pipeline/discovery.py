@@ -52,6 +52,7 @@ class Discovery:
         self.stats = stats
         self.policy = policy
         self.surface_policy = surface_policy
+        self.default_cap = decide_depth_cap(0, None, surface_policy).cap
         self.known = DedupCache(2_000_000)
         """Recently seen links: most repeats never reach the store (whose unique key still
         deduplicates what the cache has forgotten)."""
@@ -148,8 +149,11 @@ class Discovery:
             self.stats.dedup_hits += 1
             return
         if in_scope:
-            target = self.sites[link.site]
-            if not admits(depth, target.depth_cap):
+            # A seed site another worker crawls (scale-out) has no lane here: its URL joins
+            # the shared frontier under the absolute depth cap; its holder applies surface mode.
+            target = self.sites.get(link.site)
+            cap = target.depth_cap if target is not None else self.default_cap
+            if not admits(depth, cap):
                 self.stats.depth_capped += 1
                 return
             if not self.traps.admit(link.canonical).admitted:
@@ -160,9 +164,10 @@ class Discovery:
             )
             if link.site != rt.site:
                 self.edges.append(HostEdge(rt.site, link.site))  # seed-to-seed, for ranking
-            target.discovered += 1
-            target.backlog += 1
-            self._surface(target)
+            if target is not None:
+                target.discovered += 1
+                target.backlog += 1
+                self._surface(target)
         else:
             self.horizon.append(HorizonLink(link.canonical, link.site, rt.site))
             self.stats.horizon_links += 1

@@ -274,6 +274,7 @@ class Engine:
                 timer=self.timer,
                 stats=self.stats,
                 surface=self._surface,
+                flush=self.feeder.flush,
             )
             await self.cluster.keeper.start()
         inherited, media = self.inherited, self.media

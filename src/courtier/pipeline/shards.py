@@ -30,12 +30,13 @@ import os
 import socket
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import psycopg
-
+from courtier.politeness.limiter.base import SHARD_LEASES as LEASES
 from courtier.politeness.limiter.base import Fence
-from courtier.politeness.limiter.postgres import LEASES
+
+if TYPE_CHECKING:  # psycopg is the optional ``postgres`` extra: imported when a keeper starts
+    import psycopg
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -105,6 +106,8 @@ class ShardKeeper:
         return None if token is None else Fence(shard, self.worker_id, token)
 
     async def start(self) -> None:
+        import psycopg
+
         self._conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
         async with self._conn.transaction():
             await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_SPACE,))
@@ -124,6 +127,8 @@ class ShardKeeper:
 
     async def run(self) -> None:
         """Heartbeat, renew, rebalance: for as long as the crawl runs."""
+        import psycopg
+
         while True:
             try:
                 await self.beat()
@@ -136,6 +141,8 @@ class ShardKeeper:
             await asyncio.sleep(self.ttl / 3)
 
     async def _reconnect(self) -> None:
+        import psycopg
+
         if self._conn is not None:
             await self._conn.close()
         try:

@@ -52,6 +52,11 @@ DEFAULT_PRUNE_MARGIN = 300.0
 """Seconds a past TAT is kept before pruning (tolerates clock skew between machines)."""
 
 
+SHARD_LEASES = "courtier_shard_leases"
+"""The table of shard leases of a scale-out crawl (``courtier.pipeline.shards``); a fenced
+booking checks its lease there, in the booking's own statement."""
+
+
 class LimiterError(RuntimeError):
     """The limiter's storage failed; nothing was booked."""
 

@@ -43,6 +43,7 @@ import psycopg
 from courtier.politeness.gcra import Booking, Limit, Refusal, Slot, check_request, slot_slack
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
+    SHARD_LEASES,
     Clock,
     Fence,
     LeaseLost,
@@ -55,9 +56,7 @@ from courtier.politeness.limiter.base import (
 TABLE: Final = "courtier_limiter_tat"
 _SCHEMA_LOCK: Final = 0x636F757274696572  # pg_advisory_xact_lock id ("courtier")
 
-LEASES: Final = "courtier_shard_leases"
-"""Shard leases of a scale-out crawl (``courtier.pipeline.shards``); a fenced booking checks
-its lease here, in the booking's own statement."""
+LEASES: Final = SHARD_LEASES
 
 _SCHEMA: Final = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (

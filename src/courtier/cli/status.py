@@ -1,0 +1,172 @@
+"""``courtier status``: a crawl's state from its store — workers, leases, frontier, rates.
+
+For a PostgreSQL store (a scale-out crawl): every worker with its heartbeat age, shards held
+and requests sent; the shard leases (held, free, expired); the frontier counts; URLs fetched
+in the last minute. For a SQLite store: the crawl holding it (from its lock file), the
+frontier counts and the last minute's fetches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from courtier.inputs import InputError, PostgresStore, SqliteStore, parse_store
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "status",
+        help="a crawl's workers, leases, frontier counts and rates, from its store",
+        description="Read a crawl's store (SQLite file or PostgreSQL URL) and show who is "
+        "crawling it, which shards they hold, how big the frontier is and how fast it moves.",
+    )
+    parser.add_argument("--store", required=True, help="a SQLite store file or a PostgreSQL URL")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    spec = parse_store(args.store)
+    status = _postgres(spec) if isinstance(spec, PostgresStore) else _sqlite(spec)
+    if args.json:
+        print(json.dumps(status))
+    else:
+        _print(status)
+    return 0
+
+
+def _recent(fetched: list[float], now: float) -> float:
+    return round(sum(1 for at in fetched if at > now - 60) / 60, 2)
+
+
+def _postgres(spec: PostgresStore) -> dict[str, Any]:
+    import psycopg
+
+    from courtier.frontier.base import FrontierError
+    from courtier.frontier.postgres_store import PostgresFrontier
+    from courtier.pipeline.shards import WORKERS
+    from courtier.politeness.limiter.postgres import LEASES
+
+    try:
+        store = PostgresFrontier(spec.conninfo)
+    except FrontierError as exc:
+        raise InputError(f"--store: {exc}") from None
+    try:
+        counts = store.counts()
+    finally:
+        store.close()
+    with psycopg.connect(spec.conninfo, autocommit=True) as conn:
+        clock = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+        now = float(clock[0]) if clock else time.time()
+        workers = _rows(
+            conn,
+            f"SELECT id, host, pid, started_at, heartbeat_at, shards, "
+            f"requests FROM {WORKERS} ORDER BY id",
+        )
+        leases = _rows(conn, f"SELECT shard, owner, token, expires_at FROM {LEASES}")
+        per_minute = conn.execute(
+            "SELECT count(*) FROM urls WHERE fetched_at > %s", (time.time() - 60,)
+        ).fetchone()
+    held = [lease for lease in leases if lease[1] is not None and lease[3] > now]
+    return {
+        "store": "postgresql",
+        "workers": [
+            {
+                "id": w[0],
+                "host": w[1],
+                "pid": w[2],
+                "up_s": round(now - w[3], 1),
+                "heartbeat_age_s": round(now - w[4], 1),
+                "shards": w[5],
+                "requests": w[6],
+            }
+            for w in workers
+        ],
+        "shards": {
+            "total": len(leases),
+            "held": len(held),
+            "expired": sum(1 for lease in leases if lease[1] is not None and lease[3] <= now),
+            "free": sum(1 for lease in leases if lease[1] is None),
+        },
+        "frontier": counts,
+        "fetched_per_s_last_minute": round(int(per_minute[0] if per_minute else 0) / 60, 2),
+    }
+
+
+def _rows(conn: Any, query: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    try:
+        return list(conn.execute(query).fetchall())
+    except psycopg.errors.UndefinedTable:
+        return []  # no worker of a scale-out crawl has run on this database yet
+
+
+def _sqlite(spec: SqliteStore) -> dict[str, Any]:
+    import sqlite3
+
+    from courtier.frontier.base import FrontierError
+    from courtier.frontier.sqlite_store import SqliteFrontier
+
+    path = Path(spec.path)
+    if not path.is_file():
+        raise InputError(f"--store: {path}: no such store")
+    try:
+        store = SqliteFrontier(path)
+    except FrontierError as exc:
+        raise InputError(f"--store: {exc}") from None
+    try:
+        counts = store.counts()
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:
+        fetched = [
+            row[0]
+            for row in db.execute(
+                "SELECT fetched_at FROM urls WHERE fetched_at > ?", (time.time() - 60,)
+            )
+        ]
+    db.close()
+    lock = path.with_name(path.name + ".lock")
+    holder: dict[str, Any] = {}
+    if lock.is_file():
+        try:
+            holder = json.loads(lock.read_text(encoding="utf-8") or "{}")
+        except ValueError:
+            holder = {}
+    return {
+        "store": "sqlite",
+        "crawl": holder or None,
+        "frontier": counts,
+        "fetched_per_s_last_minute": _recent(fetched, time.time()),
+    }
+
+
+def _print(status: dict[str, Any]) -> None:
+    out = sys.stdout
+    if status["store"] == "postgresql":
+        shards = status["shards"]
+        out.write(
+            f"shards: {shards['held']} held, {shards['free']} free, {shards['expired']} expired "
+            f"(of {shards['total']})\n"
+        )
+        for w in status["workers"]:
+            out.write(
+                f"worker {w['id']} ({w['host']} pid {w['pid']}): {w['shards']} shards, "
+                f"{w['requests']} requests, heartbeat {w['heartbeat_age_s']} s ago\n"
+            )
+    else:
+        crawl = status["crawl"]
+        if crawl:
+            out.write(
+                f"last crawl: {crawl.get('state')} (pid {crawl.get('pid')} on "
+                f"{crawl.get('host')}, started {crawl.get('started')})\n"
+            )
+    frontier = ", ".join(f"{k} {v}" for k, v in status["frontier"].items())
+    out.write(f"frontier: {frontier}\n")
+    out.write(f"fetched in the last minute: {status['fetched_per_s_last_minute']}/s\n")

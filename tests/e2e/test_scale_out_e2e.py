@@ -1,0 +1,138 @@
+"""End to end on PostgreSQL: three workers crawl the simulated web, one is SIGKILLed mid-crawl;
+the servers' side sees every per-site and per-origin limit held, and nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from courtier.simweb.audit import audit
+from courtier.simweb.log import RequestRecord, read_log
+from courtier.simweb.process import SimWebProcess
+from courtier.simweb.world import World, WorldParams
+
+pytestmark = pytest.mark.slow
+
+DURATION_S = 24.0
+KILL_AFTER_S = 8.0
+
+
+@pytest.fixture(scope="module")
+def database(postgres_dsn: str) -> Iterator[str]:
+    name = f"scaleout_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    params = dict(part.split("=", 1) for part in postgres_dsn.split())
+    yield f"postgresql://{params['user']}@{params['host']}:{params['port']}/{name}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@dataclass
+class ScaleOut:
+    world: World
+    records: list[RequestRecord]
+    log_path: Path
+    killed_at: float
+    exits: list[int | None]
+    summaries: list[dict[str, object]]
+    leased_left: int
+    status: dict[str, object]
+    errors: list[str]
+
+
+def _worker(web: SimWebProcess, out: Path, store: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "courtier", "crawl", "--seeds", str(web.seeds_path)]
+    command += ["--dns", web.dns, "--allow-net", web.allow_net, "--out", str(out)]
+    command += ["--store", store, "--duration", str(DURATION_S), "--json"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleOut:
+    work = tmp_path_factory.mktemp("scaleout")
+    with SimWebProcess(work / "web", WorldParams(seed=11)) as web:
+        workers = [_worker(web, work / f"w{n}", database) for n in range(3)]
+        time.sleep(KILL_AFTER_S)
+        os.kill(workers[0].pid, signal.SIGKILL)
+        killed_at = time.time()
+        outputs = [w.communicate(timeout=DURATION_S + 60) for w in workers]
+        world, log_path = web.world, web.log_path
+    status = subprocess.run(
+        [sys.executable, "-m", "courtier", "status", "--store", database, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    with psycopg.connect(database) as conn:
+        row = conn.execute("SELECT count(*) FROM urls WHERE status = 1").fetchone()
+    return ScaleOut(
+        world=world,
+        records=list(read_log(log_path)),
+        log_path=log_path,
+        killed_at=killed_at,
+        exits=[w.returncode for w in workers],
+        summaries=[json.loads(out.strip().splitlines()[-1]) for out, _ in outputs[1:]],
+        leased_left=int(row[0]) if row else -1,
+        status=json.loads(status.stdout) if status.returncode == 0 else {"error": status.stderr},
+        errors=[err[-3000:] for _out, err in outputs],
+    )
+
+
+def test_the_survivors_finish_cleanly_and_take_over_the_dead_workers_shards(
+    scale_out: ScaleOut,
+) -> None:
+    assert scale_out.exits[0] == -signal.SIGKILL
+    assert scale_out.exits[1:] == [0, 0], scale_out.errors
+    taken = sum(int(str(s["shards_taken"])) for s in scale_out.summaries)
+    assert taken > 64  # the 64 shards at the start, plus the dead worker's
+    assert all(int(str(s["internal_errors"])) == 0 for s in scale_out.summaries)
+    after = [r for r in scale_out.records if r.start > scale_out.killed_at + 1]
+    assert len(after) > 100
+
+
+def test_every_per_site_and_per_origin_limit_holds_across_workers(scale_out: ScaleOut) -> None:
+    report = audit(scale_out.log_path, scale_out.world, allow_media=True)
+    for criterion in report.criteria:
+        if criterion.name != "duplicates":
+            assert criterion.ok, (criterion.name, criterion.detail)
+
+
+def test_no_discovered_url_is_lost(scale_out: ScaleOut) -> None:
+    # Every URL is done, refused, failed or due again: none is left leased by anyone.
+    assert scale_out.leased_left == 0
+
+
+def test_no_url_is_fetched_twice_except_those_in_flight_at_the_kill(scale_out: ScaleOut) -> None:
+    seed = set(scale_out.world.seed_hosts)
+    final = [
+        r
+        for r in scale_out.records
+        if r.status != 429 and r.status < 500 and r.host.split(":")[0] in seed
+    ]
+    counts = Counter((r.host, r.target) for r in final if r.target != "/robots.txt")
+    for (host, target), n in counts.items():
+        if n > 1:
+            first = min(r.start for r in final if (r.host, r.target) == (host, target))
+            assert n == 2 and abs(scale_out.killed_at - first) < 2.0, (host, target, n)
+
+
+def test_status_shows_the_workers_leases_and_frontier(scale_out: ScaleOut) -> None:
+    status = scale_out.status
+    assert status.get("store") == "postgresql", status
+    shards = status["shards"]
+    assert isinstance(shards, dict) and shards["total"] == 64
+    frontier = status["frontier"]
+    assert isinstance(frontier, dict) and frontier.get("done", 0) > 0
