@@ -208,7 +208,7 @@ def port_in_thread() -> Any:
 
 
 BAD = [
-    pytest.param({"config": {"crawl": {"parse_workers": 0}}}, ConfigError, "crawl.parse_workers"),
+    pytest.param({"config": {"crawl": {"parse_workers": -1}}}, ConfigError, "crawl.parse_workers"),
     pytest.param({"config": {"crawl": {"max_in_fligth": 1}}}, ConfigError, "max_in_fligth"),
     pytest.param({"config": {"fetch": {"max_body_bytes": "3"}}}, ConfigError, "wrong type"),
     pytest.param(

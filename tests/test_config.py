@@ -188,8 +188,8 @@ def test_values_given_as_text_are_read_for_their_type():
 def test_a_config_built_in_python_is_checked_by_validate():
     from courtier.config import Config, CrawlSection, validate
 
-    with pytest.raises(ConfigError, match=r"crawl\.parse_workers = 0: must be"):
-        validate(Config(crawl=CrawlSection(parse_workers=0)))
+    with pytest.raises(ConfigError, match=r"crawl\.parse_workers = -1: must be"):
+        validate(Config(crawl=CrawlSection(parse_workers=-1)))
 
 
 def test_from_mapping_checks_like_a_file():

@@ -70,8 +70,11 @@ class CrawlSection:
     are still honoured)."""
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""
-    parse_workers: int = 1
-    """Processes that parse HTML; parsing never runs on the fetch event loop."""
+    parse_workers: int = 0
+    """Processes that parse HTML (0: one per core); parsing never runs on the fetch loop."""
+    parse_timeout: float = 10.0
+    """Seconds of a parse worker one page may take; past it the worker is killed and
+    replaced, and the page is kept unparsed (``parse_error: parse-timeout``)."""
     queue_per_site: int = 16
     """URLs a site holds in memory at once; the rest wait in the frontier store."""
     flush_interval: float = 0.5
@@ -434,7 +437,8 @@ RULES: dict[type, dict[str, Rule]] = {
     CrawlSection: {
         "max_in_flight": whole(1, 1_000_000),
         "max_depth": whole(0, 10_000),
-        "parse_workers": whole(1, 256),
+        "parse_workers": whole(0, 256),
+        "parse_timeout": number(above=0, high=600, unit="seconds"),
         "queue_per_site": whole(1, 1_000_000),
         "flush_interval": number(above=0, high=60, unit="seconds"),
         "due_recheck": _SECONDS,

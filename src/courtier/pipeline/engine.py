@@ -67,8 +67,6 @@ from courtier.url import Url, host_of_site
 
 log = logging.getLogger(__name__)
 
-PARSE_TIMEOUT = 10.0  # seconds of a parse worker one page may take (then: parse-timeout)
-
 
 class Engine:
     def __init__(
@@ -124,6 +122,8 @@ class Engine:
         log.info("stopping: no new requests start")
         self._stopping = True
         self._stopped.set()
+        if not hasattr(self, "pages"):
+            return  # not wired yet: the schedulers are made stopped (``_scheduler``)
         self.site_lanes.stopping = True
         self.pages.stop(list(self.sites.values()))
         if self.media is not None:
@@ -146,7 +146,8 @@ class Engine:
         self.lock, limiter = backends.lock, backends.limiter
         self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
-        self.parser = ParsePool(self.config.crawl.parse_workers, timeout=PARSE_TIMEOUT)
+        crawl = self.config.crawl
+        self.parser = ParsePool(crawl.parse_workers or None, timeout=crawl.parse_timeout)
         self.sink = self._sink or DocumentSink(self.out_dir)
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
         for sig in signals:
@@ -291,7 +292,7 @@ class Engine:
         await self.frontier.call(self.frontier.store.save_robots, [stored])
 
     def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
-        return Scheduler(
+        scheduler: Scheduler[Any, Any] = Scheduler(
             kind,
             clocks=self.clocks,
             timer=self.timer,
@@ -300,6 +301,8 @@ class Engine:
             tasks=self.tasks,
             on_lease_lost=self._lease_lost,
         )
+        scheduler.stopping = self._stopping
+        return scheduler
 
     async def _crawl(self) -> None:
         loops: list[Coroutine[Any, Any, None]] = [
