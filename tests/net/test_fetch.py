@@ -1,17 +1,23 @@
-"""The fetcher against a loopback server: pinning, the connect-time check and body limits."""
+"""The fetcher against a loopback server: pinning, the connect-time check, body limits and
+the latency phases of each request."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import brotli
 import pytest
+import trustme
 from aiohttp import web
 
 from courtier.config import FetchSection
-from courtier.net.fetch import Fetcher, type_allowed
+from courtier.net.fetch import Fetcher, TimedResolver, type_allowed
+from courtier.net.guard import Guard
+from courtier.net.policy import AddressPolicy
 
 BOMB_SIZE = 64 * 1024 * 1024
 LIMIT = 1024 * 1024
@@ -129,3 +135,108 @@ def test_content_type_allow_list_matches_media_types_and_prefixes():
     assert type_allowed("", allowed)
     assert not type_allowed("application/octet-stream", allowed)
     assert not type_allowed("application/xhtml+xml-evil", allowed)
+
+
+# -- latency phases ---------------------------------------------------------------------------
+
+
+async def test_a_new_connection_has_a_connect_phase_and_a_reused_one_has_none(server):
+    port, _seen = server
+    async with Fetcher(settings(), lambda address: True) as fetcher:
+        first = await fetcher.fetch(f"http://p.test:{port}/a", "p.test", ("127.0.0.1",))
+        second = await fetcher.fetch(f"http://p.test:{port}/b", "p.test", ("127.0.0.1",))
+    assert first.status == second.status == 200
+    assert not first.phases.reused and first.phases.connect is not None
+    assert first.phases.tls is None  # plain http
+    assert first.phases.dns is None  # nobody timed a resolution
+    assert second.phases.reused and second.phases.connect is None
+    for result in (first, second):
+        phases = result.phases
+        assert phases.first_byte is not None and 0 <= phases.first_byte <= phases.total
+        assert phases.first_byte == pytest.approx(result.latency, abs=0.005)
+        assert phases.total == pytest.approx(result.elapsed, abs=0.01)
+
+
+async def test_first_byte_is_the_servers_think_time():
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.15)
+        return web.Response(text="late", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", slow)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        async with Fetcher(settings(), lambda address: True) as fetcher:
+            result = await fetcher.fetch(f"http://s.test:{port}/", "s.test", ("127.0.0.1",))
+    finally:
+        await runner.cleanup()
+    phases = result.phases
+    assert phases.first_byte is not None and 0.15 <= phases.first_byte < 1.0
+    assert phases.connect is not None and phases.connect < 0.15
+    assert phases.total >= phases.first_byte
+
+
+class SlowResolver:
+    async def resolve(self, host: str) -> tuple[str, ...]:
+        await asyncio.sleep(0.05)
+        return ("127.0.0.1",)
+
+
+async def test_the_guards_resolution_is_the_dns_phase_of_the_fetch_that_follows(server):
+    port, _seen = server
+    guard = Guard(AddressPolicy(allow=["127.0.0.1/32"]), TimedResolver(SlowResolver()))
+    async with Fetcher(settings(), lambda address: True) as fetcher:
+        resolution = await guard.resolve("named.test")
+        assert resolution.allowed
+        named = await fetcher.fetch(
+            f"http://named.test:{port}/", "named.test", resolution.addresses
+        )
+        literal_resolution = await guard.resolve("127.0.0.1")  # an IP literal: no DNS
+        literal = await fetcher.fetch(
+            f"http://127.0.0.1:{port}/", "127.0.0.1", literal_resolution.addresses
+        )
+    assert named.phases.dns is not None and named.phases.dns >= 0.05
+    assert named.phases.total >= named.phases.dns + (named.phases.first_byte or 0.0)
+    assert literal.phases.dns is None  # the earlier resolution is not reused
+
+
+async def test_https_has_a_tls_phase_apart_from_connect(tmp_path):
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("tls.test").configure_cert(context)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text="<html>secure</html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        tls_settings = replace(settings(), ca_file=str(ca_file))
+        async with Fetcher(tls_settings, lambda address: True) as fetcher:
+            result = await fetcher.fetch(f"https://tls.test:{port}/", "tls.test", ("127.0.0.1",))
+    finally:
+        await runner.cleanup()
+    assert result.status == 200, result.error
+    phases = result.phases
+    assert phases.tls is not None and phases.tls > 0
+    assert phases.connect is not None and phases.connect >= 0
+    assert phases.total >= phases.tls + phases.connect
+
+
+async def test_a_failed_fetch_still_has_its_total():
+    async with Fetcher(settings(), lambda address: True) as fetcher:
+        # nothing listens on port 9 of loopback (discard): the connection is refused
+        result = await fetcher.fetch("http://closed.test:9/", "closed.test", ("127.0.0.1",))
+    assert result.status is None and result.error
+    assert result.phases.total > 0 and result.phases.first_byte is None

@@ -14,6 +14,19 @@ Rules:
 - Limits: connect/read/total timeouts, header line size and count, and a body limit counted
   after decompression, so a compression bomb stops at the limit.
 - Every failure comes back as a ``FetchResult`` with ``error`` set, never as an exception.
+
+Latency phases (``FetchResult.phases``, seconds, ``time.perf_counter`` durations):
+- ``dns``: the guard's resolution of the host for this request, measured by wrapping the
+  guard's resolver in ``TimedResolver`` (the fetcher itself never resolves: it is pinned).
+  None for an IP literal, or when the resolver is not wrapped.
+- ``connect``: TCP connect of a new connection (aiohttp's ``on_connection_create_*``), TLS
+  excluded; ``tls``: the TLS handshake, timed from the handshake's first step to its end by
+  the SSL object (aiohttp has no TLS hook). Both None when a kept-alive connection was
+  reused (``reused``). Should the handshake not be seen, ``tls`` is None and ``connect``
+  holds TCP and TLS together.
+- ``first_byte``: from the request's headers going out to the response's headers being
+  read: the server's think time plus one round trip.
+- ``total``: ``dns`` (when known) plus the fetch from its start to the last body byte.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -31,6 +45,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from courtier.config import FetchSection
+from courtier.net.resolve import Resolver
 
 AddressCheck = Callable[[str], bool]
 
@@ -86,14 +101,113 @@ def _guarded_socket_factory(allowed: AddressCheck) -> Callable[..., socket.socke
     return factory
 
 
+_TIMING: ContextVar[dict[str, float] | None] = ContextVar("courtier_fetch_timing", default=None)
+"""The timing record of the request this task is fetching: the SSL object writes the
+handshake's times into it (protocol callbacks run in copies of the task's context, which
+hold the same dict)."""
+_RESOLVED: ContextVar[tuple[str, float] | None] = ContextVar("courtier_resolved", default=None)
+"""(host, seconds) of the last resolution ``TimedResolver`` made in this task."""
+
+
+class TimedResolver:
+    """A guard resolver that notes how long each resolution took, for ``Phases.dns``.
+
+    ``Guard(policy, TimedResolver(DnsResolver(...)))``: the guard awaits the resolver in the
+    task that then fetches, so the fetch finds the time of its own host's resolution."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self._resolver = resolver
+
+    async def resolve(self, host: str) -> tuple[str, ...]:
+        started = time.perf_counter()
+        try:
+            return await self._resolver.resolve(host)
+        finally:
+            _RESOLVED.set((host, time.perf_counter() - started))
+
+
+def _timing_of(context: SimpleNamespace) -> dict[str, float] | None:
+    timing = context.trace_request_ctx
+    return timing if isinstance(timing, dict) else None
+
+
 async def _note_headers_sent(
     _session: aiohttp.ClientSession,
     context: SimpleNamespace,
     _params: aiohttp.TraceRequestHeadersSentParams,
 ) -> None:
-    timing = context.trace_request_ctx
-    if isinstance(timing, dict):
+    timing = _timing_of(context)
+    if timing is not None:
         timing["sent"] = time.time()
+        timing["sent_pc"] = time.perf_counter()
+
+
+async def _note_connection_start(
+    _session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    _params: aiohttp.TraceConnectionCreateStartParams,
+) -> None:
+    timing = _timing_of(context)
+    if timing is not None:
+        timing["connect_start"] = time.perf_counter()
+
+
+async def _note_connection_end(
+    _session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    _params: aiohttp.TraceConnectionCreateEndParams,
+) -> None:
+    timing = _timing_of(context)
+    if timing is not None:
+        timing["connect_end"] = time.perf_counter()
+
+
+async def _note_connection_reused(
+    _session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    _params: aiohttp.TraceConnectionReuseconnParams,
+) -> None:
+    timing = _timing_of(context)
+    if timing is not None:
+        timing["reused"] = 1.0
+
+
+def _trace_config() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(_note_headers_sent)
+    trace.on_connection_create_start.append(_note_connection_start)
+    trace.on_connection_create_end.append(_note_connection_end)
+    trace.on_connection_reuseconn.append(_note_connection_reused)
+    return trace
+
+
+@dataclass(frozen=True, slots=True)
+class Phases:
+    """Where one request's time went, in seconds (see the module's rules)."""
+
+    dns: float | None = None
+    connect: float | None = None
+    tls: float | None = None
+    first_byte: float | None = None
+    total: float = 0.0
+    reused: bool = False
+    """A kept-alive connection carried the request (no connect, no handshake)."""
+
+
+def phases_of(timing: dict[str, float], started: float, ended: float, dns: float | None) -> Phases:
+    """``Phases`` from the perf_counter marks one fetch collected."""
+    connect = tls = None
+    connect_start, connect_end = timing.get("connect_start"), timing.get("connect_end")
+    if connect_start is not None and connect_end is not None:
+        connect = max(0.0, connect_end - connect_start)
+        tls_start, tls_end = timing.get("tls_start"), timing.get("tls_end")
+        if tls_start is not None and tls_end is not None and tls_start >= connect_start:
+            tls = max(0.0, tls_end - tls_start)
+            connect = max(0.0, connect - tls)
+    sent, headers = timing.get("sent_pc"), timing.get("headers")
+    first_byte = max(0.0, headers - sent) if sent is not None and headers is not None else None
+    total = max(0.0, ended - started) + (dns or 0.0)
+    return Phases(dns, connect, tls, first_byte, total, reused="reused" in timing)
 
 
 def type_allowed(content_type: str, allowed: tuple[str, ...]) -> bool:
@@ -132,6 +246,8 @@ class FetchResult:
     peercert: dict[str, Any] | None = None
     """An https server's certificate as ``ssl`` decodes it (verified), for origin evidence."""
     peercert_der: bytes | None = None
+    phases: Phases = Phases()
+    """Where the request's time went: DNS, connect, TLS, first byte, total."""
 
 
 PeerCertificate = tuple[dict[str, Any], bytes | None]
@@ -151,7 +267,12 @@ def _recording_context(
 
     class RecordingSSLObject(ssl.SSLObject):
         def do_handshake(self) -> None:
+            timing = _TIMING.get()
+            if timing is not None and "tls_start" not in timing:
+                timing["tls_start"] = time.perf_counter()
             super().do_handshake()  # raises until the handshake is done
+            if timing is not None:
+                timing["tls_end"] = time.perf_counter()
             if self.server_hostname:
                 peercert = self.getpeercert() or {}
                 certificates.pop(self.server_hostname, None)  # newest last
@@ -161,6 +282,16 @@ def _recording_context(
 
     context.sslobject_class = RecordingSSLObject
     return context
+
+
+def _dns_time(host: str) -> float | None:
+    """The time ``TimedResolver`` took for ``host`` in this task (taken once: a later fetch
+    of an IP literal, which the guard does not resolve, must not reuse it)."""
+    noted = _RESOLVED.get()
+    if noted is None:
+        return None
+    _RESOLVED.set(None)
+    return noted[1] if noted[0] == host else None
 
 
 class Fetcher:
@@ -187,10 +318,8 @@ class Fetcher:
             socket_factory=_guarded_socket_factory(self._address_allowed),
             ssl=tls,
         )
-        trace = aiohttp.TraceConfig()
-        trace.on_request_headers_sent.append(_note_headers_sent)
         self._session = aiohttp.ClientSession(
-            trace_configs=[trace],
+            trace_configs=[_trace_config()],
             connector=connector,
             headers={"User-Agent": s.user_agent, "Accept-Encoding": "gzip, deflate, br"},
             timeout=aiohttp.ClientTimeout(
@@ -219,12 +348,16 @@ class Fetcher:
         """GET ``url`` from one of ``addresses`` (already approved for ``host``)."""
         assert self._session is not None, "Fetcher used outside 'async with'"
         self.resolver.pin(host, addresses)
+        dns = _dns_time(host)
         started = clock()
+        started_pc = time.perf_counter()
         timing: dict[str, float] = {}
+        token = _TIMING.set(timing)
         try:
             async with self._session.get(
                 url, allow_redirects=False, trace_request_ctx=timing
             ) as response:
+                timing["headers"] = time.perf_counter()
                 sent = timing.get("sent")
                 latency = time.time() - sent if sent is not None else None
                 peercert, der = self._certificate_of(url, host)
@@ -252,6 +385,7 @@ class Fetcher:
                     headers=tuple(response.headers.items()),
                     peercert=peercert,
                     peercert_der=der,
+                    phases=phases_of(timing, started_pc, time.perf_counter(), dns),
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             return FetchResult(
@@ -261,7 +395,10 @@ class Fetcher:
                 sent_at=timing.get("sent"),
                 elapsed=clock() - started,
                 error=f"{type(exc).__name__}: {exc}"[:300],
+                phases=phases_of(timing, started_pc, time.perf_counter(), dns),
             )
+        finally:
+            _TIMING.reset(token)
 
     def _certificate_of(self, url: str, host: str) -> tuple[dict[str, Any] | None, bytes | None]:
         if not url.startswith("https:"):

@@ -1,0 +1,152 @@
+"""Prometheus metrics: named by the conventions, low cardinality, and what the dashboard uses."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from observe_helpers import T0, event
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from courtier.observe.anomaly import Anomaly
+from courtier.observe.metrics import CrawlMetrics
+from courtier.observe.probe import CrawlSample, stats_probe
+from courtier.observe.rows import RowMaker
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.keys import CostModel
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "grafana-courtier.json"
+ALLOWED_LABELS = {
+    "kind",
+    "lane",
+    "status_class",
+    "key_type",
+    "reason",
+    "error",
+    "verdict",
+    "scope",
+    "signal",
+    "phase",
+    "scheduler",
+    "queue",
+    "cause",
+    "le",
+}
+SITES = [f"site-{i}.test" for i in range(300)]
+ORIGINS = [f"org-{i}" for i in range(50)]
+
+
+def busy_metrics() -> CrawlMetrics:
+    metrics = CrawlMetrics(CollectorRegistry())
+    maker = RowMaker(CostModel(), lambda key: 2.0)
+    for i, site in enumerate(SITES):
+        status = (200, 301, 404, 429, 503, None)[i % 6]
+        origin = ORIGINS[i % 50]
+        metrics.record(maker.row_of(event(site, T0 + i, status=status, origin=origin)))
+        metrics.record(maker.row_of(event(site, T0 + i, refusal="private")))
+        metrics.record(
+            maker.row_of(
+                event(site, T0 + i, kind="media", keys=(f"cdn:{site}",), headers=(("Age", "3"),))
+            )
+        )
+    metrics.record(maker.row_of(event(SITES[0], T0, origin="moved")))  # an origin change
+    stats = CrawlStats(slots=5, missed_slots=1)
+    stats.latency_slowdowns["origin"] += 2
+    stats.origin_backoffs["origin-paused"] += 1
+    stats.bait_links["loopback"] += 3
+    probe = stats_probe(stats)
+    sample = probe()
+    metrics.sampled(
+        CrawlSample(sample.at, sample.stats, {"pages": 3}, {"pages": 9}, {"idle": 2}, 0.004)
+    )
+    metrics.anomaly(
+        Anomaly(T0, "site", SITES[0], "latency", "raised", 1.0, 0.1, 0.2, 10, ORIGINS[0])
+    )
+    metrics.redacted("api-key", 2)
+    metrics.written(900, 2)
+    return metrics
+
+
+def families(metrics: CrawlMetrics):
+    return list(text_string_to_metric_families(generate_latest(metrics.registry).decode()))
+
+
+def test_no_metric_carries_a_host_site_or_origin():
+    for family in families(busy_metrics()):
+        for sample in family.samples:
+            assert set(sample.labels) <= ALLOWED_LABELS, (sample.name, sample.labels)
+            for value in sample.labels.values():
+                assert value not in SITES and value not in ORIGINS, (sample.name, value)
+                assert ".test" not in value, (sample.name, value)
+
+
+def test_series_stay_few_however_many_sites_there_are():
+    series = sum(len(f.samples) for f in families(busy_metrics()))
+    assert series < 600  # 300 sites, 50 origins: the count depends on neither
+
+
+def test_names_follow_the_conventions():
+    for family in families(busy_metrics()):
+        assert family.name.startswith("courtier_"), family.name
+        if family.type == "counter":
+            assert all(s.name.endswith(("_total", "_created")) for s in family.samples), family.name
+        if family.type == "histogram":
+            assert family.name.endswith("_seconds"), family.name
+        assert not re.search(r"_(ms|milliseconds|kb|mb)(_|$)", family.name)
+
+
+def test_counts_follow_the_rows():
+    exposed = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in families(busy_metrics())
+        for s in f.samples
+    }
+
+    def value(name: str, **labels: str) -> float:
+        return sum(
+            v
+            for (n, found), v in exposed.items()
+            if n == name and all((k, x) in found for k, x in labels.items())
+        )
+
+    assert value("courtier_requests_total") == 3 * len(SITES) + 1
+    assert value("courtier_requests_total", status_class="refused") == len(SITES)
+    assert value("courtier_ssrf_refusals_total", reason="private") == len(SITES)
+    assert value("courtier_cache_verdicts_total", verdict="hit") == len(SITES)
+    assert value("courtier_requests_total", kind="media", lane="media") == len(SITES)
+    assert value("courtier_fetch_errors_total", error="ClientConnectorError") == 50
+    assert value("courtier_origin_changes_total") == 1
+    assert value("courtier_bookings_total") == 5 and value("courtier_rebooks_total") == 1
+    assert value("courtier_latency_slowdowns_total", key_type="origin") == 2
+    assert value("courtier_in_flight_requests", scheduler="pages") == 3
+    assert value("courtier_anomalies_active", scope="site", signal="latency") == 1
+    assert value("courtier_redactions_total", kind="api-key") == 2
+    assert value("courtier_request_log_rows_total") == 900
+    answered = len(SITES) - len(SITES) // 6  # every sixth page got no answer
+    assert value("courtier_request_duration_seconds_count", phase="first_byte") == (
+        answered + len(SITES) + 1
+    )
+
+
+def test_the_dashboard_uses_only_metrics_that_exist():
+    dashboard = json.loads(DASHBOARD.read_text())
+    exposed = {s.name for f in families(busy_metrics()) for s in f.samples}
+    used: set[str] = set()
+    panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+    assert len(panels) >= 20
+    for panel in panels:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            used |= set(re.findall(r"\bcourtier_[a-z_]+", target["expr"]))
+            assert 'instance=~"$instance"' in target["expr"]
+    assert used, "the dashboard queries nothing"
+    assert used <= exposed, sorted(used - exposed)
+    for name in (
+        "courtier_rebooks_total",
+        "courtier_slot_lateness_seconds_bucket",
+        "courtier_anomalies_active",
+        "courtier_queue_depth",
+    ):
+        assert name in used

@@ -1,0 +1,106 @@
+"""``courtier report``: one self-contained page whose charts hold the run's data."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from observe_run import make_run
+
+from courtier.cli import report as report_cli
+from courtier.inputs import InputError
+from courtier.observe.report import ReportError, collect, write_report
+
+CHARTS = (
+    "chart-rate",
+    "chart-status",
+    "chart-origin-0",
+    "chart-latency",
+    "chart-rebooks",
+    "chart-sites",
+)
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.charts: dict[str, int] = {}
+        self.series: dict[str, int] = {}
+        self.open_svg: str | None = None
+        self.markers = 0
+        self.external: list[str] = []
+        self.tables: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "svg":
+            self.open_svg = a.get("id") or "?"
+            self.charts[self.open_svg] = int(a.get("data-points") or 0)
+        if tag == "path" and "series" in (a.get("class") or "") and self.open_svg:
+            self.series[self.open_svg] = self.series.get(self.open_svg, 0) + 1
+        if tag == "g" and a.get("class") == "marker":
+            self.markers += 1
+        if tag == "table":
+            self.tables.append(a.get("id") or "")
+        for name in ("src", "href"):
+            if a.get(name):
+                self.external.append(f"{tag} {name}={a[name]}")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self.open_svg = None
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("run"))
+
+
+def test_the_report_is_one_page_with_charts_that_hold_data(run: Path):
+    path = write_report(run)
+    assert path == run / "report.html"
+    html = path.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    page = Page()
+    page.feed(html)
+    for chart in CHARTS:
+        assert page.charts.get(chart, 0) > 0, chart
+        assert page.series.get(chart, 0) >= 1, chart
+    assert sum(1 for c in page.charts if c.startswith("chart-origin-")) == 3
+    assert page.markers >= 2  # anomalies on the time axis
+    assert page.external == []  # self-contained: nothing to fetch
+    assert not re.search(r"url\(|@import|<link", html)
+    assert {"table-origins", "table-sites", "table-anomalies", "phases"} <= set(page.tables)
+
+
+def test_the_report_figures_match_the_run(run: Path):
+    data = collect(run)
+    assert data.summary["requests"] == 900 + 15
+    assert data.summary["refused"] == 15 and data.summary["throttled"] == 10
+    assert data.bucket == 2.0  # 300 s in at most 240 buckets
+    assert max(data.rate) == pytest.approx(3.0 + 0.5)  # 3 requests a second, a refusal in 20 s
+    assert min(data.rate[:-1]) == pytest.approx(3.0)
+    assert [o[0] for o in data.origins] == ["alpha", "beta", "gamma"]
+    assert data.origins[0][1] == 2.0  # the budget drawn with it
+    assert data.rebook_total == (900.0, 15.0)
+    assert any(a["name"] == "gamma-1.test" or a["name"] == "gamma" for a in data.anomalies)
+    assert {a["signal"] for a in data.anomalies} >= {"throttled", "latency"}
+
+
+def test_the_cli_writes_the_report_or_says_why_not(run: Path, tmp_path: Path, capsys):
+    parser = argparse.ArgumentParser()
+    report_cli.register(parser.add_subparsers())
+    target = tmp_path / "elsewhere.html"
+    args = parser.parse_args(["report", "--out", str(run), "--output", str(target)])
+    assert args.handler(args) == 0
+    assert capsys.readouterr().out.strip() == str(target) and target.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = parser.parse_args(["report", "--out", str(empty)])
+    with pytest.raises(InputError, match="no rows"):
+        args.handler(args)
+    with pytest.raises(ReportError):
+        collect(empty)
