@@ -51,6 +51,7 @@ from courtier.inputs import (
     parse_store,
     prepare_directory,
 )
+from courtier.net.fetch import TimedResolver
 from courtier.net.guard import Guard
 from courtier.net.resolve import DnsResolver, Resolver
 from courtier.pipeline.cluster import ClusterSpec
@@ -124,7 +125,7 @@ def build_engine(
         config,
         store_path=local,
         out_dir=out if out is not None else local.parent,
-        guard=Guard(policy, resolver or DnsResolver(dns)),
+        guard=Guard(policy, resolver or TimedResolver(DnsResolver(dns))),
         address_allowed=lambda address: policy.check(address).allowed,
         seeds=seeds,
         duration=duration,

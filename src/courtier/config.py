@@ -46,6 +46,7 @@ from courtier._settings import (
 from courtier._settings import ConfigError as ConfigError  # re-exported: raised by load()
 from courtier.frontier.split import SplitPolicy
 from courtier.frontier.surface import DEFAULT_LEVELS, SurfaceLevel, SurfacePolicy
+from courtier.observe.settings import ObserveSettings
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams
 from courtier.politeness.keys import (
     DEFAULT_CDN_HOSTS,
@@ -337,6 +338,91 @@ class MediaSection:
 
 
 @dataclass(frozen=True, slots=True)
+class ObserveSection:
+    """The request log, metrics, anomaly detection and progress (``courtier.observe``)."""
+
+    request_log: bool = True
+    """Every request as a row in ``OUT/requests/*.parquet`` (``courtier query``)."""
+    flush_seconds: float = 5.0
+    rotate_seconds: float = 300.0
+    rotate_rows: int = 250_000
+    rotate_bytes: int = 32 * 1024 * 1024
+    compression: str = "zstd"
+    worker: str = ""
+    """This worker's name in every row (default: host name and process id)."""
+    metrics_port: int = 0
+    """Serve Prometheus metrics on this port of ``metrics_host`` (0: no metrics server)."""
+    metrics_host: str = "127.0.0.1"
+    anomalies: bool = True
+    anomaly_band: float = 4.0
+    anomaly_latency_ratio: float = 2.0
+    anomaly_latency_min_rise: float = 0.05
+    anomaly_rate_min_rise: float = 0.4
+    anomaly_persist: int = 2
+    anomaly_rate_window: float = 10.0
+    anomaly_budget_tolerance: float = 0.05
+    anomaly_relearn: float = 600.0
+    anomaly_slowdown: bool = False
+    """A raised anomaly slows its origin down (halves its rate until it clears)."""
+    live: bool = True
+    progress_seconds: float = 30.0
+    sample_seconds: float = 2.0
+    stats_seconds: float = 10.0
+
+    def settings(self) -> ObserveSettings:
+        values = dataclasses.asdict(self)
+        values["metrics_port"] = self.metrics_port or None
+        return ObserveSettings(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class WarcSection:
+    """What the crawl fetched, kept as WARC 1.1 (``courtier.sinks.warc``) in ``OUT/warc/``."""
+
+    enabled: bool = True
+    """Write warcinfo, request, response and revisit records (``--no-warc``: off)."""
+    max_file_bytes: int = 1 << 30
+    """A WARC file is finished (its ``.open`` suffix dropped) and the next one started once
+    it holds this many (compressed) bytes."""
+    prefix: str = "courtier"
+    """File names: PREFIX-TIMESTAMP-SERIAL-PID.warc.gz."""
+    compression_level: int = 6
+    """gzip level of each record (1 fastest .. 9 smallest; warcio's own writer uses 9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSection:
+    """Which URLs of the seed are crawled, and which hosts join it (``pipeline.scope``)."""
+
+    include: tuple[str, ...] = ()
+    """Regular expressions searched in a URL of a seed site: when any is given, only URLs
+    matching one are crawled (seed roots always are)."""
+    exclude: tuple[str, ...] = ()
+    """... and URLs matching any of these never are (exclude wins)."""
+    subdomains: bool = False
+    """Hosts under a seed host (``blog.example.org`` under ``example.org`` or
+    ``www.example.org``) join the seed when linked."""
+    adopt_redirects: bool = True
+    """A seed site redirecting to a host of its registrable domain (bare <-> www.) brings
+    that host into the seed, as the same site owner."""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactSection:
+    """What is redacted before anything is written (``courtier.sinks.redact``)."""
+
+    keys: bool = True
+    """API keys and tokens (Google, AWS, Stripe, GitHub, Slack, JWT and more)."""
+    emails: bool = True
+    phones: bool = True
+    phone_region: str = "US"
+    """Region whose national format a number without "+" is read in, where the site's
+    country-code domain does not say (``.de``: DE)."""
+    skip: tuple[str, ...] = ()
+    """Key kinds left alone, e.g. ["recaptcha-site-key"]."""
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlSection = field(default_factory=CrawlSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -346,6 +432,10 @@ class Config:
     costs: CostsSection = field(default_factory=CostsSection)
     frontier: FrontierSection = field(default_factory=FrontierSection)
     media: MediaSection = field(default_factory=MediaSection)
+    warc: WarcSection = field(default_factory=WarcSection)
+    scope: ScopeSection = field(default_factory=ScopeSection)
+    redact: RedactSection = field(default_factory=RedactSection)
+    observe: ObserveSection = field(default_factory=ObserveSection)
 
     @property
     def site_interval(self) -> float:
@@ -415,6 +505,16 @@ def _page_url(url: str) -> str | None:
     return None
 
 
+def _address(text: str) -> str | None:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return "not an IP address"
+    return None
+
+
 def _host(name: str) -> str | None:
     from courtier.url import UrlError, canonical_host
 
@@ -423,6 +523,26 @@ def _host(name: str) -> str | None:
     except UrlError as exc:
         return f"not a host name ({exc})"
     return None
+
+
+def _regex(pattern: str) -> str | None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a valid regular expression ({exc})"
+    return None
+
+
+def _region(code: str) -> str | None:
+    import phonenumbers
+
+    return None if code.upper() in phonenumbers.SUPPORTED_REGIONS else ""
+
+
+def _key_kind(kind: str) -> str | None:
+    from courtier.sinks.redact import KEY_KINDS
+
+    return None if kind in KEY_KINDS else f"not a key kind ({', '.join(KEY_KINDS)})"
 
 
 def _matching(pattern: re.Pattern[str], what: str) -> _settings.Check:
@@ -529,6 +649,53 @@ RULES: dict[type, dict[str, Rule]] = {
         "max_in_flight": whole(1, 100_000),
         "max_in_flight_per_key": whole(1, 10_000),
         "max_queued": whole(1, 100_000_000),
+    },
+    WarcSection: {
+        "enabled": Rule("true or false"),
+        "max_file_bytes": whole(1 << 20, 1 << 40, unit="bytes"),
+        "prefix": text(
+            'a file name prefix: letters, digits, "-" and "_"',
+            _matching(re.compile(r"[A-Za-z0-9_-]{1,64}"), ""),
+        ),
+        "compression_level": whole(1, 9),
+    },
+    ScopeSection: {
+        "include": each("regular expressions searched in URLs", _regex),
+        "exclude": each("regular expressions searched in URLs", _regex),
+        "subdomains": Rule("true or false"),
+        "adopt_redirects": Rule("true or false"),
+    },
+    RedactSection: {
+        "keys": Rule("true or false"),
+        "emails": Rule("true or false"),
+        "phones": Rule("true or false"),
+        "phone_region": text('an ISO 3166 region code phonenumbers knows, e.g. "DE"', _region),
+        "skip": each("key kinds of courtier.sinks.redact", _key_kind),
+    },
+    ObserveSection: {
+        "request_log": Rule("true or false"),
+        "flush_seconds": number(above=0, high=3600, unit="seconds"),
+        "rotate_seconds": number(above=0, high=86_400, unit="seconds"),
+        "rotate_rows": whole(1, 100_000_000),
+        "rotate_bytes": whole(1, 1 << 34, unit="bytes"),
+        "compression": one_of("zstd", "snappy", "gzip", "lz4", "none"),
+        "worker": text("a worker name (any text)", lambda _value: None),
+        "metrics_port": whole(0, 65535),
+        "metrics_host": text("an IP address to listen on", _address),
+        "anomalies": Rule("true or false"),
+        "anomaly_band": number(above=0, high=100),
+        "anomaly_latency_ratio": number(low=1, high=100),
+        "anomaly_latency_min_rise": number(low=0, high=3600, unit="seconds"),
+        "anomaly_rate_min_rise": number(low=0, high=1),
+        "anomaly_persist": whole(1, 1000),
+        "anomaly_rate_window": number(above=0, high=3600, unit="seconds"),
+        "anomaly_budget_tolerance": number(low=0, high=10),
+        "anomaly_relearn": number(above=0, unit="seconds"),
+        "anomaly_slowdown": Rule("true or false"),
+        "live": Rule("true or false"),
+        "progress_seconds": number(above=0, unit="seconds"),
+        "sample_seconds": number(above=0, unit="seconds"),
+        "stats_seconds": number(above=0, unit="seconds"),
     },
 }
 

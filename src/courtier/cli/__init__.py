@@ -52,6 +52,8 @@ COMMANDS: tuple[Command, ...] = (
         "recrawl", "courtier.cli.recrawl", "fetch these URLs again as soon as politeness allows"
     ),
     Command("status", "courtier.cli.status", "a crawl's workers, leases, frontier and rates"),
+    Command("query", "courtier.cli.query", "run SQL over a crawl's request log (DuckDB)"),
+    Command("report", "courtier.cli.report", "write OUT/report.html: charts from the request log"),
 )
 
 COMMAND_MODULES: tuple[str, ...] = tuple(command.name for command in COMMANDS)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -34,10 +35,14 @@ from courtier.inputs import (
     read_seed_file,
 )
 from courtier.pipeline.engine import Engine as Crawler
+from courtier.pipeline.events import Observer
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.store_lock import StoreBusy
 from courtier.politeness.limiter.base import LimiterError
 from courtier.sinks.documents import Sink
+
+if TYPE_CHECKING:
+    from courtier.observe.observation import Observation
 
 __all__ = [
     "add_config_arguments",
@@ -81,9 +86,39 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="worker processes to start on this machine (a PostgreSQL store only; the same "
         "command on another machine joins the same crawl)",
     )
+    add_observe_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     add_config_arguments(parser)
     parser.set_defaults(handler=handle)
+
+
+def add_observe_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=whole(1, 65535),
+        help="serve Prometheus metrics on this port of [observe] metrics_host (127.0.0.1)",
+    )
+    parser.add_argument(
+        "--no-request-log",
+        dest="request_log",
+        action="store_false",
+        help="do not write OUT/requests/*.parquet (one row per request)",
+    )
+    parser.add_argument(
+        "--no-live", dest="live", action="store_false", help="no live view on a terminal"
+    )
+
+
+def observe_config(config: Config, args: argparse.Namespace) -> Config:
+    """The configuration with the observing flags applied (they win over every layer)."""
+    observe = config.observe
+    if args.metrics_port is not None:
+        observe = dataclasses.replace(observe, metrics_port=args.metrics_port)
+    if not args.request_log:
+        observe = dataclasses.replace(observe, request_log=False)
+    if not args.live:
+        observe = dataclasses.replace(observe, live=False)
+    return dataclasses.replace(config, observe=observe)
 
 
 def make_crawler(
@@ -97,6 +132,7 @@ def make_crawler(
     duration: float | None,
     sink: Sink | None = None,
     handle_signals: bool = True,
+    observer: Observer | None = None,
 ) -> Crawler:
     """Everything ``courtier crawl`` wires together, every input checked first; raises
     ``InputError`` (one line naming the input) on bad input. ``store`` is the spec from
@@ -118,10 +154,32 @@ def make_crawler(
         duration=duration,
         sink=sink,
         handle_signals=handle_signals,
+        observer=observer,
     )
     for line, error in errors:
         print(f"courtier crawl: skipping seed {line!r}: {error}", file=sys.stderr)
     return engine
+
+
+def observation_for(config: Config, out: Path, console: Console) -> Observation:
+    from courtier.observe.observation import Observation
+
+    return Observation(
+        out,
+        config.observe.settings(),
+        limits=config.limits.policy(),
+        costs=config.costs.model(),
+        console=console,
+    )
+
+
+async def run_observed(crawler: Crawler, observation: Observation) -> CrawlStats:
+    """Run the crawl under ``observation``: request log, metrics, anomalies, progress."""
+    from courtier.observe.probe import engine_probe
+
+    observation.watch(engine_probe(crawler))
+    async with observation:
+        return await crawler.run()
 
 
 async def run_with_progress(crawler: Crawler, console: Console) -> CrawlStats:
@@ -202,6 +260,8 @@ def handle(args: argparse.Namespace) -> int:
                 "postgresql://…); one crawl at a time runs on a SQLite store"
             )
         return run_workers(args.words, args.workers, args.json)
+    config = observe_config(config, args)
+    observation = observation_for(config, args.out, console)
     crawler = make_crawler(
         config,
         seeds_path=args.seeds,
@@ -210,9 +270,10 @@ def handle(args: argparse.Namespace) -> int:
         out=args.out,
         store=store,
         duration=args.duration,
+        observer=observation,
     )
     try:
-        stats = asyncio.run(run_with_progress(crawler, console))
+        stats = asyncio.run(run_observed(crawler, observation))
     except StoreBusy as exc:
         print(f"courtier crawl: --store {crawler.store_path}: {exc}", file=sys.stderr)
         return 2

@@ -6,12 +6,20 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
-from courtier.cli.crawl import make_crawler, print_summary, run_with_progress
+from courtier.cli.crawl import (
+    add_observe_arguments,
+    make_crawler,
+    observation_for,
+    observe_config,
+    print_summary,
+    run_observed,
+)
 from courtier.cli.options import add_config_arguments, load_config, seconds, whole
 from courtier.inputs import InputError, prepare_directory
 from courtier.simweb.audit import audit
@@ -21,7 +29,8 @@ from courtier.simweb.world import SIZE_PRESETS
 
 # What the demo writes into --out, removed at start so every demo begins from nothing.
 _DEMO_FILES = ("frontier.sqlite3", "frontier.sqlite3-wal", "frontier.sqlite3-shm",
-               "documents.jsonl", "audit.json", "summary.json")  # fmt: skip
+               "frontier.sqlite3.lock", "documents.jsonl", "audit.json", "summary.json",
+               "anomalies.jsonl", "samples.jsonl", "stats.json", "report.html")  # fmt: skip
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--out", type=Path, default=Path("demo-out"), help="output directory (default demo-out)"
     )
+    add_observe_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print summary and audit as JSON")
     add_config_arguments(parser)
     parser.set_defaults(handler=handle)
@@ -72,12 +82,15 @@ def handle(args: argparse.Namespace) -> int:
     out: Path = prepare_directory(args.out)
     for name in _DEMO_FILES:
         (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / "requests", ignore_errors=True)  # the last demo's request log
     try:
         with SimWebProcess(out / "simweb", params) as web:
             console.print(
                 f"simulated web: {len(web.world.seed_hosts)} seed sites, DNS {web.dns}, "
                 f"allowed net {web.allow_net}, HTTP port {web.port}"
             )
+            config = observe_config(config, args)
+            observation = observation_for(config, out, console)
             crawler = make_crawler(
                 config,
                 seeds_path=web.seeds_path,
@@ -86,8 +99,9 @@ def handle(args: argparse.Namespace) -> int:
                 out=out,
                 store=None,
                 duration=args.duration,
+                observer=observation,
             )
-            stats = asyncio.run(run_with_progress(crawler, console))
+            stats = asyncio.run(run_observed(crawler, observation))
     except SimWebError as exc:
         print(f"courtier demo: the simulated web failed: {exc}", file=sys.stderr)
         return 2
