@@ -24,9 +24,12 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):  # structured figures (progress, anomalies) as fields
+            document.update({k: v for k, v in fields.items() if k not in document})
         if record.exc_info:
             document["error"] = self.formatException(record.exc_info)
-        return json.dumps(document, ensure_ascii=False)
+        return json.dumps(document, ensure_ascii=False, default=str)
 
 
 def configure_logging(verbosity: int, log_format: str) -> None:
