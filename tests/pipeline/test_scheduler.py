@@ -211,3 +211,11 @@ async def test_every_request_is_reported_with_its_keys_and_wait(lanes) -> None:
     assert page.context.cost == 2.0
     assert page.context.wait >= 0.9  # booked at once, its slot a second out (the origin)
     assert page.result is not None and page.result.status == 200
+
+
+async def test_an_anomaly_halves_its_origins_rate(lanes) -> None:
+    h = lanes("limits.origin.rate=2")
+    before = h.feedback.origin_limit("o1").params.interval
+    h.feedback.slow_origin("o1")
+    assert h.feedback.origin_limit("o1").params.interval == 2 * before
+    assert h.stats.latency_slowdowns["anomaly"] == 1

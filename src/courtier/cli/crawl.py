@@ -162,15 +162,26 @@ def make_crawler(
 
 
 def observation_for(config: Config, out: Path, console: Console) -> Observation:
+    """The crawl's observer; with ``[observe] anomaly_slowdown`` a raised anomaly halves its
+    origin's rate (``run_observed`` connects it to the engine)."""
     from courtier.observe.observation import Observation
 
-    return Observation(
+    observation = Observation(
         out,
         config.observe.settings(),
         limits=config.limits.policy(),
         costs=config.costs.model(),
         console=console,
+        slow_down=lambda anomaly: _slow_down(observation, anomaly),
     )
+    return observation
+
+
+def _slow_down(observation: Observation, anomaly: Any) -> None:
+    engine = getattr(observation, "engine", None)
+    feedback = getattr(engine, "feedback", None)
+    if feedback is not None and anomaly.state == "raised" and anomaly.origin:
+        feedback.slow_origin(anomaly.origin)
 
 
 async def run_observed(crawler: Crawler, observation: Observation) -> CrawlStats:
@@ -178,6 +189,7 @@ async def run_observed(crawler: Crawler, observation: Observation) -> CrawlStats
     from courtier.observe.probe import engine_probe
 
     observation.watch(engine_probe(crawler))
+    observation.engine = crawler  # type: ignore[attr-defined]
     async with observation:
         return await crawler.run()
 

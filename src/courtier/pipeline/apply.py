@@ -105,6 +105,15 @@ class FeedbackWriter:
             params = dataclasses.replace(params, interval=params.interval / factor)
         return Limit(f"origin:{origin}", params)
 
+    def slow_origin(self, origin: str) -> None:
+        """Halve the origin's rate (an anomaly said so); latency feedback's additive
+        recovery brings it back as its answers stay calm."""
+        state = self.origins.get(origin, _FULL_RATE)
+        floor = self.site_params.origin_latency.floor
+        latency = dataclasses.replace(state.latency, factor=max(floor, state.latency.factor / 2))
+        self.origins[origin] = dataclasses.replace(state, latency=latency)
+        self.stats.latency_slowdowns["anomaly"] += 1
+
     def origin_interval(self, origin: str) -> float:
         return self.origin_limit(origin).params.interval
 
