@@ -1,58 +1,69 @@
-"""Rebook rate under full load: crawl the simulated web with large pages and report how many
-booked slots were missed (the request could not start inside its slot), the event loop's lag,
-and the server-side audit's verdict.
+"""Crawl throughput at full load, judged from the server side: requests/s, the share of the
+politeness ceiling used (overall and in the run's second half), the crawler's CPU seconds per
+1,000 requests, how many booked slots were missed (the rebook rate), the event loop's lag and
+the audit's violations.
 
     python bench/bench_rebook.py --sites 500 --page-bytes 300000 --duration 40
 
-Runs `courtier demo` in a subprocess (the simulated web in another one), so the figures are
-those of the real command. Loopback only.
+Each run starts a fresh simulated web in its own process and runs `courtier crawl` against it
+in another (the command `courtier demo` runs, with the same world), so the crawler's CPU time
+is its own: the `courtier crawl` process and its parse workers, never the simulated web.
+Loopback only. See bench/_crawlbench.py for how each figure is taken.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
+
+from _crawlbench import run, world_params
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sites", type=int, default=500)
+    parser.add_argument("--size", default="demo", help="world preset, as for demo")
+    parser.add_argument("--sites", type=int, default=500, help="seed sites (0: the preset's)")
     parser.add_argument("--page-bytes", type=int, default=300_000)
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--duration", type=float, default=40.0)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument(
         "-s", dest="settings", action="append", default=[], help="a crawl setting, as for demo"
     )
+    parser.add_argument("--keep", type=Path, help="keep the runs' files in this directory")
+    parser.add_argument("--json", action="store_true", help="one JSON object per run")
     args = parser.parse_args()
-    for run in range(1, args.runs + 1):
-        with tempfile.TemporaryDirectory(prefix="courtier-bench-") as out:
-            command = [
-                sys.executable, "-m", "courtier", "demo", "--json", "--out", out,
-                "--sites", str(args.sites), "--page-bytes", str(args.page_bytes),
-                "--duration", str(args.duration),
-                *(arg for setting in args.settings for arg in ("-s", setting)),
-            ]  # fmt: skip
-            started = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            wall = time.perf_counter() - started
-        if done.returncode not in (0, 1):
-            print(done.stderr, file=sys.stderr)
+    params = world_params(args.size, args.sites or None, args.page_bytes, args.seed)
+    for n in range(1, args.runs + 1):
+        with tempfile.TemporaryDirectory(prefix="courtier-bench-") as tmp:
+            workdir = (args.keep or Path(tmp)) / f"run{n}"
+            result = run(
+                "courtier", args.size, params, workdir, args.duration, settings=args.settings
+            )
+        if result.returncode != 0 or not result.stats:
+            print(f"run {n}: courtier crawl exited {result.returncode}", file=sys.stderr)
             return 1
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        crawl, audit = result["crawl"], result["audit"]
-        failed = [c["name"] for c in audit["criteria"] if not c["ok"]]
+        d, crawl = result.as_dict(), result.stats
+        if args.json:
+            print(json.dumps({**d, "crawl": crawl}))
+            continue
+        half = d["cpu_s_per_1000_second_half"]
         print(
-            f"run {run}: sites={args.sites} page_bytes={args.page_bytes} "
-            f"requests={crawl['requests']} ({crawl['requests_per_s']}/s, "
-            f"{crawl['bytes'] / 1e6:.0f} MB) slots={crawl['slots']} "
-            f"missed={crawl['missed_slots']} rebook_rate={crawl['rebook_rate']:.4%} "
+            f"run {n}: sites={d['seed_sites']} page_bytes={params.page_bytes} "
+            f"requests={d['requests']} ({d['requests_per_s']}/s, {crawl['bytes'] / 1e6:.0f} MB, "
+            f"media={sum(crawl.get('media_requests', {}).values())}) "
+            f"ceiling={d['ceiling_units_per_s']} units/s utilisation={d['utilisation']:.3f} "
+            f"second_half={d['utilisation_second_half']:.3f} "
+            f"late_start={d['late_start']}/{d['origins_with_work']} "
+            f"cpu_s_per_1000={d['cpu_s_per_1000']} (second half {half}; "
+            f"cpu {d['cpu_s']}s, main {d['main_cpu_s']}s) "
+            f"slots={crawl['slots']} missed={crawl['missed_slots']} "
+            f"rebook_rate={crawl['rebook_rate']:.4%} "
             f"loop_lag_p99={crawl['loop_lag_p99_ms']}ms max={crawl['loop_lag_max_ms']}ms "
-            f"audit_ok={audit['ok']} failed={failed or '-'} wall={wall:.0f}s "
-            f"media={sum(crawl.get('media_requests', {}).values())}"
+            f"audit_ok={d['audit_ok']} violations={d['violations'] or '-'} wall={d['wall_s']:.0f}s"
         )
     return 0
 

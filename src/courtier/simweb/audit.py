@@ -32,6 +32,11 @@ Rules (the ground truth is the world, never the crawler's own view):
   no robots violation, no canary hit, no request outside the seed. The other criteria
   (Crawl-delay, Retry-After, origin budget, cache misses, bucket rate, latency feedback,
   duplicates) are reported and do not decide `ok`.
+- The ceiling (`courtier.simweb.ceiling`): per origin with work, `min(budget, Σ site limit ×
+  site cost)` while it has work, summed; utilisation is the achieved units over it, overall and
+  for the run's second half, with the origins not requested in the first 10 s. The run starts
+  at the first request, or at `run_start` when the caller knows when the crawler was started
+  (a benchmark), so that a crawler's start-up counts. A measurement, not a criterion.
 - `extra_seeds` are hosts the crawl was allowed to add to the world's seed (horizon hosts
   promoted by `courtier rank`, hosts requested by name): they count as seed for every check
   (outside-seed, gaps, robots, Crawl-delay, Retry-After, duplicates). Any spelling of a host
@@ -49,6 +54,12 @@ from pathlib import Path
 
 from protego import Protego
 
+from courtier.simweb.ceiling import (
+    DEFAULT_FAST_START,
+    DEFAULT_IDLE_AFTER,
+    Ceiling,
+    compute_ceiling,
+)
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.world import (
     CRAWLER_TOKEN,
@@ -162,6 +173,7 @@ class AuditReport:
     criteria: tuple[Criterion, ...]
     buckets: tuple[BucketFigures, ...]
     media: MediaSummary
+    ceiling: Ceiling
 
     @property
     def ok(self) -> bool:
@@ -191,6 +203,9 @@ def audit(
     tolerance: float = DEFAULT_TOLERANCE,
     allow_media: bool = False,
     extra_seeds: Iterable[str] = (),
+    idle_after: float = DEFAULT_IDLE_AFTER,
+    fast_start: float = DEFAULT_FAST_START,
+    run_start: float | None = None,
 ) -> AuditReport:
     return audit_records(
         read_log(log_path),
@@ -199,6 +214,9 @@ def audit(
         tolerance=tolerance,
         allow_media=allow_media,
         extra_seeds=extra_seeds,
+        idle_after=idle_after,
+        fast_start=fast_start,
+        run_start=run_start,
     )
 
 
@@ -221,6 +239,9 @@ def audit_records(
     tolerance: float = DEFAULT_TOLERANCE,
     allow_media: bool = False,
     extra_seeds: Iterable[str] = (),
+    idle_after: float = DEFAULT_IDLE_AFTER,
+    fast_start: float = DEFAULT_FAST_START,
+    run_start: float | None = None,
 ) -> AuditReport:
     seed = seed_hosts_with(world, extra_seeds)
     by_site: dict[str, list[RequestRecord]] = defaultdict(list)
@@ -284,6 +305,18 @@ def audit_records(
     origins = _origin_figures(world, by_site, misses)
     buckets = _bucket_figures(world, bucket_starts)
     duration = max(0.0, last - first) if total else 0.0
+    ceiling = compute_ceiling(
+        world,
+        by_site,
+        misses,
+        seed,
+        robots.allowed,
+        start=min(first, run_start or first) if total else (run_start or 0.0),
+        end=last if total else (run_start or 0.0),
+        site_interval=site_interval,
+        idle_after=idle_after,
+        fast_start=fast_start,
+    )
     media = sum(n for kind, n in outside.items() if kind in {str(k) for k in MEDIA_KINDS})
     report = AuditReport(
         requests=total,
@@ -307,6 +340,7 @@ def audit_records(
             cache_misses=counts["cache-miss"],
             unattributed_misses=counts["unattributed-miss"],
         ),
+        ceiling=ceiling,
     )
     criteria = _criteria(report, counts, allow_media)
     return dataclasses.replace(report, criteria=criteria)

@@ -18,6 +18,8 @@ def print_report(report: AuditReport, console: Console) -> None:
     console.print(_criteria(report))
     console.print(_sites(report))
     console.print(_origins(report))
+    if report.ceiling.origins:
+        console.print(_ceiling(report))
     if report.buckets:
         console.print(_buckets(report))
     if report.violations:
@@ -43,8 +45,38 @@ def _summary(report: AuditReport) -> Table:
         if media.unattributed_misses:
             cache += f" ({media.unattributed_misses} for no known customer)"
         table.add_row("media", f"{kinds}; {cache}")
+    c = report.ceiling
+    table.add_row(
+        "ceiling",
+        f"{c.rate:.1f} cost units/s over {c.origins_with_work} origins with work; achieved "
+        f"{c.units / c.duration if c.duration else 0.0:.1f} units/s"
+        + (
+            f"; first request {c.first_request:.1f} s after the start"
+            if c.first_request is not None and c.first_request >= 0.05
+            else ""
+        ),
+    )
+    table.add_row(
+        "utilisation",
+        f"{c.utilisation:.1%} (second half {c.second_half_utilisation:.1%}; uncapped "
+        f"{c.raw_utilisation:.1%})",
+    )
+    table.add_row("fast start", _fast_start(report))
     table.add_row("verdict", "[green]OK[/green]" if report.ok else "[red]FAIL[/red]")
     return table
+
+
+def _fast_start(report: AuditReport) -> str:
+    c = report.ceiling
+    text = (
+        f"{len(c.late_start)} origins with work not requested in the first {c.fast_start:g} s"
+        f" ({len(c.never_requested)} never)"
+    )
+    if c.late_start:
+        text += ": " + ", ".join(c.late_start[:5]) + (" …" if len(c.late_start) > 5 else "")
+    if c.finished or c.neglected:
+        text += f"; {len(c.finished)} finished early, {len(c.neglected)} left idle with work"
+    return text
 
 
 def _criteria(report: AuditReport) -> Table:
@@ -91,6 +123,30 @@ def _origins(report: AuditReport) -> Table:
             f"{o.budget:g}",
             f"{mark}{o.max_units_1s}/{o.limit_1s:g}",
             f"{mark}{o.max_units_5s}/{o.limit_5s:g}",
+        )
+    return table
+
+
+def _ceiling(report: AuditReport) -> Table:
+    c = report.ceiling
+    ranked = sorted(c.origins, key=lambda o: (o.utilisation, o.origin))
+    table = Table(
+        title=f"Ceiling (the {min(WORST_SITES, len(ranked))} of {len(ranked)} origins with work "
+        "furthest below it)"
+    )
+    columns = ("origin", "sites", "rate/s", "with work s", "ceiling", "units", "util", "first s")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "origin" else "right")
+    for o in ranked[:WORST_SITES]:
+        table.add_row(
+            o.origin,
+            str(o.sites),
+            f"{o.rate:.2f}",
+            f"{o.work_until - o.work_from:.1f}" + (" (done)" if o.finished else ""),
+            f"{o.ceiling_units:.0f}",
+            str(o.units),
+            f"{o.utilisation:.2f}",
+            "-" if o.first_request is None else f"{o.first_request:.1f}",
         )
     return table
 
