@@ -170,3 +170,55 @@ def test_each_platform_keeps_its_budget_while_its_tenants_are_crawled_in_paralle
             len({host for t, host in starts if start <= t < start + 10.0}) for start, _ in starts
         )
         assert busiest >= 3, (platform, busiest)
+
+
+def test_the_crawl_is_archived_as_warc_that_standard_tools_read_back(demo_run):
+    """One response (or revisit) record per fetched URL in documents.jsonl, each document's
+    offset pointing at its record, payload digests that match the payloads."""
+    import base64
+    import hashlib
+    import subprocess
+    import sys
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    result, out = demo_run
+    files = sorted((out / "warc").glob("*.warc.gz"))
+    assert files and not list((out / "warc").glob("*.open"))
+    records = {}
+    for path in files:
+        with path.open("rb") as stream:
+            iterator = ArchiveIterator(stream)
+            for record in iterator:
+                body = record.content_stream().read()
+                records[path.name, iterator.offset] = (record, body)
+    documents = [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
+    fetched = [d for d in documents if d.get("status") is not None]
+    assert len(fetched) > 100 and all("warc" in d for d in fetched)
+    for document in fetched:
+        ref = document["warc"]
+        record, body = records[ref["file"], ref["offset"]]
+        assert record.rec_type == ref["type"]
+        assert record.rec_headers.get_header("WARC-Target-URI") == document["url"]
+        if record.rec_type == "response":
+            digest = "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+            assert record.rec_headers.get_header("WARC-Payload-Digest") == digest
+            assert ref["digest"] == digest
+    kinds = [record.rec_type for record, _body in records.values()]
+    assert kinds.count("response") + kinds.count("revisit") == len(fetched)
+    assert kinds.count("request") == len(fetched) and kinds.count("warcinfo") == len(files)
+    assert result["crawl"]["warc_records"].get("response", 0) > 100
+    index = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "index", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert len(index) == len(records)
+    check = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout[-2000:]

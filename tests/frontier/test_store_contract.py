@@ -663,3 +663,121 @@ def test_postgres_keeps_origin_evidence_and_logs_changes_in_order(postgres_dsn: 
         ("a.test", None, "o1", T0),
         ("a.test", "o1", "o2", T0 + 10),
     ]
+
+
+# -- conditional refresh: validators, 304, sitemap lastmod ---------------------------------
+
+
+def _refetch(store: FrontierStore, now: float) -> tuple[int, ...]:
+    leased = store.lease_due(10, ["a.test"], now)["a.test"]
+    return tuple(u.id for u in leased)
+
+
+def test_validators_of_a_2xx_come_back_with_the_lease_and_a_304_counts_as_unchanged(
+    store: FrontierStore,
+):
+    store.write_batch([_url("/")], [], [], T0)
+    (first,) = store.lease_due(10, ["a.test"], T0 + 1)["a.test"]
+    assert (first.etag, first.last_modified, first.digest, first.fetched_at) == (None,) * 4
+    assert not first.conditional
+    modified = "Wed, 21 Oct 2015 07:28:00 GMT"
+    store.record_fetch(
+        [Outcome(first.id, UrlStatus.DONE, 200, T0 + 1, "f1", '"v1"', modified, "sha1:AAA")]
+    )
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None and schedule.refresh_interval is not None
+    interval = schedule.refresh_interval
+    (again,) = store.lease_due(10, ["a.test"], T0 + 1 + interval)["a.test"]
+    assert (again.etag, again.last_modified, again.digest) == ('"v1"', modified, "sha1:AAA")
+    assert again.fetched_at == pytest.approx(T0 + 1) and again.conditional
+    # 304: unchanged (the interval grows as for an unchanged fingerprint), validators kept,
+    # a validator the 304 repeats refreshes the stored one.
+    now = T0 + 1 + interval
+    store.record_fetch(
+        [Outcome(again.id, UrlStatus.DONE, 304, now, None, '"v2"', None, None, not_modified=True)]
+    )
+    after = store.schedule_of("http://a.test/")
+    assert after is not None and after.refresh_interval is not None
+    assert after.refresh_interval == pytest.approx(interval * POLICY.grow)
+    assert after.fingerprint == "f1" and after.unchanged_fetches == 1
+    assert (after.etag, after.last_modified, after.digest) == ('"v2"', modified, "sha1:AAA")
+    assert after.http_status == 304
+    # A 2xx without validators clears them: nothing to send back next time.
+    (third,) = store.lease_due(10, ["a.test"], after.next_due or 0)["a.test"]
+    store.record_fetch([Outcome(third.id, UrlStatus.DONE, 200, after.next_due or 0, "f2")])
+    final = store.schedule_of("http://a.test/")
+    assert final is not None and (final.etag, final.last_modified, final.digest) == (None,) * 3
+
+
+def test_errors_and_redirects_leave_the_validators_alone(store: FrontierStore):
+    store.write_batch([_url("/")], [], [], T0)
+    (url_id,) = _refetch(store, T0 + 1)
+    store.record_fetch([Outcome(url_id, UrlStatus.DONE, 200, T0 + 1, "f", '"e"', None, "d")])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None and schedule.next_due is not None
+    (url_id,) = _refetch(store, schedule.next_due)
+    store.record_fetch([Outcome(url_id, UrlStatus.DONE, 503, schedule.next_due, None)])
+    kept = store.schedule_of("http://a.test/")
+    assert kept is not None and (kept.etag, kept.digest) == ('"e"', "d")
+
+
+def test_a_sitemap_lastmod_after_the_last_fetch_makes_the_url_due_now(store: FrontierStore):
+    store.write_batch([_url("/a"), _url("/b"), _url("/new")], [], [], T0)
+    ids = dict(zip(("a", "b", "new"), sorted(_refetch(store, T0 + 1)), strict=True))
+    store.record_fetch([Outcome(ids[k], UrlStatus.DONE, 200, T0 + 1, k) for k in ("a", "b")])
+    store.release_leases(ids=[ids["new"]])
+    moved = store.refresh_lastmod(
+        [("http://a.test/a", T0 + 100), ("http://a.test/b", T0), ("http://a.test/new", T0 + 100),
+         ("http://a.test/unknown", T0 + 100)],
+        T0 + 200,
+    )  # fmt: skip
+    assert moved == 1  # /b did not change since its fetch; /new was never fetched
+    due = {u.fetch_url for u in store.due(10, ["a.test"], T0 + 200)["a.test"]}
+    assert due == {"http://a.test/a", "http://a.test/new"}
+    assert store.refresh_lastmod([], T0) == 0
+
+
+def test_a_version_1_store_gains_the_validator_columns_and_keeps_its_rows(tmp_path: Path):
+    path = tmp_path / "v1.sqlite3"
+    store = SqliteFrontier(path)
+    store.write_batch([_url("/")], [], [], T0)
+    (url_id,) = _refetch(store, T0 + 1)
+    store.record_fetch([Outcome(url_id, UrlStatus.DONE, 200, T0 + 1, "f")])
+    store.close()
+    with sqlite3.connect(path) as db:  # back to what version 1 wrote
+        for column in ("etag", "last_modified", "payload_digest"):
+            db.execute(f"ALTER TABLE urls DROP COLUMN {column}")
+        db.execute("PRAGMA user_version = 1")
+    reopened = SqliteFrontier(path)
+    try:
+        schedule = reopened.schedule_of("http://a.test/")
+        assert schedule is not None and schedule.fingerprint == "f"
+        assert schedule.etag is None and schedule.next_due is not None
+        (again,) = reopened.lease_due(10, ["a.test"], schedule.next_due)["a.test"]
+        assert not again.conditional
+    finally:
+        reopened.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+
+
+def test_a_postgres_store_from_before_the_validators_gains_them(postgres_dsn: str):
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    store = PostgresFrontier(postgres_dsn, schema=schema)
+    try:
+        store.write_batch([_url("/")], [], [], T0)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(
+                f"ALTER TABLE {schema}.urls DROP COLUMN etag, DROP COLUMN last_modified, "
+                "DROP COLUMN payload_digest".encode()
+            )
+        store.close()
+        store = PostgresFrontier(postgres_dsn, schema=schema)
+        (leased,) = store.lease_due(10, ["a.test"], T0 + 1)["a.test"]
+        store.record_fetch([Outcome(leased.id, UrlStatus.DONE, 200, T0 + 1, "f", '"e"')])
+        schedule = store.schedule_of("http://a.test/")
+        assert schedule is not None and schedule.etag == '"e"'
+    finally:
+        store.close()
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE".encode())

@@ -8,7 +8,7 @@ fake clock.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +55,20 @@ class ScriptedFetcher:
         self.delays: dict[str, float] = {}
         """URL -> seconds (fake) its answer takes."""
         self.started: list[tuple[float, str]] = []
+        self.sent_headers: list[tuple[str, dict[str, str]]] = []
+        """(URL, the extra request headers it was sent with: a refresh's validators)."""
 
-    async def fetch(self, url: str, host: str, addresses: tuple[str, ...]) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        host: str,
+        addresses: tuple[str, ...],
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> FetchResult:
         sent = self.timer.now()
         self.started.append((sent, url))
+        self.sent_headers.append((url, dict(headers or {})))
         delay = self.delays.get(url, 0.0)
         if delay:
             await sleep_until(self.timer, sent + delay)

@@ -88,6 +88,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_observe_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    parser.add_argument(
+        "--no-warc",
+        action="store_true",
+        help="write no WARC files in OUT/warc/ (the same as -s warc.enabled=false)",
+    )
     add_config_arguments(parser)
     parser.set_defaults(handler=handle)
 
@@ -249,11 +254,31 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             + f" ({data['cache'].get('hit', 0)}/{data['cache'].get('miss', 0)})",
         ),
         ("event loop lag p99 / max", f"{data['loop_lag_p99_ms']} / {data['loop_lag_max_ms']} ms"),
+        (
+            "WARC records (bytes, writer ms each)",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["warc_records"].items()))
+            + f" ({data['warc_bytes']} B, {data['warc_write_ms_per_capture']} ms)"
+            if data["warc_records"]
+            else "none",
+        ),
+        ("unchanged refreshes (304)", data["not_modified"]),
+        (
+            "redacted, by kind",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["redactions"].items())) or "nothing",
+        ),
+        (
+            "robots meta: nofollow pages / links, noindex",
+            f"{data['nofollow_pages']} / {data['nofollow_links']}, {data['noindex_pages']}",
+        ),
         ("frontier", ", ".join(f"{k} {v}" for k, v in data["store"].items())),
     ]
     for name, value in rows:
         table.add_row(name, str(value))
     console.print(table)
+    for site, why in sorted(stats.adopted.items()):
+        console.print(f"{site} joined the seed: {why}")
+    for site, target in sorted(stats.seed_redirects.items()):
+        console.print(f"seed {site} redirects out of scope, to {target}: not followed")
     if stats.top_horizon:
         console.print(
             "most-linked horizon sites: "
@@ -264,6 +289,8 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     config = load_config(args)
+    if args.no_warc:
+        config = dataclasses.replace(config, warc=dataclasses.replace(config.warc, enabled=False))
     store = parse_store(args.store) if args.store is not None else None
     if args.workers > 1:
         if not isinstance(store, PostgresStore):

@@ -83,6 +83,7 @@ def handle(args: argparse.Namespace) -> int:
     for name in _DEMO_FILES:
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / "requests", ignore_errors=True)  # the last demo's request log
+    shutil.rmtree(out / "warc", ignore_errors=True)  # and its WARC files
     try:
         with SimWebProcess(out / "simweb", params) as web:
             console.print(

@@ -19,6 +19,13 @@ Rules every backend keeps:
 - **Leases.** Leasing marks URLs leased and takes them out of the due set in the same
   transaction, so nothing is handed out twice. ``release_leases`` puts leased URLs back (due
   at once): that is how a stopped crawl resumes and how a dead worker's URLs return.
+- **Validators.** A fetched URL keeps what a conditional refresh needs: the ``ETag`` and
+  ``Last-Modified`` of its last 2xx answer and that answer's WARC payload digest (a 2xx
+  replaces all three, a 304 keeps them, refreshing whichever validator the 304 repeats,
+  anything else leaves them). They come back with the URL when it is leased. A 304 is an
+  unchanged fetch: the refresh interval grows as for an unchanged fingerprint.
+- **Sitemap lastmod.** ``refresh_lastmod`` makes a fetched URL due now when a sitemap says
+  it changed after that fetch.
 - **Host links.** ``host_links`` aggregates links between hosts (horizon and seed alike),
   which is the graph PageRank ranks.
 - **Clock floors.** Per limit key, the wall-clock time before which nothing may start on it,
@@ -39,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any, Final, Protocol
 
@@ -95,6 +102,19 @@ class LeasedUrl:
     depth: int
     redirects: int
     lane: UrlLane = UrlLane.DISCOVERY
+    etag: str | None = None
+    """The ETag of the URL's last 2xx answer (sent back as If-None-Match)."""
+    last_modified: str | None = None
+    """Its Last-Modified, exactly as sent (back as If-Modified-Since)."""
+    digest: str | None = None
+    """The WARC payload digest of the last 2xx answer kept (an identical one is a revisit)."""
+    fetched_at: float | None = None
+    """When the URL was last fetched (None: never)."""
+
+    @property
+    def conditional(self) -> bool:
+        """Will the request be conditional (a validator to send back)?"""
+        return self.etag is not None or self.last_modified is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,18 +127,42 @@ class DueUrl:
     redirects: int
     lane: UrlLane
     next_due: float
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
+    fetched_at: float | None = None
+
+    def leased(self) -> LeasedUrl:
+        return LeasedUrl(
+            self.id,
+            self.fetch_url,
+            self.site,
+            self.depth,
+            self.redirects,
+            self.lane,
+            self.etag,
+            self.last_modified,
+            self.digest,
+            self.fetched_at,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How one leased URL ended. ``fingerprint`` is the content fingerprint of a successful
-    fetch (``courtier.frontier.fingerprint``); None when there is no content to compare."""
+    fetch (``courtier.frontier.fingerprint``); None when there is no content to compare.
+    ``etag``, ``last_modified`` and ``digest`` are the answer's validators and kept payload's
+    digest; ``not_modified``: the answer was a 304 to a conditional request."""
 
     url_id: int
     status: UrlStatus
     http_status: int | None
     fetched_at: float
     fingerprint: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
+    not_modified: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,12 +222,15 @@ class PageSchedule:
     freshlane: bool
     fetched_at: float | None
     http_status: int | None
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> PageSchedule:
         """From a row of the stores' schedule columns, in their order (id, canonical, site,
         depth, status, lane, next_due, refresh_interval, fingerprint, unchanged_fetches,
-        importance, freshlane, fetched_at, http_status)."""
+        importance, freshlane, fetched_at, http_status, etag, last_modified, digest)."""
         return cls(
             id=int(row[0]),
             canonical=row[1],
@@ -199,6 +246,9 @@ class PageSchedule:
             freshlane=bool(row[11]),
             fetched_at=row[12],
             http_status=row[13],
+            etag=row[14],
+            last_modified=row[15],
+            digest=row[16],
         )
 
 
@@ -214,6 +264,9 @@ class ScheduleRow:
     unchanged_fetches: int
     importance: Importance
     freshlane: bool
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +277,42 @@ class ScheduleUpdate:
     refresh_interval: float | None
     unchanged_fetches: int
     next_due: float | None
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
+
+    def stored(self, importance: Importance, freshlane: bool) -> ScheduleRow:
+        """The row this update leaves (a second outcome in one batch builds on it)."""
+        return ScheduleRow(
+            self.fingerprint,
+            self.refresh_interval,
+            self.unchanged_fetches,
+            importance,
+            freshlane,
+            self.etag,
+            self.last_modified,
+            self.digest,
+        )
 
 
 def schedule_after(row: ScheduleRow, outcome: Outcome, policy: RefreshPolicy) -> ScheduleUpdate:
-    """The URL's state after ``outcome`` (pure; the module rules say why).
+    """The URL's state after ``outcome`` (pure; the module rules say why): its schedule
+    (``_schedule``), then its validators (a 2xx replaces them, a 304 refreshes them)."""
+    if outcome.not_modified and outcome.status is UrlStatus.DONE:
+        # Unchanged: the stored fingerprint held (a fast source's fingerprint too).
+        outcome = replace(outcome, fingerprint=row.fingerprint)
+    update = _schedule(row, outcome, policy)
+    etag, modified, digest = row.etag, row.last_modified, row.digest
+    ok = outcome.http_status is not None and 200 <= outcome.http_status < 300
+    if outcome.status is UrlStatus.DONE and ok and not outcome.not_modified:
+        etag, modified, digest = outcome.etag, outcome.last_modified, outcome.digest
+    elif outcome.status is UrlStatus.DONE and outcome.not_modified:
+        etag, modified = outcome.etag or etag, outcome.last_modified or modified
+    return replace(update, etag=etag, last_modified=modified, digest=digest)
 
-    - DONE with a fingerprint: the refresh policy grows or shrinks the interval;
+
+def _schedule(row: ScheduleRow, outcome: Outcome, policy: RefreshPolicy) -> ScheduleUpdate:
+    """- DONE with a fingerprint: the refresh policy grows or shrinks the interval;
     - DONE without one (a redirect, an error page, a body we do not fingerprint): the interval
       holds (the class's initial interval on a first fetch);
     - a configured fast source keeps its fixed interval whatever the content did;
@@ -472,6 +555,14 @@ class FrontierStore(Protocol):
 
     def load_robots(self, now: float) -> dict[str, StoredRobots]:
         """The saved robots.txt answers that have not expired at ``now``."""
+
+    # sitemaps -------------------------------------------------------------------------
+
+    def refresh_lastmod(self, changes: Sequence[tuple[str, float]], now: float) -> int:
+        """In one transaction, make each fetched URL of ``changes`` (canonical, the sitemap's
+        lastmod) due at ``now`` (or earlier, if it already was) when it was last fetched
+        before that lastmod; leased, refused, failed and unknown URLs are left alone. Returns
+        the URLs moved."""
 
     # origins --------------------------------------------------------------------------
 

@@ -16,6 +16,9 @@ SQLite store's origin tables (``courtier.origins.store``; evidence is the same J
 Savers of origins take a transaction-scoped advisory lock, so two workers saving the same site
 at once log its change once, in order.
 
+Conditional refresh keeps ``etag``, ``last_modified`` and ``payload_digest`` per URL; a
+store created before them gets the columns on open (``ADD COLUMN IF NOT EXISTS``, NULL).
+
 Tables live in ``schema`` (created if missing; ``public`` by default) so that several
 crawls, or tests, can share one server. Sessions run with ``synchronous_commit = off`` unless
 asked otherwise: a crash loses at most the last fraction of a second of frontier writes, which
@@ -83,8 +86,14 @@ CREATE TABLE IF NOT EXISTS urls (
     unchanged_fetches integer NOT NULL DEFAULT 0,
     importance text NOT NULL DEFAULT '{Importance.ORDINARY.value}',
     freshlane boolean NOT NULL DEFAULT false,
-    leased_at float8
+    leased_at float8,
+    etag text,
+    last_modified text,
+    payload_digest text
 );
+ALTER TABLE urls ADD COLUMN IF NOT EXISTS etag text,
+    ADD COLUMN IF NOT EXISTS last_modified text,
+    ADD COLUMN IF NOT EXISTS payload_digest text;
 CREATE INDEX IF NOT EXISTS urls_by_site_status ON urls (site, status, depth, id);
 CREATE INDEX IF NOT EXISTS urls_due ON urls (site, lane, next_due, id)
     WHERE next_due IS NOT NULL;
@@ -147,7 +156,10 @@ UPDATE urls SET lane = v.l, next_due = least(urls.next_due, %(now)s)
 FROM unnest(%(canonical)s::text[], %(lane)s::smallint[]) AS v(c, l)
 WHERE urls.canonical = v.c AND urls.status = 0 AND urls.lane > v.l
 """
-_DUE_COLUMNS: Final = "id, canonical, fetch_url, site, depth, redirects, lane, next_due"
+_DUE_COLUMNS: Final = (
+    "id, canonical, fetch_url, site, depth, redirects, lane, next_due, "
+    "etag, last_modified, payload_digest, fetched_at"
+)
 # Per host, one bounded index range scan per lane (so hosts with many not-yet-due rows in an
 # early lane cost no more than others), merged in serving order.
 _LANES: Final = " UNION ALL ".join(
@@ -174,11 +186,12 @@ picked AS (
 UPDATE urls SET status = 1, next_due = NULL, leased_at = %(now)s
 FROM picked WHERE urls.id = picked.id
 RETURNING urls.id, urls.fetch_url, urls.site, urls.depth, urls.redirects, urls.lane,
-          picked.next_due
+          picked.next_due, urls.etag, urls.last_modified, urls.payload_digest, urls.fetched_at
 """
 _SCHEDULE_COLUMNS: Final = (
     "id, canonical, site, depth, status, lane, next_due, refresh_interval, fingerprint, "
-    "unchanged_fetches, importance, freshlane, fetched_at, http_status"
+    "unchanged_fetches, importance, freshlane, fetched_at, http_status, etag, last_modified, "
+    "payload_digest"
 )
 
 
@@ -324,12 +337,12 @@ class PostgresFrontier:
         if not outcomes:
             return
         cur.execute(
-            "SELECT id, fingerprint, refresh_interval, unchanged_fetches, importance, freshlane "
-            "FROM urls WHERE id = ANY(%s) FOR UPDATE",
+            "SELECT id, fingerprint, refresh_interval, unchanged_fetches, importance, freshlane, "
+            "etag, last_modified, payload_digest FROM urls WHERE id = ANY(%s) FOR UPDATE",
             (sorted({o.url_id for o in outcomes}),),
         )
         stored = {
-            row[0]: ScheduleRow(row[1], row[2], row[3], Importance(row[4]), row[5])
+            row[0]: ScheduleRow(row[1], row[2], row[3], Importance(row[4]), *row[5:])
             for row in cur.fetchall()
         }
         columns: dict[str, list[Any]] = {name: [] for name in _OUTCOME_ARRAYS}
@@ -339,10 +352,7 @@ class PostgresFrontier:
                 continue
             new = schedule_after(row, outcome, self._policy)
             # Two outcomes for one URL in a batch: the later applies on top of the earlier.
-            stored[outcome.url_id] = ScheduleRow(
-                new.fingerprint, new.refresh_interval, new.unchanged_fetches,
-                row.importance, row.freshlane,
-            )  # fmt: skip
+            stored[outcome.url_id] = new.stored(row.importance, row.freshlane)
             for name, value in zip(
                 _OUTCOME_ARRAYS,
                 (
@@ -355,6 +365,9 @@ class PostgresFrontier:
                     new.refresh_interval,
                     new.unchanged_fetches,
                     new.next_due,
+                    new.etag,
+                    new.last_modified,
+                    new.digest,
                 ),
                 strict=True,
             ):
@@ -364,11 +377,13 @@ class PostgresFrontier:
             "UPDATE urls SET status = v.status, http_status = v.http_status, "
             "fetched_at = v.fetched_at, lane = v.lane, fingerprint = v.fingerprint, "
             "refresh_interval = v.refresh_interval, unchanged_fetches = v.unchanged, "
-            "next_due = v.next_due, leased_at = NULL "
+            "next_due = v.next_due, etag = v.etag, last_modified = v.last_modified, "
+            "payload_digest = v.digest, leased_at = NULL "
             "FROM unnest(%s::bigint[], %s::smallint[], %s::int[], %s::float8[], %s::smallint[], "
-            "%s::text[], %s::float8[], %s::int[], %s::float8[]) "
-            "AS v(id, status, http_status, fetched_at, lane, fingerprint, refresh_interval, "
-            "unchanged, next_due) WHERE urls.id = v.id",
+            "%s::text[], %s::float8[], %s::int[], %s::float8[], %s::text[], %s::text[], "
+            "%s::text[]) AS v(id, status, http_status, fetched_at, lane, fingerprint, "
+            "refresh_interval, unchanged, next_due, etag, last_modified, digest) "
+            "WHERE urls.id = v.id",
             [latest[name] for name in _OUTCOME_ARRAYS],
         )
 
@@ -507,7 +522,7 @@ class PostgresFrontier:
         )
         result: dict[str, list[DueUrl]] = {}
         for r in rows:
-            url = DueUrl(r[0], r[1], r[2], r[3], r[4], r[5], UrlLane(r[6]), r[7])
+            url = DueUrl(r[0], r[1], r[2], r[3], r[4], r[5], UrlLane(r[6]), *r[7:])
             result.setdefault(url.site, []).append(url)
         return result
 
@@ -527,7 +542,7 @@ class PostgresFrontier:
         result: dict[str, list[LeasedUrl]] = {}
         for r in rows:
             result.setdefault(r[2], []).append(
-                LeasedUrl(r[0], r[1], r[2], r[3], r[4], UrlLane(r[5]))
+                LeasedUrl(r[0], r[1], r[2], r[3], r[4], UrlLane(r[5]), *r[7:])
             )
         return result
 
@@ -658,6 +673,22 @@ class PostgresFrontier:
         )
         return {str(r[0]): StoredRobots(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows}
 
+    def refresh_lastmod(self, changes: Sequence[tuple[str, float]], now: float) -> int:
+        latest: dict[str, float] = {}
+        for canonical, lastmod in changes:
+            latest[canonical] = max(lastmod, latest.get(canonical, lastmod))
+        if not latest:
+            return 0
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE urls SET next_due = least(urls.next_due, %s) "
+                "FROM unnest(%s::text[], %s::float8[]) AS v(c, lastmod) "
+                "WHERE urls.canonical = v.c AND urls.status = 2 AND urls.next_due IS NOT NULL "
+                "AND urls.fetched_at < v.lastmod",
+                (now, list(latest), list(latest.values())),
+            )
+            return max(0, cur.rowcount)
+
     def load_clock_floors(self, now: float) -> dict[str, float]:
         rows = self._read("SELECT key, not_before FROM limit_clocks WHERE not_before > %s", (now,))
         return {str(key): float(when) for key, when in rows}
@@ -731,6 +762,9 @@ _OUTCOME_ARRAYS: Final = (
     "refresh_interval",
     "unchanged",
     "next_due",
+    "etag",
+    "last_modified",
+    "digest",
 )
 
 

@@ -15,6 +15,10 @@ opening such a file adds the scheduling columns with ``ALTER TABLE ADD COLUMN`` 
 in place (queued URLs due at their discovery time, fetched ones due one initial refresh
 interval after their fetch), so an existing crawl continues where it stopped.
 
+Version 2 adds the validators of conditional refresh (``etag``, ``last_modified``) and the
+digest of the last payload kept (``payload_digest``), NULL for every existing row: a store
+from before simply sends no conditional request until each URL's next 2xx.
+
 Clock floors live in ``limit_clocks``, the table (and declaration) the crawl engine used to
 write into the store file itself: it is created on open whatever the version, without a
 version bump, so stores that already hold saved floors keep them and an older courtier can
@@ -76,7 +80,7 @@ __all__ = [
     "UrlStatus",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
 _SCHEMA_V0: Final = """
 CREATE TABLE IF NOT EXISTS sites (
@@ -144,11 +148,17 @@ _V1_COLUMNS: Final = (
     ("leased_at", "REAL"),
 )
 
+# Columns added by version 2: the validators a conditional refresh sends back.
+_V2_COLUMNS: Final = (("etag", "TEXT"), ("last_modified", "TEXT"), ("payload_digest", "TEXT"))
+
 _DUE_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS urls_due ON urls (site, lane, next_due) WHERE next_due IS NOT NULL"
 )
 
-_DUE_COLUMNS: Final = "id, canonical, fetch_url, site, depth, redirects, lane, next_due"
+_DUE_COLUMNS: Final = (
+    "id, canonical, fetch_url, site, depth, redirects, lane, next_due, "
+    "etag, last_modified, payload_digest, fetched_at"
+)
 # One bounded range scan per lane: reads at most ``limit`` rows per lane. The lanes are put in
 # serving order in Python: an outer ORDER BY would make SQLite sort every branch into a
 # temporary b-tree, which measured 40% slower for a batch of one URL per host.
@@ -169,7 +179,8 @@ _UPGRADE_LANE: Final = (
 )
 _SCHEDULE_COLUMNS: Final = (
     "id, canonical, site, depth, status, lane, next_due, refresh_interval, fingerprint, "
-    "unchanged_fetches, importance, freshlane, fetched_at, http_status"
+    "unchanged_fetches, importance, freshlane, fetched_at, http_status, etag, last_modified, "
+    "payload_digest"
 )
 
 
@@ -200,8 +211,10 @@ class SqliteFrontier:
             raise FrontierError(
                 f"store schema version {version} is newer than this courtier ({SCHEMA_VERSION})"
             )
-        if version < SCHEMA_VERSION:
+        if version < 1:
             self._upgrade()
+        if version < SCHEMA_VERSION:
+            self._add_validators()
         self._db.execute(_CLOCKS_SCHEMA)
         self._db.execute(_ROBOTS_SCHEMA)
         origin_tables.create_tables(self._db)
@@ -228,6 +241,15 @@ class SqliteFrontier:
                 (int(UrlLane.REFRESH), initial, initial),
             )
             self._db.execute(_DUE_INDEX)
+            self._db.execute("PRAGMA user_version = 1")
+
+    def _add_validators(self) -> None:
+        """Version 1 -> 2: the validator columns, NULL for every row."""
+        with self._transaction():
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+            for name, declaration in _V2_COLUMNS:
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE urls ADD COLUMN {name} {declaration}")
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
@@ -327,19 +349,21 @@ class SqliteFrontier:
         cursor = self._db.cursor()
         for outcome in outcomes:
             row = cursor.execute(
-                "SELECT fingerprint, refresh_interval, unchanged_fetches, importance, freshlane "
-                "FROM urls WHERE id = ?",
+                "SELECT fingerprint, refresh_interval, unchanged_fetches, importance, freshlane, "
+                "etag, last_modified, payload_digest FROM urls WHERE id = ?",
                 (outcome.url_id,),
             ).fetchone()
             if row is None:
                 continue
-            stored = ScheduleRow(row[0], row[1], row[2], Importance(row[3]), bool(row[4]))
+            stored = ScheduleRow(
+                row[0], row[1], row[2], Importance(row[3]), bool(row[4]), row[5], row[6], row[7]
+            )
             new = schedule_after(stored, outcome, self._policy)
             # Written at once, so a second outcome for the URL in this batch builds on it.
             cursor.execute(
                 "UPDATE urls SET status = ?, http_status = ?, fetched_at = ?, lane = ?, "
                 "fingerprint = ?, refresh_interval = ?, unchanged_fetches = ?, next_due = ?, "
-                "leased_at = NULL WHERE id = ?",
+                "etag = ?, last_modified = ?, payload_digest = ?, leased_at = NULL WHERE id = ?",
                 (
                     int(new.status),
                     outcome.http_status,
@@ -349,6 +373,9 @@ class SqliteFrontier:
                     new.refresh_interval,
                     new.unchanged_fetches,
                     new.next_due,
+                    new.etag,
+                    new.last_modified,
+                    new.digest,
                     outcome.url_id,
                 ),
             )
@@ -481,7 +508,7 @@ class SqliteFrontier:
                     rows.sort(key=_serving_order)
                     del rows[limit_per_host:]
                 result[host] = [
-                    DueUrl(r[0], r[1], r[2], r[3], r[4], r[5], UrlLane(r[6]), r[7]) for r in rows
+                    DueUrl(r[0], r[1], r[2], r[3], r[4], r[5], UrlLane(r[6]), *r[7:]) for r in rows
                 ]
         return result
 
@@ -494,10 +521,7 @@ class SqliteFrontier:
                 "UPDATE urls SET status = 1, next_due = NULL, leased_at = ? WHERE id = ?",
                 [(now, u.id) for urls in due.values() for u in urls],
             )
-        return {
-            host: [LeasedUrl(u.id, u.fetch_url, u.site, u.depth, u.redirects, u.lane) for u in urls]
-            for host, urls in due.items()
-        }
+        return {host: [u.leased() for u in urls] for host, urls in due.items()}
 
     def lease(self, site: str, limit: int, now: float | None = None) -> list[LeasedUrl]:
         """Queued URLs of ``site``, shallowest first, marked leased in the same transaction."""
@@ -610,6 +634,16 @@ class SqliteFrontier:
         return {
             str(row[0]): StoredRobots(row[0], row[1], bytes(row[2]), row[3], row[4]) for row in rows
         }
+
+    def refresh_lastmod(self, changes: Sequence[tuple[str, float]], now: float) -> int:
+        with self._transaction():
+            before = self._db.total_changes
+            self._db.executemany(
+                "UPDATE urls SET next_due = min(next_due, ?) WHERE canonical = ? "
+                "AND status = 2 AND next_due IS NOT NULL AND fetched_at < ?",
+                [(now, canonical, lastmod) for canonical, lastmod in changes],
+            )
+            return self._db.total_changes - before
 
     def load_clock_floors(self, now: float) -> dict[str, float]:
         rows = self._db.execute(

@@ -35,7 +35,7 @@ import errno
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -344,8 +344,10 @@ class Fetcher:
         addresses: tuple[str, ...],
         *,
         clock: Callable[[], float] = time.time,
+        headers: Mapping[str, str] | None = None,
     ) -> FetchResult:
-        """GET ``url`` from one of ``addresses`` (already approved for ``host``)."""
+        """GET ``url`` from one of ``addresses`` (already approved for ``host``); ``headers``
+        are sent besides the session's (a refresh's If-None-Match, If-Modified-Since)."""
         assert self._session is not None, "Fetcher used outside 'async with'"
         self.resolver.pin(host, addresses)
         dns = _dns_time(host)
@@ -355,7 +357,7 @@ class Fetcher:
         token = _TIMING.set(timing)
         try:
             async with self._session.get(
-                url, allow_redirects=False, trace_request_ctx=timing
+                url, allow_redirects=False, trace_request_ctx=timing, headers=headers
             ) as response:
                 timing["headers"] = time.perf_counter()
                 sent = timing.get("sent")

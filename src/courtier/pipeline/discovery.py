@@ -13,6 +13,14 @@ Rules:
 - Links that point at a blocked address literal are counted (SSRF bait), not fetched.
 - Images on media hosts (object stores, CDNs, image services) go to the media crawl
   (``media.py``) when it runs, not to the horizon: they are requisites of seed pages.
+- Scope (``scope.py``): URLs of the seed are crawled only as ``[scope]`` patterns allow; a
+  seed's redirect into its own registrable domain, and a subdomain under ``[scope]
+  subdomains``, bring their host into the seed (``adopt``); a seed root redirecting out of
+  scope is reported once, with its target.
+- A page's ``nofollow`` (meta robots, X-Robots-Tag) keeps its links out of the frontier and
+  the horizon (its document still lists them); a ``rel="nofollow"`` link to another site
+  is no horizon vote. A URL holding a redaction placeholder (it carried a secret or an
+  address) is never fetched.
 The engine drains the buffers into one store transaction per flush.
 """
 
@@ -27,8 +35,11 @@ from courtier.frontier.surface import SurfacePolicy, admits, decide_depth_cap
 from courtier.frontier.traps import PatternCounter
 from courtier.net.policy import AddressPolicy
 from courtier.pipeline.parse import Link, ParsedPage, ParsedSitemap
+from courtier.pipeline.scope import ScopeRules
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.robots_meta import NOFOLLOW, NOINDEX
+from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, is_redacted, redact_url
 from courtier.url import UrlError, host_of_site, is_ip_address, parse_url
 
 log = logging.getLogger("courtier.pipeline.engine")
@@ -67,6 +78,11 @@ class Discovery:
         self.evictions: list[tuple[str, int]] = []
         self.media: Callable[[str, str], bool] | None = None
         """Takes (image URL, embedding site); True when it queued it as a media requisite."""
+        self.rules: ScopeRules | None = None
+        """``[scope]``: patterns, redirect and subdomain adoption (None: the seed as is)."""
+        self.adopt: Callable[[str, str, str, str], None] | None = None
+        """Takes (site, scheme, adopting site, why): the site joins the seed now."""
+        self.redaction: RedactionPolicy = DEFAULT_POLICY
 
     def drain(
         self,
@@ -93,21 +109,43 @@ class Discovery:
         if item.redirects >= MAX_REDIRECTS:
             self.stats.refused["redirect-limit"] += 1
             return
+        if redact_url(location, self.redaction).changed:
+            self.stats.refused["secret-in-url"] += 1
+            return
         try:
             target = parse_url(location, item.fetch_url)
         except UrlError:
             self.stats.refused["invalid-location"] += 1
             return
+        if target.site not in self.scope:
+            rules, adopt = self.rules, self.adopt
+            if (
+                rules is not None
+                and adopt is not None
+                and rules.adopts_redirect(rt.site, target.site)
+            ):
+                adopt(target.site, target.scheme, rt.site, "redirect")
+            elif item.depth == 0 and rt.site not in self.stats.seed_redirects:
+                self.stats.seed_redirects[rt.site] = target.fetch_url
+                log.warning("seed %s redirects out of scope, to %s", rt.site, target.fetch_url)
         link = Link(target.canonical, target.fetch_url, target.site)
         self.add_link(rt, link, item.depth, item.redirects + 1)
 
     def page(self, rt: SiteLane, item: LeasedUrl, page: ParsedPage) -> None:
         self.stats.links_found += len(page.links) + len(page.images)
         self.stats.bad_links += page.bad_links
+        self.stats.noindex_pages += NOINDEX in page.robots
         # Links a fast source reveals take the priority path (the freshlane, once).
         lane = UrlLane.FRESHLANE if item.lane is UrlLane.FRESHLANE else UrlLane.DISCOVERY
-        for link in page.links:
-            self.add_link(rt, link, item.depth + 1, 0, lane)
+        if NOFOLLOW in page.robots:
+            self.stats.nofollow_pages += 1
+            self.stats.nofollow_links += len(page.links)
+        else:
+            for link in page.links:
+                if link.canonical in page.nofollow and link.site not in self.scope:
+                    self.stats.nofollow_links += 1  # recorded in the document: no vote
+                    continue
+                self.add_link(rt, link, item.depth + 1, 0, lane)
         for image in page.images:
             # An image on a media host (store, CDN, image service) is a page requisite,
             # fetched under that host's keys; any other image is an ordinary link.
@@ -142,6 +180,17 @@ class Discovery:
         lane: UrlLane = UrlLane.DISCOVERY,
     ) -> None:
         in_scope = link.site in self.scope
+        if not in_scope and self.rules is not None and self.adopt is not None:
+            parent = self.rules.adopts_subdomain(link.site, self.scope)
+            if parent is not None:
+                self.adopt(link.site, link.fetch_url.partition(":")[0], parent, "subdomain")
+                in_scope = True
+        if is_redacted(link.fetch_url):
+            self.stats.refused["secret-in-url"] += 1
+            return
+        if in_scope and self.rules is not None and not self.rules.allows(link.fetch_url):
+            self.stats.refused["scope-pattern"] += 1
+            return
         # A horizon URL is one vote per linking site: the host graph must hear of every seed
         # site that links it, not only of the first, so its cache key names the linking site.
         key = link.canonical if in_scope else f"{rt.site} {link.canonical}"

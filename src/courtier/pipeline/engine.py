@@ -33,6 +33,7 @@ from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.origins.infer import OriginInference
 from courtier.pipeline.apply import FeedbackWriter
+from courtier.pipeline.archive import archived
 from courtier.pipeline.backends import open_backends
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.cluster import Cluster, ClusterSpec
@@ -109,8 +110,7 @@ class Engine:
         self.sites: dict[str, SiteLane] = {}
         self.scope: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
-        self._stopping = False
-        self._stopped = asyncio.Event()
+        self._stopping, self._stopped = False, asyncio.Event()
         self._surface = config.frontier.surface_policy(config.crawl.max_depth)
         self.discovery = Discovery(self.sites, self.scope, self.stats, guard.policy, self._surface)
         self.media: MediaLanes | None = None
@@ -148,14 +148,13 @@ class Engine:
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         crawl = self.config.crawl
         self.parser = ParsePool(crawl.parse_workers or None, timeout=crawl.parse_timeout)
-        self.sink = self._sink or DocumentSink(self.out_dir)
+        self.sink = archived(self.config, self.out_dir, self._sink or DocumentSink(self.out_dir))
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
         for sig in signals:
             # Not the main thread (e.g. under a test runner's thread): no signal handling.
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
-        started = time.monotonic()
-        clean = False
+        started, clean = time.monotonic(), False
         try:
             await self._start_up()
             async with contextlib.AsyncExitStack() as stack:
@@ -223,9 +222,9 @@ class Engine:
             tasks=self.tasks,
         )
         hops = HopBooker(config, self.clocks, timer, stats, self._interval_of, self._is_stopping)
-        feedback, write, save = self.feedback, self.sink.write, self._save_robots
+        write, save, kept = self.sink.write, self._save_robots, self.sink.archive
         services = LaneServices(
-            config, timer, fetch, RobotsCache(), feedback, stats, write, hops, save
+            config, timer, fetch, RobotsCache(), self.feedback, stats, write, hops, save, kept
         )
         self.site_lanes = SiteLanes(
             services,

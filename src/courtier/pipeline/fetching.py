@@ -12,7 +12,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,7 +37,14 @@ class Resolver(Protocol):
 
 
 class FetcherLike(Protocol):
-    async def fetch(self, url: str, host: str, addresses: tuple[str, ...]) -> FetchResult: ...
+    async def fetch(
+        self,
+        url: str,
+        host: str,
+        addresses: tuple[str, ...],
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> FetchResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,7 @@ class GuardedFetch:
         context: RequestContext,
         *,
         on_send: Callable[[], None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Answer:
         robots = context.kind in ("robots", "robots-hop")
         resolution = await self.guard.resolve(host)
@@ -115,7 +123,10 @@ class GuardedFetch:
             return Answer(url, None, resolution.reason)
         if on_send is not None:
             on_send()
-        result = await self.fetcher.fetch(url, host, resolution.addresses)
+        if headers:  # a conditional refresh; every other request sends the session's only
+            result = await self.fetcher.fetch(url, host, resolution.addresses, headers=headers)
+        else:
+            result = await self.fetcher.fetch(url, host, resolution.addresses)
         self.stats.record_fetch(result, robots=robots)
         self.observer.request(RequestEvent(context, url, result.started_at, result, None))
         wait = retry_after_seconds(result.retry_after, self.wall_clock())

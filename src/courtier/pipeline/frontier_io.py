@@ -58,6 +58,10 @@ class FrontierIO:
     ) -> None:
         self._outcomes.append(Outcome(url_id, status, http_status, time.time(), fingerprint))
 
+    def record(self, outcome: Outcome) -> None:
+        """An outcome built by the caller (with a refresh's validators)."""
+        self._outcomes.append(outcome)
+
     # -- refills ------------------------------------------------------------------------
 
     def want(self, site: str) -> None:

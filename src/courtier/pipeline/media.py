@@ -34,9 +34,10 @@ from typing import Any
 
 from courtier.frontier.dedup import DedupCache
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
-from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
+from courtier.pipeline.answers import Verdict, decide, document
 from courtier.pipeline.discovery import MAX_REDIRECTS
 from courtier.pipeline.events import RequestContext
+from courtier.pipeline.keeping import Keeper
 from courtier.pipeline.scheduler import LaneState, Launch, Wait
 from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import RobotsWork
@@ -120,6 +121,8 @@ class MediaLanes(LaneKindBase):
         self.hosts: dict[str, MediaHost] = {}
         self.seen = DedupCache(1_000_000)
         self.queued = 0
+        self.keeper = Keeper(config, self.stats, services.archive, None)
+        """Archives each answer (a text body, e.g. an SVG, redacted first)."""
         self.stopping = False
 
     # -- intake -------------------------------------------------------------------------
@@ -284,9 +287,11 @@ class MediaLanes(LaneKindBase):
         extra |= {"referrer": item.referrer, "keys": list(context.keys)}
         if cache is not None:
             extra["cache"] = cache.value
-        md5 = body_fingerprint(result)
+        kept = await self.keeper.keep(result, item.url.site)
+        md5 = kept.fingerprint(result)
         if md5 is not None:
             extra["md5"] = md5
+        extra |= kept.fields()
         self.write_document(document(result, url=item.url.fetch_url, site=item.url.site, **extra))
 
     def _redirect(self, item: MediaItem, location: str) -> None:

@@ -12,31 +12,46 @@ Rules:
 - Spacing is anchored on the moment a request's headers go out, so a late start never lets
   the next one come early. A site asking for a Crawl-delay longer than
   ``robots.max_crawl_delay`` is suspended for the run with that reason, not frozen.
+- One owner, one clock: ``www.example.org`` books on ``site:example.org`` when both are in
+  the seed (``scope.site_owner``); a seed's redirect to its own registrable domain brings
+  the target host into the seed (``join_seed``).
+- A refresh of a URL with validators is conditional (If-None-Match, If-Modified-Since) and
+  booked at the image cost: a 304 is unchanged and cheap, and a changed page is charged the
+  difference after the answer, as any response dearer than its URL looked.
+- What is kept of an answer is redacted and archived first (``keeping.Keeper``); its
+  document then names the WARC record.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
+from courtier.frontier.base import LeasedUrl, SiteState, UrlLane, UrlStatus
 from courtier.frontier.split import Lane as SplitLane
 from courtier.frontier.split import decide as split_decide
 from courtier.frontier.split import target_discovery_share
 from courtier.net.fetch import FetchResult
-from courtier.pipeline.answers import Verdict, body_fingerprint, decide, document
+from courtier.pipeline.answers import Verdict, decide, document
+from courtier.pipeline.archive import conditional_headers
 from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
 from courtier.pipeline.frontier_io import FrontierIO
-from courtier.pipeline.parse import ParsedPage, parse_page, parse_sitemap_links
+from courtier.pipeline.keeping import Keeper, Kept, outcome_of
+from courtier.pipeline.parse import ParsedPage, parse_sitemap_links
 from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
+from courtier.pipeline.reading import read_page
 from courtier.pipeline.scheduler import Launch, Wait
+from courtier.pipeline.scope import ScopeRules, site_owner
+from courtier.pipeline.seeding import new_lane
 from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.politeness.gcra import KeyParams, Limit
-from courtier.politeness.keys import CostModel
+from courtier.politeness.keys import CostModel, RequestClass
 from courtier.politeness.robots import RobotsRules
 
 log = logging.getLogger("courtier.pipeline.engine")
@@ -72,6 +87,10 @@ class SiteLanes(LaneKindBase):
         config = self.config
         self.costs: CostModel = config.costs.model()
         self.split = config.frontier.split_policy()
+        self.keeper = Keeper(config, self.stats, services.archive, parse)
+        self._saving: set[asyncio.Task[Any]] = set()
+        discovery.rules, discovery.adopt = ScopeRules(config.scope), self.join_seed
+        discovery.redaction = self.keeper.policy
 
     # -- choosing -----------------------------------------------------------------------
 
@@ -110,6 +129,30 @@ class SiteLanes(LaneKindBase):
             lane.refill_requested = True
             self.frontier.want(lane.site)
 
+    def join_seed(self, site: str, scheme: str, owner: str, why: str) -> None:
+        """``site`` joins the seed during the run (``owner``'s redirect into its own
+        registrable domain, or a subdomain under ``[scope] subdomains``): in scope at once,
+        saved as a seed site, crawled by a lane of its own (in a shared crawl, by the worker
+        holding its shard)."""
+        discovery = self.discovery
+        discovery.scope.add(site)
+        same = ", the same site owner" if why == "redirect" else ""
+        self.stats.adopted[site] = f"{why} from {owner}{same}"
+        log.info("%s joins the seed: %s from %s", site, why, owner)
+        save = self.frontier.call(
+            self.frontier.store.add_sites, [site], SiteState.SEED, time.time()
+        )
+        task = asyncio.ensure_future(save)
+        self._saving.add(task)
+        task.add_done_callback(self._saving.discard)
+        adopter = discovery.sites.get(owner)
+        if site in discovery.sites or (adopter is not None and adopter.fence is not None):
+            return
+        lane = new_lane(site, self.config, scheme=scheme, start=self.timer.now())
+        lane.depth_cap = discovery.default_cap
+        discovery.sites[site] = lane
+        self.request_refill(lane)
+
     def _pick(self, lane: SiteLane, now: float) -> LeasedUrl:
         first: dict[UrlLane, int] = {}
         for index, queued in enumerate(lane.queue):
@@ -140,10 +183,12 @@ class SiteLanes(LaneKindBase):
     def booking(self, lane: SiteLane, work: PageWork) -> tuple[tuple[Limit, ...], float]:
         target = "/robots.txt" if isinstance(work, RobotsWork) else target_of(work.fetch_url)
         cost = self.costs.cost_of_target(target)
+        if isinstance(work, LeasedUrl) and work.conditional:
+            cost = min(cost, float(self.costs.costs[RequestClass.IMAGE]))  # likely a 304
         site = self.config.limits.site
         limits: tuple[Limit, ...] = (
             Limit(
-                f"site:{lane.site}",
+                f"site:{site_owner(lane.site, self.discovery.scope)}",
                 KeyParams(lane.interval, site.burst, site.slot_width, weighted=False),
             ),
         )
@@ -175,8 +220,17 @@ class SiteLanes(LaneKindBase):
 
     # -- running ------------------------------------------------------------------------
 
-    async def _get(self, lane: SiteLane, url: str, host: str, context: RequestContext) -> Answer:
-        answer = await self.fetch(url, host, context, on_send=lambda: self._sending(lane))
+    async def _get(
+        self,
+        lane: SiteLane,
+        url: str,
+        host: str,
+        context: RequestContext,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        answer = await self.fetch(
+            url, host, context, on_send=lambda: self._sending(lane), headers=headers
+        )
         lane.refusal = answer.refusal
         result = answer.result
         if result is not None and result.sent_at is not None and host == lane.host:
@@ -215,19 +269,20 @@ class SiteLanes(LaneKindBase):
         self.rules_ready(lane.site, outcome.rules)
 
     async def _page(self, lane: SiteLane, item: LeasedUrl, context: RequestContext) -> None:
-        cost = context.cost
-        answer = await self._get(lane, item.fetch_url, lane.host, context)
+        sent = conditional_headers(item)
+        answer = await self._get(lane, item.fetch_url, lane.host, context, sent)
         result = answer.result
         extra = 0.0
-        if result is not None and result.content_type:
+        if result is not None and result.content_type and result.status != 304:
             actual = self.costs.cost_of_target(target_of(item.fetch_url), result.content_type)
-            extra = max(0.0, actual - cost)
+            extra = max(0.0, actual - context.cost)
         await self._feedback(lane, answer, extra)
         verdict = decide(
             answer,
             attempts=lane.attempts[item.id],
             suspended=lane.backoff.suspended,
             sitemap=item.fetch_url in self.discovery.sitemaps,
+            conditional=bool(sent),
         )
         if verdict is Verdict.REFUSED:
             self.frontier.outcome(item.id, UrlStatus.REFUSED, None)
@@ -238,27 +293,45 @@ class SiteLanes(LaneKindBase):
             return
         lane.attempts.pop(item.id, None)
         assert result is not None
-        if verdict is Verdict.FAILED:
-            self.frontier.outcome(item.id, UrlStatus.FAILED, result.status)
-            self.write_document(
-                document(result, url=item.fetch_url, site=item.site, depth=item.depth)
+        notes: dict[str, Any] = {"depth": item.depth}
+        if verdict in (Verdict.FAILED, Verdict.NOT_MODIFIED):
+            kept = await self.keeper.keep(result, item.site, sent=sent, item=item)
+            unchanged = verdict is Verdict.NOT_MODIFIED
+            status = UrlStatus.DONE if unchanged else UrlStatus.FAILED
+            self.frontier.record(
+                outcome_of(item, result, status, None, kept, not_modified=unchanged)
             )
+            if unchanged:
+                self.stats.not_modified += 1
+                notes["unchanged"] = True
+            self._write(result, item, None, kept, notes)
             return
         page, parse_error = await self._read(lane, item, verdict, answer)
-        fingerprint = page.fingerprint if page is not None else body_fingerprint(result)
-        self.frontier.outcome(item.id, UrlStatus.DONE, result.status, fingerprint)
-        notes: dict[str, Any] = {"depth": item.depth}
+        kept = await self.keeper.keep(result, item.site, page=page, sent=sent, item=item)
+        fingerprint = page.fingerprint if page is not None else kept.fingerprint(result)
+        self.frontier.record(outcome_of(item, result, UrlStatus.DONE, fingerprint, kept))
         if parse_error:
             notes["parse_error"] = parse_error
-        self.write_document(
-            document(result, url=item.fetch_url, site=item.site, page=page, **notes)
-        )
+        self._write(result, item, page, kept, notes)
         if item.lane is UrlLane.FRESHLANE:
             # A fast source falls due again in freshlane_interval: look for it then (after
             # its outcome is written), not at the next idle-site sweep.
             crawl = self.config.crawl
             later = self.config.frontier.freshlane_interval + 2 * crawl.flush_interval
             self.timer.call_at(self.timer.now() + later, self.look_again, lane)
+
+    def _write(
+        self,
+        result: FetchResult,
+        item: LeasedUrl,
+        page: ParsedPage | None,
+        kept: Kept,
+        notes: dict[str, Any],
+    ) -> None:
+        record = document(
+            result, url=item.fetch_url, site=item.site, page=page, **notes, **kept.fields()
+        )
+        self.write_document(record)
 
     async def _read(
         self, lane: SiteLane, item: LeasedUrl, verdict: Verdict, answer: Answer
@@ -273,23 +346,32 @@ class SiteLanes(LaneKindBase):
             sitemap, error = await self._parse(parse_sitemap_links, result)
             if sitemap is not None:
                 self.discovery.sitemap(lane, item.fetch_url, sitemap)
+                await self._lastmod(sitemap.lastmod)
             return None, error
         elif verdict is Verdict.PARSE_PAGE:
-            page, error = await self._parse(parse_page, result)
+            context = self.keeper.context(result, item.site)
+            page, error = await self._parse(read_page, result, context)
             if page is not None:
+                self.stats.encodings[page.encoding] += 1
                 self.discovery.page(lane, item, page)
                 if target_of(item.fetch_url) == "/":
                     self.observe_home(lane, answer)
             return page, error
         return None, None
 
+    async def _lastmod(self, changes: dict[str, float]) -> None:
+        """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""
+        if changes:
+            store = self.frontier.store
+            await self.frontier.call(store.refresh_lastmod, list(changes.items()), time.time())
+
     async def _parse(
-        self, fn: Callable[[bytes, str], T], result: FetchResult
+        self, fn: Callable[..., T], result: FetchResult, *more: Any
     ) -> tuple[T | None, str | None]:
         """``fn`` on the body in a parse worker; (None, why) when the parse overran its
         budget or killed its worker: the page is kept as fetched, unparsed."""
         try:
-            return await self.parse(fn, result.body, result.url), None
+            return await self.parse(fn, result.body, result.url, *more), None
         except (ParseTimeout, WorkerLost, MemoryError) as exc:
             reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
                 type(exc), "parse-memory"

@@ -27,6 +27,9 @@ from selectolax.lexbor import LexborHTMLParser
 
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
+from courtier.pipeline.decode import encode_query
+from courtier.politeness.robots_meta import directives, meta_applies
+from courtier.sinks.redact import redact_url
 from courtier.url import Url, UrlError, parse_url
 
 
@@ -49,6 +52,16 @@ class ParsedPage:
     truncated: str | None = None
     """Why only a prefix of the body was parsed, or None: ``"depth"`` when the page nests
     deeper than ``MAX_DEPTH`` (links, title and fingerprint come from the prefix)."""
+    robots: frozenset[str] = frozenset()
+    """Robots directives of its meta tags and X-Robots-Tag (``politeness.robots_meta``)."""
+    nofollow: set[str] = field(default_factory=set)
+    """Canonical URLs of links marked ``rel="nofollow"``."""
+    encoding: str = "utf-8"
+    encoding_source: str = "utf-8"
+    """How the encoding was found (``reading.read_page``): bom, header, meta, detected..."""
+    payload: bytes | None = None
+    """The body with secrets and personal data redacted (None: nothing was)."""
+    redactions: dict[str, int] = field(default_factory=dict)
 
 
 _LINK_SELECTOR = "a[href], area[href]"
@@ -59,9 +72,13 @@ MAX_DEPTH: Final = 512
 """Element nesting past which a page is cut before parsing (see the module docstring)."""
 
 
-def parse_page(body: bytes, base_url: str) -> ParsedPage:
-    """Title, outgoing links, image references and content fingerprint of an HTML page."""
-    page = ParsedPage()
+def parse_page(
+    body: bytes, base_url: str, *, encoding: str = "utf-8", token: str = ""
+) -> ParsedPage:
+    """Title, outgoing links, image references, robots meta directives (for ``token``) and
+    content fingerprint of an HTML page. ``body`` is UTF-8 (``reading.read_page`` decodes
+    it); ``encoding`` is the page's own, which the query of a link is encoded in."""
+    page = ParsedPage(encoding=encoding)
     cut = nesting_cut(body)
     if cut is not None:
         body, page.truncated = body[:cut], "depth"
@@ -79,19 +96,26 @@ def parse_page(body: bytes, base_url: str) -> ParsedPage:
         href = base_node.attributes.get("href")
         if href:
             try:
-                base = parse_url(href.strip(), base_url).fetch_url
+                base = parse_url(encode_query(href.strip(), encoding), base_url).fetch_url
             except UrlError:
                 page.bad_links += 1
+    for node in tree.css("meta[name][content]"):
+        if meta_applies(node.attributes.get("name") or "", token):
+            page.robots |= directives(node.attributes.get("content") or "")
     resolved: dict[str, Url | None] = {}
     seen: set[str] = set()
     for node in tree.css(_LINK_SELECTOR)[:_MAX_REFERENCES]:
         href = node.attributes.get("href")
         if href:
-            _resolve_cached(href, base, resolved, seen, page.links, page)
+            href = encode_query(href, encoding)
+            url = _resolve_cached(href, base, resolved, seen, page.links, page)
+            rel = node.attributes.get("rel")
+            if url is not None and rel and "nofollow" in rel.lower().split():
+                page.nofollow.add(url.canonical)
     for node in tree.css("img[src]")[:_MAX_REFERENCES]:
         src = node.attributes.get("src")
         if src:
-            _resolve_cached(src, base, resolved, seen, page.images, page)
+            _resolve_cached(encode_query(src, encoding), base, resolved, seen, page.images, page)
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
     page.fingerprint = tree_fingerprint(tree)
     return page
@@ -116,9 +140,9 @@ def _resolve_cached(
     seen: set[str],
     out: list[Link],
     page: ParsedPage,
-) -> None:
+) -> Url | None:
     """``_resolve``, parsing each distinct reference of a page once (menus, cards and footers
-    repeat them). A bad reference still counts once per occurrence."""
+    repeat them). A bad reference still counts once per occurrence. Returns its URL."""
     if raw in resolved:
         url = resolved[raw]
     else:
@@ -132,6 +156,7 @@ def _resolve_cached(
     elif url.canonical not in seen:
         seen.add(url.canonical)
         out.append(Link(url.canonical, url.fetch_url, url.site))
+    return url
 
 
 # -- the nesting pre-scan -------------------------------------------------------------------
@@ -341,6 +366,8 @@ class ParsedSitemap:
     bad_links: int = 0
     error: str | None = None
     """Why the sitemap could not be read to the end (what was read is still in ``links``)."""
+    lastmod: dict[str, float] = field(default_factory=dict)
+    """Canonical URL -> the ``<lastmod>`` its entry gives (Unix time)."""
 
 
 def parse_sitemap_links(body: bytes, base_url: str) -> ParsedSitemap:
@@ -354,6 +381,12 @@ def parse_sitemap_links(body: bytes, base_url: str) -> ParsedSitemap:
     seen: set[str] = set()
     placeholder = ParsedPage()
     for entry in sitemap.entries[:_MAX_SITEMAP_LINKS]:
+        if ("@" in entry.loc or "%40" in entry.loc) and redact_url(entry.loc).changed:
+            placeholder.bad_links += 1  # an address in a URL: never fetched, never stored
+            continue
+        found = len(result.links)
         _resolve(entry.loc, base_url, seen, result.links, placeholder)
+        if entry.lastmod is not None and len(result.links) > found:
+            result.lastmod[result.links[-1].canonical] = entry.lastmod
     result.bad_links = placeholder.bad_links + sitemap.skipped
     return result

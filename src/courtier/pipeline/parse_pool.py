@@ -72,10 +72,10 @@ class RemoteTraceback(Exception):
 
 
 def warm_up_parse() -> None:
-    """The default warm-up: import the parser and parse a tiny page."""
-    from courtier.pipeline.parse import parse_page
+    """The default warm-up: import the reader (decoding, redaction, parser), read a page."""
+    from courtier.pipeline.reading import ReadContext, read_page
 
-    parse_page(b"<html><title>warm-up</title><a href='/'>x</a></html>", "http://warm-up.invalid/")
+    read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
 
 
 @dataclass(eq=False)

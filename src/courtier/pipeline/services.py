@@ -11,6 +11,7 @@ from typing import Any
 from courtier.config import Config
 from courtier.frontier.base import StoredRobots
 from courtier.pipeline.apply import FeedbackLane, FeedbackWriter
+from courtier.pipeline.archive import Archive
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feedback import Answered, Effects
 from courtier.pipeline.fetching import Answer, GuardedFetch
@@ -40,6 +41,8 @@ class LaneServices:
     """Book a request on ``site:<site>`` and wait for its slot (robots.txt redirect hops)."""
     save_robots: Callable[[StoredRobots], Awaitable[None]]
     """Make a robots.txt answer durable (a restart uses it until it expires)."""
+    archive: Archive | None = None
+    """The WARC writer (None: ``[warc] enabled = false``)."""
 
 
 @dataclass(frozen=True, slots=True)

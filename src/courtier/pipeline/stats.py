@@ -79,6 +79,28 @@ class CrawlStats:
     tls_evidence: int = 0
     """Sites whose https certificate went into origin inference (corroboration)."""
     """Media URLs not queued because the media queue was full."""
+    warc_records: Counter[str] = field(default_factory=Counter)
+    """WARC captures written, by record type (response, revisit)."""
+    warc_bytes: int = 0
+    warc_seconds: float = 0.0
+    """Writer-thread time spent compressing and writing captures (off the event loop)."""
+    warc_errors: int = 0
+    redactions: Counter[str] = field(default_factory=Counter)
+    """Secrets and personal data redacted before anything was written, by kind."""
+    redaction_failures: int = 0
+    """Text bodies that could not be redacted in time: kept out of the WARC files."""
+    not_modified: int = 0
+    """Refreshes answered 304 (unchanged, cheap)."""
+    encodings: Counter[str] = field(default_factory=Counter)
+    """Pages by character encoding as read (cp1252, utf-8...)."""
+    nofollow_pages: int = 0
+    nofollow_links: int = 0
+    """Links of nofollow pages (recorded, not followed) and rel="nofollow" links."""
+    noindex_pages: int = 0
+    adopted: dict[str, str] = field(default_factory=dict)
+    """Hosts brought into the seed during the run -> why (a seed's redirect, a subdomain)."""
+    seed_redirects: dict[str, str] = field(default_factory=dict)
+    """Seed sites whose redirect left the scope -> the target (once per seed)."""
 
     def record_fetch(self, result: FetchResult, *, robots: bool) -> None:
         self.requests += 1
@@ -155,6 +177,21 @@ class CrawlStats:
             "media_dropped": self.media_dropped,
             "header_evidence": self.header_evidence,
             "tls_evidence": self.tls_evidence,
+            "warc_records": dict(self.warc_records),
+            "warc_bytes": self.warc_bytes,
+            "warc_write_ms_per_capture": round(
+                1000 * self.warc_seconds / max(1, sum(self.warc_records.values())), 3
+            ),
+            "warc_errors": self.warc_errors,
+            "redactions": dict(self.redactions),
+            "redaction_failures": self.redaction_failures,
+            "not_modified": self.not_modified,
+            "encodings": dict(self.encodings),
+            "nofollow_pages": self.nofollow_pages,
+            "nofollow_links": self.nofollow_links,
+            "noindex_pages": self.noindex_pages,
+            "adopted": dict(self.adopted),
+            "seed_redirects": dict(self.seed_redirects),
         }
 
 

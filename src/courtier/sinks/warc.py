@@ -1,0 +1,271 @@
+"""WARC 1.1 files of what the crawl fetched: warcinfo, request, response and revisit records.
+
+Rules:
+- **Files.** ``DIR/PREFIX-TIMESTAMP-SERIAL-PID.warc.gz``, written as ``....warc.gz.open`` and
+  renamed when finished: when it passed ``max_bytes`` (checked between captures, so a
+  request and its response stay together) or when the crawl stops cleanly. A crash leaves
+  the ``.open`` file, readable up to its last whole record. Each file starts with a
+  ``warcinfo`` record. Every record is its own gzip member (a reader seeks to any offset).
+- **Records of one fetch.** ``response`` (status line, headers, payload), then ``request``
+  (``WARC-Concurrent-To`` the response). A 304 to a conditional request is a ``revisit``
+  (profile *server-not-modified*); a 2xx whose payload digest equals the one kept last time
+  is a ``revisit`` (profile *identical-payload-digest*, headers only). Both refer to the
+  URL's earlier capture (``WARC-Refers-To-Target-URI``, ``-Date``).
+- **Payload as kept.** The fetcher decodes ``Content-Encoding`` and the crawl redacts secrets
+  and personal data, so the payload is what we kept, not the bytes on the wire: the headers
+  say so (``Content-Encoding``, ``Transfer-Encoding`` and ``Content-Length`` are replaced by
+  the payload's own length, the originals kept as ``X-Courtier-Original-*``), digests are of
+  the stored payload, a redacted record carries ``WARC-Courtier-Redactions`` (kind:count),
+  and a body cut at the size limit carries ``WARC-Truncated: length``. The request record is
+  the request as the fetcher sends it (its fixed headers plus the conditional ones).
+- ``write`` is synchronous and not thread safe: one writer thread owns a ``WarcFiles``
+  (``courtier.pipeline.archive``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import socket
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http import HTTPStatus
+from pathlib import Path
+from typing import IO, Any, Final
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from courtier import __version__
+from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact_url
+
+SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+IDENTICAL_PAYLOAD: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+_REPLACED: Final = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One fetch as it is archived."""
+
+    url: str
+    fetched_at: float
+    """Wall-clock time the request started."""
+    status: int
+    response_headers: tuple[tuple[str, str], ...]
+    payload: bytes
+    """The body as kept: decoded and redacted."""
+    request_headers: tuple[tuple[str, str], ...] = ()
+    truncated: bool = False
+    redactions: Mapping[str, int] = field(default_factory=dict)
+    not_modified: bool = False
+    """A 304 answering a conditional request."""
+    previous_digest: str | None = None
+    """The payload digest kept for the URL last time (an identical one is a revisit)."""
+    previous_date: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WarcRef:
+    """Where a capture's response (or revisit) record is: enough for a CDX line."""
+
+    file: str
+    """The file's finished name (without ``.open``)."""
+    offset: int
+    length: int
+    """Compressed bytes of the record."""
+    digest: str | None
+    """The payload digest (``sha1:BASE32``) of a response, or of an identical revisit."""
+    record: str
+    """``response`` or ``revisit``."""
+    seconds: float = 0.0
+    """Time spent writing the capture (both records)."""
+
+
+def payload_digest(payload: bytes) -> str:
+    return (
+        "sha1:" + base64.b32encode(hashlib.sha1(payload, usedforsecurity=False).digest()).decode()
+    )
+
+
+def warc_date(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class WarcFiles:
+    """The WARC files of one writer: the current one, rotated by size, finished on close."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        prefix: str = "courtier",
+        max_bytes: int = 1 << 30,
+        level: int = 6,
+        info: Mapping[str, str] | None = None,
+        policy: RedactionPolicy = DEFAULT_POLICY,
+    ) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self.level = level
+        self.info = dict(info or {})
+        self.policy = policy
+        self.finished: list[Path] = []
+        self._serial = 0
+        self._file: IO[bytes] | None = None
+        self._path: Path | None = None
+        self._builder = WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
+
+    # -- files ----------------------------------------------------------------------------
+
+    def _open(self) -> IO[bytes]:
+        stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+        name = f"{self.prefix}-{stamp}-{self._serial:05d}-{os.getpid()}.warc.gz"
+        self._serial += 1
+        self._path = self.directory / name
+        self._file = (self.directory / f"{name}.open").open("xb")
+        info = {
+            "software": f"courtier/{__version__}",
+            "format": "WARC File Format 1.1",
+            "conformsTo": "https://iipc.github.io/warc-specifications/specifications/"
+            "warc-format/warc-1.1/",
+            "hostname": socket.gethostname(),
+            **self.info,
+        }
+        self._append(self._builder.create_warcinfo_record(name, info))
+        return self._file
+
+    def _finish(self) -> None:
+        if self._file is None or self._path is None:
+            return
+        self._file.close()
+        (self.directory / f"{self._path.name}.open").rename(self._path)
+        self.finished.append(self._path)
+        self._file = self._path = None
+
+    def close(self) -> None:
+        """Finish the current file (rename it): a clean stop."""
+        self._finish()
+
+    # -- records --------------------------------------------------------------------------
+
+    def _append(self, record: Any) -> tuple[int, int]:
+        """Write one record as its own gzip member: (offset, compressed length)."""
+        assert self._file is not None
+        raw = io.BytesIO()
+        self._builder.out = raw
+        self._builder.write_record(record)
+        packer = zlib.compressobj(self.level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        member = packer.compress(raw.getvalue()) + packer.flush()
+        offset = self._file.tell()
+        self._file.write(member)
+        return offset, len(member)
+
+    def write(self, capture: Capture) -> WarcRef:
+        started = time.perf_counter()
+        out = self._file or self._open()
+        headers, redactions = self._response_headers(capture)
+        warc = {"WARC-Date": warc_date(capture.fetched_at)}
+        counts = dict(capture.redactions)
+        for kind, n in redactions.items():
+            counts[kind] = counts.get(kind, 0) + n
+        if counts:
+            warc["WARC-Courtier-Redactions"] = "; ".join(
+                f"{k}:{n}" for k, n in sorted(counts.items())
+            )
+        if capture.truncated:
+            warc["WARC-Truncated"] = "length"
+        digest: str | None = payload_digest(capture.payload)
+        status_line = f"{capture.status} {_reason(capture.status)}"
+        http = StatusAndHeaders(status_line, headers, protocol="HTTP/1.1")
+        if capture.not_modified or (
+            capture.previous_digest is not None and capture.previous_digest == digest
+        ):
+            record = self._revisit(capture, http, warc, digest)
+            digest = None if capture.not_modified else digest
+        else:
+            warc["WARC-Payload-Digest"] = digest or ""
+            record = self._builder.create_warc_record(
+                capture.url,
+                "response",
+                payload=io.BytesIO(capture.payload),
+                length=len(capture.payload),
+                http_headers=http,
+                warc_headers_dict=warc,
+            )
+        offset, length = self._append(record)
+        self._append(self._request(capture, record.rec_headers.get_header("WARC-Record-ID")))
+        out.flush()
+        name = self._path.name if self._path is not None else ""
+        if out.tell() >= self.max_bytes:
+            self._finish()
+        return WarcRef(name, offset, length, digest, record.rec_type, time.perf_counter() - started)
+
+    def _revisit(
+        self, capture: Capture, http: StatusAndHeaders, warc: dict[str, str], digest: str | None
+    ) -> Any:
+        warc["WARC-Profile"] = SERVER_NOT_MODIFIED if capture.not_modified else IDENTICAL_PAYLOAD
+        warc["WARC-Refers-To-Target-URI"] = capture.url
+        if capture.previous_date is not None:
+            warc["WARC-Refers-To-Date"] = warc_date(capture.previous_date)
+        if not capture.not_modified and digest is not None:
+            warc["WARC-Payload-Digest"] = digest
+        return self._builder.create_warc_record(
+            capture.url, "revisit", http_headers=http, warc_headers_dict=warc
+        )
+
+    def _request(self, capture: Capture, concurrent_to: str) -> Any:
+        target = _target(capture.url)
+        host = capture.url.split("/", 3)[2]
+        lines = [("Host", host), *capture.request_headers]
+        http = StatusAndHeaders(f"GET {target} HTTP/1.1", lines, is_http_request=True)
+        warc = {"WARC-Date": warc_date(capture.fetched_at), "WARC-Concurrent-To": concurrent_to}
+        return self._builder.create_warc_record(
+            capture.url, "request", http_headers=http, warc_headers_dict=warc
+        )
+
+    def _response_headers(self, capture: Capture) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """The response's headers as they fit the kept payload, values redacted."""
+        headers: list[tuple[str, str]] = []
+        counts: dict[str, int] = {}
+        for raw_name, raw_value in capture.response_headers:
+            name, value = _text(raw_name), _text(raw_value)
+            redacted = redact_url(value, self.policy)
+            for kind, n in redacted.counts.items():
+                counts[kind] = counts.get(kind, 0) + n
+            lower = name.lower()
+            if lower in _REPLACED:
+                headers.append((f"X-Courtier-Original-{name}", redacted.text))
+            else:
+                headers.append((name, redacted.text))
+        if not capture.not_modified:
+            headers.append(("Content-Length", str(len(capture.payload))))
+        return headers, counts
+
+
+def _text(value: str) -> str:
+    """A header as received may hold bytes that are no UTF-8 (aiohttp keeps them as lone
+    surrogates): they become U+FFFD, and warcio percent-encodes what is not ASCII."""
+    if value.isascii():
+        return value
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _target(url: str) -> str:
+    rest = url.split("/", 3)
+    target = "/" + rest[3] if len(rest) > 3 else "/"
+    return target.split("#", 1)[0]
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"

@@ -1,0 +1,166 @@
+"""WARC 1.1 files: records standard tools read back, rotation, finishing, revisits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+from courtier.sinks.warc import (
+    IDENTICAL_PAYLOAD,
+    SERVER_NOT_MODIFIED,
+    Capture,
+    WarcFiles,
+    payload_digest,
+)
+
+URL = "http://a.test:8080/page?q=1"
+HTML = b"<html><title>t</title>" + b"<p>hello world</p>" * 500
+
+
+def capture(**more: object) -> Capture:
+    fields: dict[str, object] = {
+        "url": URL,
+        "fetched_at": time.time(),
+        "status": 200,
+        "response_headers": (("Content-Type", "text/html"), ("ETag", '"v1"')),
+        "payload": HTML,
+        "request_headers": (("User-Agent", "courtier-test"),),
+    }
+    fields.update(more)
+    return Capture(**fields)  # type: ignore[arg-type]
+
+
+def records(path: Path) -> list:
+    with path.open("rb") as stream:
+        return [
+            (
+                record.rec_type,
+                dict(record.rec_headers.headers),
+                record.http_headers,
+                record.content_stream().read(),
+            )
+            for record in ArchiveIterator(stream)
+        ]
+
+
+def test_a_capture_is_a_response_and_a_request_after_the_warcinfo(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    ref = files.write(capture())
+    assert [p.name for p in tmp_path.iterdir()] == [f"{ref.file}.open"]  # open while writing
+    files.close()
+    path = tmp_path / ref.file
+    assert path.exists() and files.finished == [path]
+    kinds = [r[0] for r in records(path)]
+    assert kinds == ["warcinfo", "response", "request"]
+    _, warc, http, body = records(path)[1]
+    assert warc["WARC-Target-URI"] == URL and warc["WARC-Payload-Digest"] == ref.digest
+    assert ref.digest == payload_digest(HTML) and body == HTML
+    assert http.get_statuscode() == "200" and http.get_header("Content-Length") == str(len(HTML))
+    _, request, http_request, _ = records(path)[2]
+    assert request["WARC-Concurrent-To"] == warc["WARC-Record-ID"]
+    assert http_request.protocol == "GET" and http_request.get_header("Host") == "a.test:8080"
+    with path.open("rb") as stream:  # the reference points at the response record
+        stream.seek(ref.offset)
+        first = next(iter(ArchiveIterator(stream)))
+        assert (
+            first.rec_type == "response" and first.rec_headers.get_header("WARC-Target-URI") == URL
+        )
+    assert path.read_bytes()[ref.offset : ref.offset + 2] == b"\x1f\x8b"  # a gzip member
+
+
+def test_warc_version_is_1_1_and_the_payload_as_kept_is_described(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    headers = (("Content-Type", "text/html"), ("Content-Encoding", "gzip"), ("Content-Length", "9"))
+    ref = files.write(capture(response_headers=headers, truncated=True, redactions={"email": 2}))
+    files.close()
+    raw = (tmp_path / ref.file).read_bytes()
+    import gzip
+
+    assert gzip.decompress(raw).startswith(b"WARC/1.1\r\n")
+    _, warc, http, _ = records(tmp_path / ref.file)[1]
+    assert warc["WARC-Truncated"] == "length"
+    assert warc["WARC-Courtier-Redactions"] == "email:2"
+    assert http.get_header("Content-Encoding") is None
+    assert http.get_header("X-Courtier-Original-Content-Encoding") == "gzip"
+
+
+def test_a_304_is_a_server_not_modified_revisit_and_an_identical_payload_too(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    first = files.write(capture())
+    earlier = time.time() - 3600
+    not_modified = files.write(
+        capture(status=304, payload=b"", not_modified=True, previous_date=earlier)
+    )
+    identical = files.write(capture(previous_digest=first.digest, previous_date=earlier))
+    changed = files.write(capture(payload=b"new", previous_digest=first.digest))
+    files.close()
+    assert (not_modified.record, not_modified.digest) == ("revisit", None)
+    assert (identical.record, identical.digest) == ("revisit", first.digest)
+    assert changed.record == "response"
+    by_offset = {}
+    with (tmp_path / first.file).open("rb") as stream:
+        iterator = ArchiveIterator(stream)
+        for record in iterator:
+            by_offset[iterator.offset] = record.rec_headers
+    assert by_offset[not_modified.offset].get_header("WARC-Profile") == SERVER_NOT_MODIFIED
+    assert by_offset[identical.offset].get_header("WARC-Profile") == IDENTICAL_PAYLOAD
+    assert by_offset[identical.offset].get_header("WARC-Refers-To-Target-URI") == URL
+    assert (
+        by_offset[identical.offset]
+        .get_header("WARC-Refers-To-Date")
+        .startswith(time.strftime("%Y-%m-%dT", time.gmtime(earlier)))
+    )
+
+
+def test_files_rotate_by_size_and_each_starts_with_warcinfo(tmp_path: Path):
+    files = WarcFiles(tmp_path, max_bytes=2000, level=1)
+    refs = [files.write(capture(payload=bytes(range(256)) * 20)) for _ in range(4)]
+    files.close()
+    names = sorted({ref.file for ref in refs})
+    assert len(names) >= 2 and not list(tmp_path.glob("*.open"))
+    for name in names:
+        assert records(tmp_path / name)[0][0] == "warcinfo"
+
+
+def test_header_values_are_redacted_in_the_record(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    location = "https://x.test/cb?email=jane%40example.com"
+    ref = files.write(capture(status=302, response_headers=(("Location", location),), payload=b""))
+    files.close()
+    _, warc, http, _ = records(tmp_path / ref.file)[1]
+    assert "jane" not in http.get_header("Location")
+    assert warc["WARC-Courtier-Redactions"] == "email:1"
+
+
+def test_warcio_check_and_index_read_the_files(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    ref = files.write(capture())
+    files.write(capture(status=304, payload=b"", not_modified=True))
+    files.close()
+    path = str(tmp_path / ref.file)
+    check = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", "-v", path],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "digest pass" in check.stdout and "digest fail" not in check.stdout
+    index = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "index", "-f", "warc-type,offset", path],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f'"offset": "{ref.offset}"' in index
+
+
+def test_header_bytes_that_are_no_utf8_do_not_break_the_record(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    odd = (("X-Odd", "caf\udce9"), ("Set-Cookie", "name=é"), ("Content-Type", "text/html"))
+    ref = files.write(capture(response_headers=odd))
+    files.close()
+    _, _warc, http, body = records(tmp_path / ref.file)[1]
+    assert body == HTML and http.get_header("X-Odd") is not None
