@@ -182,21 +182,10 @@ async def test_robots_redirects_are_booked_on_the_host_they_reach(tmp_path: Path
     assert robots_asked >= 10, robots_asked  # the hops really went there
     # No second holds more than the innocent host's rate allows (GCRA's bound: r.W + 1).
     # How close two of them may come is test_robots_redirect_hops_on_one_host_keep_its_interval
-    # (xfail): a hop is spaced from the last booking on the key, not from the last real start.
     busiest = max(sum(start <= t < start + 1.0 for t in innocent) for start in innocent)
     assert busiest <= RATE + 1, [round(t - innocent[0], 3) for t in innocent]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "pipeline/hops.py HopBooker books a robots.txt redirect hop on the site: key by GCRA "
-        "alone; unlike a page request it is not spaced from the moment the previous request "
-        "to that host was really sent (SiteLane.next_start, + politeness.start_margin), so "
-        "when that request went out late (a slow DNS answer, a lagging loop) the hop follows "
-        "it too soon: 0.05 s apart at a 0.2 s interval here, 0.09 s seen under load"
-    ),
-)
 async def test_robots_redirect_hops_on_one_host_keep_its_interval(tmp_path: Path):
     """A robots.txt that redirects to itself, on a host whose first DNS answers are slow (a
     cold cache): from the server's side, every request is an interval after the last."""
@@ -400,16 +389,6 @@ def test_sitemap_bombs_are_read_within_their_limits(robots_world):
 # -- bugs found by the hostile suite --------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "sinks/documents.py DocumentSink.write: aiohttp decodes header bytes that are no "
-        "UTF-8 as surrogate escapes; answers.document() copies Content-Type and Location "
-        "into the record as they are, and json.dumps(ensure_ascii=False) into a UTF-8 file "
-        "raises UnicodeEncodeError ('surrogates not allowed') in the fetch task: an "
-        "internal error, and the document is lost"
-    ),
-)
 async def test_header_bytes_that_are_no_utf8_reach_the_documents(tmp_path: Path):
     with HostileWeb.standard() as web:
         web.hosts["bytes.test"] = routes(
@@ -439,15 +418,6 @@ async def test_header_bytes_that_are_no_utf8_reach_the_documents(tmp_path: Path)
     assert run.stats.internal_errors == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "net/fetch.py: aiohttp's ClientSession retries an idempotent request once, at once, "
-        "when the server closes the connection without an answer (ServerDisconnectedError; "
-        "ClientSession._retry_connection, on by default): a second, unbooked request about "
-        "1 ms after the first, so a server that hangs up gets two requests per slot"
-    ),
-)
 async def test_a_server_that_hangs_up_is_asked_once_per_slot(tmp_path: Path):
     with HostileWeb.standard() as web:
         web.hosts["hangup.test"] = routes({"/robots.txt": NOT_FOUND}, respond(b""))
@@ -463,16 +433,6 @@ async def test_a_server_that_hangs_up_is_asked_once_per_slot(tmp_path: Path):
     assert web.min_gap("hangup.test") >= INTERVAL - TOLERANCE, web.times("hangup.test")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "pipeline/decode.py decode(): body.decode(codec, 'surrogateescape') raises "
-        "UnicodeDecodeError ('truncated data') for an odd-length body whose Content-Type "
-        "says charset=utf-16 (surrogateescape cannot stand in for half a code unit); it "
-        "raises out of read_page in the parse worker, and pages.SiteLanes._page lets it "
-        "through: an internal error, the page neither parsed nor recorded"
-    ),
-)
 async def test_a_charset_that_lies_does_not_crash_the_parse(tmp_path: Path):
     body = html("/after") + b"  "  # UTF-8, odd length
     assert len(body) % 2 == 1

@@ -331,6 +331,9 @@ class Fetcher:
             max_headers=s.max_headers,
             trust_env=False,
         )
+        # aiohttp sends an idempotent request again, at once, when the server drops the
+        # connection: a second request the scheduler never booked. Off: one per slot.
+        self._session._retry_connection = False
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -116,7 +116,11 @@ def _detect(sample: bytes) -> tuple[str, str, int]:
 
 def decode(body: bytes, content_type: str = "") -> Decoded:
     codec, source, offset = sniff(body, content_type)
-    text = body[offset:].decode(codec, "surrogateescape")
+    try:
+        text = body[offset:].decode(codec, "surrogateescape")
+    except UnicodeDecodeError:  # a charset that lies (odd-length "utf-16"): keep the bytes
+        codec, source, offset = DEFAULT, "fallback", 0
+        text = body.decode(codec, "surrogateescape")
     return Decoded(text, codec, source, offset)
 
 

@@ -205,7 +205,8 @@ class Engine:
 
     def _wire(self, fetcher: FetcherLike) -> None:
         config, stats, timer = self.config, self.stats, self.timer
-        fetch = GuardedFetch(self.guard, fetcher, stats, time.time, self.observer)
+        hops = HopBooker(config, self.clocks, timer, stats, self._interval_of, self._is_stopping)
+        fetch = GuardedFetch(self.guard, fetcher, stats, time.time, self.observer, hops.sent)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), stats)
         self.origins = LiveOrigins(
             self.inference,
@@ -221,7 +222,6 @@ class Engine:
             recheck_every=config.crawl.origin_recheck,
             tasks=self.tasks,
         )
-        hops = HopBooker(config, self.clocks, timer, stats, self._interval_of, self._is_stopping)
         write, save, kept = self.sink.write, self._save_robots, self.sink.archive
         services = LaneServices(
             config, timer, fetch, RobotsCache(), self.feedback, stats, write, hops, save, kept

@@ -12,7 +12,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +28,8 @@ TRANSIENT_REFUSALS = frozenset({"timeout", "dns-error"})
 """Guard refusals that may pass on their own: retried with backoff, not recorded as final."""
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 """What a redirect is, for pages, robots.txt and media alike."""
+_SPACED = frozenset({"page", "sitemap", "robots", "robots-hop"})
+"""Requests whose real start spaces their site's next one (media keys: by booking alone)."""
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/5xx/no answer this often is given up for this run."""
 
@@ -97,12 +99,15 @@ class GuardedFetch:
         stats: CrawlStats,
         wall_clock: Callable[[], float],
         observer: Observer | None = None,
+        sent: Callable[[str, float], Awaitable[None]] | None = None,
     ) -> None:
         self.guard = guard
         self.fetcher = fetcher
         self.stats = stats
         self.wall_clock = wall_clock
         self.observer: Observer = observer or NoObserver()
+        self.sent = sent
+        """(site, when its request really went out): the site's clock is spaced from it."""
 
     async def __call__(
         self,
@@ -128,6 +133,8 @@ class GuardedFetch:
         else:
             result = await self.fetcher.fetch(url, host, resolution.addresses)
         self.stats.record_fetch(result, robots=robots)
+        if self.sent is not None and result.sent_at is not None and context.kind in _SPACED:
+            await self.sent(context.site, result.sent_at)
         self.observer.request(RequestEvent(context, url, result.started_at, result, None))
         wait = retry_after_seconds(result.retry_after, self.wall_clock())
         return Answer(url, result, None, wait)

@@ -1,4 +1,7 @@
-"""Booking a request that is not a lane's own work: a robots.txt redirect hop.
+"""Spacing requests that are not a lane's own work: robots.txt redirect hops.
+
+Every request's real start raises its site's key (``sent``), so a hop to a host spaces from
+the last request that really went there, whoever sent it.
 
 A robots.txt that redirects sends the next request to another host (or the same one): that
 request is booked on the ``site:`` key of the host it goes to, at that site's own interval
@@ -34,6 +37,13 @@ class HopBooker:
         self.stats = stats
         self.interval_of = interval_of
         self.stopping = stopping
+
+    async def sent(self, site: str, sent_at: float) -> None:
+        """A request to ``site`` went out at ``sent_at``: nothing else (a robots.txt hop from
+        another site, another lane) starts there before its interval from that moment."""
+        default = self.config.site_interval + self.config.politeness.start_margin
+        spacing = self.interval_of(site) or default
+        await self.clocks.raise_floors({f"site:{site}": sent_at + spacing}, durable=False)
 
     async def __call__(self, site: str) -> bool:
         """Book one request on ``site:<site>`` and wait for its slot; False when the crawl

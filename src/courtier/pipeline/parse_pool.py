@@ -32,16 +32,15 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import pickle
 import queue
-import signal
 import threading
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Generic, ParamSpec, TypeVar
+
+from courtier.pipeline.parse_worker import worker_main
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -260,7 +259,7 @@ class ParsePool:
         while True:
             parent, child = self._context.Pipe()
             process = self._context.Process(
-                target=_worker_main,
+                target=worker_main,
                 args=(child, self._warm_up, self.max_memory_bytes),
                 name=f"courtier-parse-{slot.index}",
                 daemon=True,
@@ -343,63 +342,3 @@ class ParsePool:
 
     def _lost_error(self, message: str) -> Exception:
         return self._closed_error() or WorkerLost(message)
-
-
-def _worker_main(
-    conn: Connection, warm_up: Callable[[], object] | None, max_memory_bytes: int | None
-) -> None:
-    """A worker process: warm up, say ready, then answer jobs until the pipe closes."""
-    # The parent handles Ctrl-C and stops the workers; BLAS threads are of no use here.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        if warm_up is not None:
-            warm_up()
-    except Exception:
-        conn.send(("failed", traceback.format_exc()))
-        return
-    if max_memory_bytes is not None:
-        _limit_address_space(max_memory_bytes)
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            message = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        try:
-            fn, args, kwargs = pickle.loads(message)
-            result = fn(*args, **kwargs)
-        except Exception as exc:
-            remote = traceback.format_exc()
-            _send_error(conn, exc, remote)
-            if isinstance(exc, MemoryError):
-                return  # the parent replaces this worker
-            continue
-        try:
-            conn.send(("ok", result, None))
-        except Exception as exc:  # the result cannot be pickled
-            _send_error(conn, exc, traceback.format_exc())
-
-
-def _send_error(conn: Connection, exc: Exception, remote: str) -> None:
-    try:
-        conn.send(("error", exc, remote))
-    except Exception:  # the exception itself cannot be pickled
-        conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}"), remote))
-
-
-def _limit_address_space(budget: int) -> None:
-    """Let this process's address space grow by ``budget`` bytes from here, no more."""
-    try:
-        import resource
-
-        with open("/proc/self/statm") as statm:
-            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = size + budget
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ImportError, OSError, ValueError):  # not Linux: no budget
-        pass

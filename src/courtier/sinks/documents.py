@@ -23,7 +23,11 @@ class DocumentSink:
     def __init__(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = out_dir / "documents.jsonl"
-        self._file: IO[str] = self.path.open("a", encoding="utf-8", buffering=1 << 16)
+        # Header values may carry bytes that are no UTF-8 (aiohttp keeps them as surrogate
+        # escapes): they are written escaped, never raised on, so no document is lost.
+        self._file: IO[str] = self.path.open(
+            "a", encoding="utf-8", errors="backslashreplace", buffering=1 << 16
+        )
         self.written = 0
 
     def write(self, record: dict[str, Any]) -> None:
