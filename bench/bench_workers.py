@@ -22,11 +22,10 @@ from tempfile import TemporaryDirectory
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from pg import PostgresCluster  # noqa: E402
-
-from courtier.simweb.audit import audit  # noqa: E402
-from courtier.simweb.process import SimWebProcess  # noqa: E402
-from courtier.simweb.world import SIZE_PRESETS, params_for_total  # noqa: E402
+from courtier.simweb.audit import audit
+from courtier.simweb.process import SimWebProcess
+from courtier.simweb.world import SIZE_PRESETS, params_for_total
+from pg import PostgresCluster
 
 
 def bookings(dsn: str) -> int:
