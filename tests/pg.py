@@ -40,7 +40,7 @@ class PostgresCluster:
     def __init__(
         self,
         settings: Sequence[str] = TEST_SETTINGS,
-        max_connections: int = 100,
+        max_connections: int = 300,
         bin_dir: Path = PG_BIN,
     ):
         for tool in ("initdb", "pg_ctl"):

@@ -60,6 +60,11 @@ def _worker(web: SimWebProcess, out: Path, store: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _summary(out: str) -> dict[str, object]:
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
 @pytest.fixture(scope="module")
 def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleOut:
     work = tmp_path_factory.mktemp("scaleout")
@@ -84,7 +89,7 @@ def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleO
         log_path=log_path,
         killed_at=killed_at,
         exits=[w.returncode for w in workers],
-        summaries=[json.loads(out.strip().splitlines()[-1]) for out, _ in outputs[1:]],
+        summaries=[_summary(out) for out, _ in outputs[1:]],
         leased_left=int(row[0]) if row else -1,
         status=json.loads(status.stdout) if status.returncode == 0 else {"error": status.stderr},
         errors=[err[-3000:] for _out, err in outputs],
@@ -96,6 +101,7 @@ def test_the_survivors_finish_cleanly_and_take_over_the_dead_workers_shards(
 ) -> None:
     assert scale_out.exits[0] == -signal.SIGKILL
     assert scale_out.exits[1:] == [0, 0], scale_out.errors
+    assert all(scale_out.summaries), scale_out.errors
     taken = sum(int(str(s["shards_taken"])) for s in scale_out.summaries)
     assert taken > 64  # the 64 shards at the start, plus the dead worker's
     assert all(int(str(s["internal_errors"])) == 0 for s in scale_out.summaries)

@@ -74,8 +74,25 @@ class FrontierIO:
         await self._want_event.wait()
         self._want_event.clear()
         sites, self._wanted = self._wanted, set()
-        leased = await self.call(self._lease_many, sorted(sites), self.queue_per_site)
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(
+            self._thread, self._lease_many, sorted(sites), self.queue_per_site
+        )
+        try:
+            leased = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            # The crawl is stopping while the store leases: what it leases goes back (on the
+            # store thread, before the store closes), never left leased by nobody.
+            job.add_done_callback(lambda done: self._give_back(done))
+            raise
         return {site: leased.get(site, []) for site in sites}
+
+    def _give_back(self, done: asyncio.Future[dict[str, list[LeasedUrl]]]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return
+        ids = [item.id for items in done.result().values() for item in items]
+        if ids:
+            self._thread.submit(lambda: self.store.release_leases(ids=ids))
 
     def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
         now = time.time()
@@ -111,6 +128,7 @@ class FrontierIO:
 
     async def close(self) -> None:
         try:
+            await self.call(lambda: None)  # a lease still running hands back what it leased
             await self.call(self.store.close)
         finally:
             self._thread.shutdown(wait=True)

@@ -14,9 +14,10 @@ Rules:
 - A shard whose lease expired while its holder's session still holds the advisory lock (a
   hung worker) is taken by ending that session (``pg_terminate_backend``).
 - Rebalancing: each worker aims for ``ceil(shards / live workers)`` shards (live: a
-  heartbeat within ``ttl``). One with fewer takes free ones; one with more gives back its
-  extras gracefully: its sites stop starting, their work in flight finishes, their queued
-  URLs go back to the store, then the lease is released.
+  heartbeat within ``ttl``, and a session still holding its shards' locks, or none yet).
+  One with fewer takes free ones; one with more gives back its extras gracefully: its
+  sites stop starting, their work in flight finishes, their queued URLs go back to the
+  store, then the lease is released.
 - Times of leases and heartbeats are the database's (``clock_timestamp()``), so workers on
   machines whose clocks disagree still agree on who holds what.
 """
@@ -158,8 +159,16 @@ class ShardKeeper:
             (len(self.held), self.requests(), self.worker_id),
         )
         await self._renew(conn)
+        # Live: a fresh heartbeat, and either no lease yet (a newcomer) or a session still
+        # holding a shard's lock. A killed worker's locks went with its session, so its
+        # shards are shared out at once, not after its heartbeat ages past the ttl.
         cursor = await conn.execute(
-            f"SELECT count(*) FROM {WORKERS} WHERE heartbeat_at > {_NOW} - %s", (self.ttl,)
+            f"SELECT count(*) FROM {WORKERS} AS w WHERE w.heartbeat_at > {_NOW} - %s AND ("
+            f"NOT EXISTS (SELECT 1 FROM {LEASES} AS l WHERE l.owner = w.id) OR EXISTS ("
+            f"SELECT 1 FROM {LEASES} AS l JOIN pg_locks AS k ON k.locktype = 'advisory' "
+            "AND k.classid = %s AND k.objid = l.shard::oid AND k.granted "
+            "WHERE l.owner = w.id))",
+            (self.ttl, _LOCK_SPACE),
         )
         row = await cursor.fetchone()
         live = max(1, int(row[0]) if row else 1)
@@ -228,10 +237,13 @@ class ShardKeeper:
     async def _end_hung_holder(self, conn: psycopg.AsyncConnection[Any], shard: int) -> None:
         """The lease expired but its holder's session still holds the lock: a worker that
         stopped renewing. Ending that session frees the shard for the next round."""
+        # Only while the lease is still expired, checked in the same statement: another
+        # worker may have taken the shard since we looked, and its session is alive.
         await conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
-            "AND classid = %s AND objid = %s AND granted AND pid <> pg_backend_pid()",
-            (_LOCK_SPACE, shard),
+            "AND classid = %s AND objid = %s AND granted AND pid <> pg_backend_pid() "
+            f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %s AND expires_at < {_NOW})",
+            (_LOCK_SPACE, shard, shard),
         )
         log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
 
@@ -248,12 +260,16 @@ class ShardKeeper:
         await self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, shard))
 
     async def stop(self) -> None:
+        import psycopg
+
         if self._conn is None:
             return
         try:
             for shard in sorted(self.held):
                 await self.give_back(shard)
             await self._conn.execute(f"DELETE FROM {WORKERS} WHERE id = %s", (self.worker_id,))
+        except psycopg.Error as exc:  # our session was ended: the leases end with it
+            log.warning("shard leases: %s; leases expire on their own", exc)
         finally:
             await self._conn.close()
             self._conn = None
