@@ -197,6 +197,7 @@ def _not_media(outside: dict[str, int]) -> dict[str, int]:
     return {kind: n for kind, n in outside.items() if kind not in {str(k) for k in MEDIA_KINDS}}
 
 
+@pytest.mark.unstable  # the 9 s second run sometimes ends before the recrawl's slot
 def test_a_page_sent_to_the_fastlane_is_fetched_again_by_the_next_run(run: PromotionRun) -> None:
     assert run.recrawl_exit == 0
     site = run.world.site_of_host(run.recrawled.removeprefix("http://").rstrip("/"))
