@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from courtier import event_loop
 from courtier.config import DEFAULT_CONTACT_URL, Config, ConfigError, validate
 from courtier.inputs import (
     InputError,
@@ -309,8 +310,9 @@ class Crawler:
         return stats
 
     def run_sync(self) -> CrawlStats:
-        """``run()`` in a new event loop (``asyncio.run``), for code that has none."""
-        return asyncio.run(self.run())
+        """``run()`` in a new event loop (the one ``crawl.event_loop`` names), for code that
+        has none."""
+        return event_loop.run(self.run(), self.config.crawl.event_loop)
 
     def stop(self) -> None:
         """Stop cleanly (see the module rules); safe from any thread or a signal handler."""

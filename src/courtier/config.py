@@ -62,6 +62,8 @@ from courtier.politeness.keys import (
     UrlRule,
 )
 
+EVENT_LOOPS = ("uvloop", "asyncio")
+
 
 @dataclass(frozen=True, slots=True)
 class CrawlSection:
@@ -87,10 +89,16 @@ class CrawlSection:
     limiter: str = "memory"
     """Where the limit keys' clocks live: "memory" (this process; floors saved at a stop) or
     "sqlite" (the store file, written before each request it books)."""
+    event_loop: str = "uvloop"
+    """The event loop a crawl runs on: "uvloop" (libuv: socket and timer work per request in
+    C) or "asyncio" (the standard library's). uvloop falls back to asyncio where it is not
+    installed."""
 
     def __post_init__(self) -> None:
         if self.limiter not in ("memory", "sqlite"):
             raise ValueError(f'limiter must be "memory" or "sqlite", got {self.limiter!r}')
+        if self.event_loop not in EVENT_LOOPS:
+            raise ValueError(f'event_loop must be "uvloop" or "asyncio", got {self.event_loop!r}')
 
 
 DEFAULT_CONTACT_URL = "https://github.com/courtier-crawler/courtier#operators"
@@ -564,6 +572,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "due_recheck": _SECONDS,
         "origin_recheck": _SECONDS,
         "limiter": one_of("memory", "sqlite"),
+        "event_loop": one_of(*EVENT_LOOPS),
     },
     FetchSection: {
         "user_agent_token": text(

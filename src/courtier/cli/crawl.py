@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from courtier import event_loop
 from courtier.api import build_engine
 from courtier.cli.options import (
     add_config_arguments,
@@ -312,7 +313,7 @@ def handle(args: argparse.Namespace) -> int:
         observer=observation,
     )
     try:
-        stats = asyncio.run(run_observed(crawler, observation))
+        stats = event_loop.run(run_observed(crawler, observation), config.crawl.event_loop)
     except StoreBusy as exc:
         print(f"courtier crawl: --store {crawler.store_path}: {exc}", file=sys.stderr)
         return 2

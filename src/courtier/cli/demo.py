@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import shutil
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from courtier import event_loop
 from courtier.cli.crawl import (
     add_observe_arguments,
     make_crawler,
@@ -102,7 +102,7 @@ def handle(args: argparse.Namespace) -> int:
                 duration=args.duration,
                 observer=observation,
             )
-            stats = asyncio.run(run_observed(crawler, observation))
+            stats = event_loop.run(run_observed(crawler, observation), config.crawl.event_loop)
     except SimWebError as exc:
         print(f"courtier demo: the simulated web failed: {exc}", file=sys.stderr)
         return 2
