@@ -311,9 +311,20 @@ def robots_world(tmp_path_factory: pytest.TempPathFactory):
         first = asyncio.run(crawl(tmp, world.seeds, world.names, duration=3.5, config=config))
         floors_after_first = _floors(first.store_path)
         hits_first = len(web.hits)
+        # A crawl whose work runs out ends early: wait until run 1's robots.txt answers have
+        # expired, or run 2 would start with them (and find the site still refused).
+        time.sleep(max(0.0, _last_robots_expiry(first.store_path) - time.time() + 0.2))
         web.set_flag("fixed-1e308")
         second = asyncio.run(crawl(tmp, world.seeds, world.names, duration=2.5, config=config))
     yield web, first, second, floors_after_first, hits_first
+
+
+def _last_robots_expiry(store_path: Path) -> float:
+    store = SqliteFrontier(store_path)
+    try:
+        return max((r.expires_at for r in store.load_robots(time.time()).values()), default=0.0)
+    finally:
+        store.close()
 
 
 def _floors(store_path: Path) -> dict[str, float]:
