@@ -31,6 +31,7 @@ Origins (``save_origins``) live in ``origin_sites`` and ``origin_changes``, the 
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -164,14 +165,69 @@ _DUE_COLUMNS: Final = (
 # temporary b-tree, which measured 40% slower for a batch of one URL per host.
 _DUE_ONE_HOST: Final = " UNION ALL ".join(
     f"SELECT * FROM (SELECT {_DUE_COLUMNS} FROM urls "
-    f"WHERE site = :site AND lane = {int(lane)} AND next_due <= :now "
-    "ORDER BY next_due, id LIMIT :limit)"
+    f"WHERE site = ?1 AND lane = {int(lane)} AND next_due <= ?2 "
+    "ORDER BY next_due, id LIMIT ?3)"
     for lane in UrlLane
 )
 
-_INSERT_URL: Final = (
+# A batch travels as one JSON array (serialised in C, unpacked by SQLite with the GIL
+# released): one statement per kind of row instead of one per row, so the store thread hands
+# the GIL back and forth with the event loop a few times per batch, not thousands of times.
+# ``json_each`` walks the array in order: ids follow the batch's order and the first of two
+# equal canonicals wins, as with row-by-row inserts; RETURNING names the rows inserted.
+
+
+def _items(*columns: str) -> str:
+    """``SELECT`` of the JSON array rows' items as columns (``json_extract``: SQLite 3.9+)."""
+    items = ", ".join(f"json_extract(value, '$[{i}]') AS {c}" for i, c in enumerate(columns))
+    # WHERE true: an upsert's SELECT needs it, else ON CONFLICT reads as a join's ON.
+    return f"SELECT {items} FROM json_each(?) WHERE true"
+
+
+_INSERT_URLS: Final = (
     "INSERT OR IGNORE INTO urls (canonical, fetch_url, site, depth, redirects, status, "
-    "discovered_at, next_due, lane) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)"
+    "discovered_at, next_due, lane) SELECT c, f, s, d, r, 0, ?1, ?1, l FROM "
+    f"({_items('c', 'f', 's', 'd', 'r', 'l').replace('?', '?2')}) RETURNING site"
+)
+_IDS: Final = "SELECT value FROM json_each(?)"
+_LEASE_IDS: Final = (
+    f"UPDATE urls SET status = 1, next_due = NULL, leased_at = ? WHERE id IN ({_IDS})"
+)
+_OUTCOME_ROWS: Final = (
+    "SELECT id, fingerprint, refresh_interval, unchanged_fetches, importance, freshlane, "
+    f"etag, last_modified, payload_digest FROM urls WHERE id IN ({_IDS})"
+)
+_OUTCOME_COLUMNS: Final = (
+    "id",
+    "status",
+    "http_status",
+    "fetched_at",
+    "lane",
+    "fingerprint",
+    "refresh_interval",
+    "unchanged_fetches",
+    "next_due",
+    "etag",
+    "last_modified",
+    "payload_digest",
+)
+_WRITE_OUTCOMES: Final = (
+    "UPDATE urls SET "
+    + ", ".join(f"{c} = v.{c}" for c in _OUTCOME_COLUMNS[1:])
+    + f", leased_at = NULL FROM ({_items(*_OUTCOME_COLUMNS)}) AS v WHERE urls.id = v.id"
+)
+_ADD_HORIZON: Final = (
+    "INSERT INTO horizon_urls (canonical, site, first_seen, inlinks) "
+    f"SELECT c, s, ?1, n FROM ({_items('c', 's', 'n').replace('?', '?2')}) WHERE true "
+    "ON CONFLICT (canonical) DO UPDATE SET inlinks = inlinks + excluded.inlinks"
+)
+_ADD_HORIZON_SITES: Final = (
+    "INSERT INTO sites (site, state, added_at) SELECT value, 'horizon', ? FROM json_each(?) "
+    "WHERE true ON CONFLICT (site) DO NOTHING"
+)
+_ADD_EDGES: Final = (
+    f"INSERT INTO host_links (src, dst, links) {_items('s', 'd', 'n')} "
+    "ON CONFLICT (src, dst) DO UPDATE SET links = links + excluded.links"
 )
 _UPGRADE_LANE: Final = (
     "UPDATE urls SET lane = ?1, next_due = min(next_due, ?2) "
@@ -318,81 +374,76 @@ class SqliteFrontier:
         return Ingested(len(new_urls), inserted, tuple(sorted(fed)))
 
     def _insert(self, new_urls: Sequence[NewUrl], now: float) -> tuple[set[str], int]:
-        """Insert rows one statement each (inside the caller's transaction) so that the sites
-        that really received a new URL are known exactly; then move queued URLs offered in a
-        more urgent lane to it. Returns the sites fed and the rows inserted."""
-        fed: set[str] = set()
-        inserted = 0
-        cursor = self._db.cursor()
-        execute = cursor.execute
-        for u in new_urls:
-            execute(
-                _INSERT_URL,
-                (u.canonical, u.fetch_url, u.site, u.depth, u.redirects, now, now, int(u.lane)),
-            )
-            if cursor.rowcount > 0:
-                fed.add(u.site)
-                inserted += 1
-        urgent = upgrades_by_canonical(u for u in new_urls if u.lane < UrlLane.DISCOVERY)
-        self._db.executemany(
-            _UPGRADE_LANE, [(int(u.lane), now, u.canonical) for u in urgent.values()]
+        """Insert the rows (inside the caller's transaction), knowing exactly which sites
+        really received a new URL; then move queued URLs offered in a more urgent lane to it.
+        Returns the sites fed and the rows inserted."""
+        if not new_urls:
+            return set(), 0
+        rows = _json(
+            (u.canonical, u.fetch_url, u.site, u.depth, u.redirects, int(u.lane)) for u in new_urls
         )
-        return fed, inserted
+        sites = [row[0] for row in self._db.execute(_INSERT_URLS, (now, rows))]
+        urgent = upgrades_by_canonical(u for u in new_urls if u.lane < UrlLane.DISCOVERY)
+        if urgent:
+            self._db.executemany(
+                _UPGRADE_LANE, [(int(u.lane), now, u.canonical) for u in urgent.values()]
+            )
+        return set(sites), len(sites)
 
     def record_fetch(self, outcomes: Sequence[Outcome]) -> None:
         with self._transaction():
             self._apply_outcomes(outcomes)
 
     def _apply_outcomes(self, outcomes: Sequence[Outcome]) -> None:
+        """Read every URL's stored state in one statement, schedule in Python (a second
+        outcome for a URL builds on the first), write back in one statement."""
         if not outcomes:
             return
-        cursor = self._db.cursor()
+        ids = _json(sorted({o.url_id for o in outcomes}))
+        stored = {
+            row[0]: ScheduleRow(
+                row[1], row[2], row[3], Importance(row[4]), bool(row[5]), row[6], row[7], row[8]
+            )
+            for row in self._db.execute(_OUTCOME_ROWS, (ids,))
+        }
+        updates: dict[int, list[Any]] = {}
         for outcome in outcomes:
-            row = cursor.execute(
-                "SELECT fingerprint, refresh_interval, unchanged_fetches, importance, freshlane, "
-                "etag, last_modified, payload_digest FROM urls WHERE id = ?",
-                (outcome.url_id,),
-            ).fetchone()
+            row = stored.get(outcome.url_id)
             if row is None:
                 continue
-            stored = ScheduleRow(
-                row[0], row[1], row[2], Importance(row[3]), bool(row[4]), row[5], row[6], row[7]
-            )
-            new = schedule_after(stored, outcome, self._policy)
-            # Written at once, so a second outcome for the URL in this batch builds on it.
-            cursor.execute(
-                "UPDATE urls SET status = ?, http_status = ?, fetched_at = ?, lane = ?, "
-                "fingerprint = ?, refresh_interval = ?, unchanged_fetches = ?, next_due = ?, "
-                "etag = ?, last_modified = ?, payload_digest = ?, leased_at = NULL WHERE id = ?",
-                (
-                    int(new.status),
-                    outcome.http_status,
-                    outcome.fetched_at,
-                    int(new.lane),
-                    new.fingerprint,
-                    new.refresh_interval,
-                    new.unchanged_fetches,
-                    new.next_due,
-                    new.etag,
-                    new.last_modified,
-                    new.digest,
-                    outcome.url_id,
-                ),
-            )
+            new = schedule_after(row, outcome, self._policy)
+            stored[outcome.url_id] = new.stored(row.importance, row.freshlane)
+            # UPDATE ... FROM applies one source row per URL: the last outcome's, which
+            # already built on the earlier ones.
+            updates[outcome.url_id] = [
+                outcome.url_id,
+                int(new.status),
+                outcome.http_status,
+                outcome.fetched_at,
+                int(new.lane),
+                new.fingerprint,
+                new.refresh_interval,
+                new.unchanged_fetches,
+                new.next_due,
+                new.etag,
+                new.last_modified,
+                new.digest,
+            ]
+        if updates:
+            self._db.execute(_WRITE_OUTCOMES, (_json(updates.values()),))
 
     def _record_horizon(self, horizon: Sequence[HorizonLink], now: float) -> None:
         if not horizon:
             return
-        self._db.executemany(
-            "INSERT INTO horizon_urls (canonical, site, first_seen) VALUES (?, ?, ?) "
-            "ON CONFLICT (canonical) DO UPDATE SET inlinks = inlinks + 1",
-            [(h.canonical, h.site, now) for h in horizon],
-        )
-        self._db.executemany(
-            "INSERT INTO sites (site, state, added_at) VALUES (?, 'horizon', ?) "
-            "ON CONFLICT (site) DO NOTHING",
-            [(site, now) for site in sorted({h.site for h in horizon})],
-        )
+        inlinks: dict[str, list[Any]] = {}
+        for link in horizon:
+            seen = inlinks.get(link.canonical)
+            if seen is None:
+                inlinks[link.canonical] = [link.canonical, link.site, 1]
+            else:
+                seen[2] += 1
+        self._db.execute(_ADD_HORIZON, (now, _json(inlinks.values())))
+        self._db.execute(_ADD_HORIZON_SITES, (now, _json(sorted({h.site for h in horizon}))))
         self._add_edges([HostEdge(h.from_site, h.site) for h in horizon])
 
     def _add_edges(self, edges: Sequence[HostEdge]) -> None:
@@ -402,11 +453,9 @@ class SqliteFrontier:
                 raise FrontierError(f"negative link count for {edge.src} -> {edge.dst}")
             if edge.links:
                 totals[edge.src, edge.dst] = totals.get((edge.src, edge.dst), 0) + edge.links
-        self._db.executemany(
-            "INSERT INTO host_links (src, dst, links) VALUES (?, ?, ?) "
-            "ON CONFLICT (src, dst) DO UPDATE SET links = links + excluded.links",
-            [(src, dst, links) for (src, dst), links in totals.items()],
-        )
+        if totals:
+            rows = [(src, dst, links) for (src, dst), links in totals.items()]
+            self._db.execute(_ADD_EDGES, (_json(rows),))
 
     def recrawl(self, urls: Sequence[NewUrl], now: float) -> int:
         with self._transaction():
@@ -494,34 +543,42 @@ class SqliteFrontier:
     # -- crawling --------------------------------------------------------------------------
 
     def due(self, limit_per_host: int, hosts: Sequence[str], now: float) -> dict[str, list[DueUrl]]:
+        return {
+            host: [DueUrl(r[0], r[1], r[2], r[3], r[4], r[5], UrlLane(r[6]), *r[7:]) for r in rows]
+            for host, rows in self._due_rows(limit_per_host, hosts, now)
+        }
+
+    def _due_rows(
+        self, limit_per_host: int, hosts: Sequence[str], now: float
+    ) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        """Per host with due URLs, its rows (``_DUE_COLUMNS``) in serving order."""
         check_limit(limit_per_host)
-        result: dict[str, list[DueUrl]] = {}
         if limit_per_host == 0:
-            return result
-        cursor = self._db.cursor()
+            return
+        execute = self._db.cursor().execute
         for host in dict.fromkeys(hosts):
-            rows = cursor.execute(
-                _DUE_ONE_HOST, {"site": host, "now": now, "limit": limit_per_host}
-            ).fetchall()
+            rows = execute(_DUE_ONE_HOST, (host, now, limit_per_host)).fetchall()
             if rows:
                 if len(rows) > 1:
                     rows.sort(key=_serving_order)
                     del rows[limit_per_host:]
-                result[host] = [
-                    DueUrl(r[0], r[1], r[2], r[3], r[4], r[5], UrlLane(r[6]), *r[7:]) for r in rows
-                ]
-        return result
+                yield host, rows
 
     def lease_due(
         self, limit_per_host: int, hosts: Sequence[str], now: float
     ) -> dict[str, list[LeasedUrl]]:
         with self._transaction():
-            due = self.due(limit_per_host, hosts, now)
-            self._db.executemany(
-                "UPDATE urls SET status = 1, next_due = NULL, leased_at = ? WHERE id = ?",
-                [(now, u.id) for urls in due.values() for u in urls],
-            )
-        return {host: [u.leased() for u in urls] for host, urls in due.items()}
+            due = {
+                host: [
+                    LeasedUrl(r[0], r[2], r[3], r[4], r[5], _LANES[r[6]], r[8], r[9], r[10], r[11])
+                    for r in rows
+                ]
+                for host, rows in self._due_rows(limit_per_host, hosts, now)
+            }
+            if due:
+                ids = _json(u.id for urls in due.values() for u in urls)
+                self._db.execute(_LEASE_IDS, (now, ids))
+        return due
 
     def lease(self, site: str, limit: int, now: float | None = None) -> list[LeasedUrl]:
         """Queued URLs of ``site``, shallowest first, marked leased in the same transaction."""
@@ -668,3 +725,12 @@ class SqliteFrontier:
 
 def _serving_order(row: tuple[Any, ...]) -> tuple[int, float, int]:
     return row[6], row[7], row[0]
+
+
+_LANES: Final = {int(lane): lane for lane in UrlLane}
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+
+
+def _json(values: Iterable[Any]) -> str:
+    """A JSON array for ``json_each``: UTF-8 as is (SQLite's own escapes cover the rest)."""
+    return _ENCODE(list(values))

@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import socket
+import time
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -204,6 +205,7 @@ class ShardKeeper:
             "ORDER BY (shard - %s + %s) %% %s",
             (self.worker_id, offset, self.shards, self.shards),
         )
+        renewed = time.monotonic()
         for shard, free in await cursor.fetchall():
             if wanted <= 0:
                 return
@@ -214,6 +216,12 @@ class ShardKeeper:
                 self.held[shard] = token
                 wanted -= 1
                 await self.on_acquired(shard, token)
+            # Taking many shards (a first worker takes them all) costs store calls per shard:
+            # keep renewing meanwhile, or the first ones expire and another worker ends this
+            # worker's session as a hung holder.
+            if time.monotonic() - renewed > self.ttl / 3:
+                await self._renew(conn)
+                renewed = time.monotonic()
 
     async def _try_take(
         self, conn: psycopg.AsyncConnection[Any], shard: int, expired: bool
@@ -268,8 +276,13 @@ class ShardKeeper:
             for shard in sorted(self.held):
                 await self.give_back(shard)
             await self._conn.execute(f"DELETE FROM {WORKERS} WHERE id = %s", (self.worker_id,))
-        except psycopg.Error as exc:  # our session was ended: the leases end with it
+        except psycopg.Error as exc:  # our session was ended: the shard leases end with it
             log.warning("shard leases: %s; leases expire on their own", exc)
+            # The URLs leased for the remaining shards' sites still go back (through the
+            # frontier's own connection): nobody may be left to release them after us.
+            for shard in sorted(self.held):
+                del self.held[shard]
+                await self.on_lost(shard, True)
         finally:
             await self._conn.close()
             self._conn = None
