@@ -121,12 +121,16 @@ def build_engine(
         from courtier.origins.dns_evidence import DnsEvidenceSource
         from courtier.origins.infer import OriginInference
 
-        origins = OriginInference(DnsEvidenceSource(dns))
+        # One resolver for the guard and origin inference: the guard's first resolution of
+        # a site the inference looked up is answered from the shared cache, not asked again.
+        shared = DnsResolver(dns)
+        origins = OriginInference(DnsEvidenceSource(dns, resolver=shared))
+        resolver = TimedResolver(shared)
     return Engine(
         config,
         store_path=local,
         out_dir=out if out is not None else local.parent,
-        guard=Guard(policy, resolver or TimedResolver(DnsResolver(dns))),
+        guard=Guard(policy, resolver),
         address_allowed=lambda address: policy.check(address).allowed,
         seeds=seeds,
         duration=duration,

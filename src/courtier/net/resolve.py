@@ -5,8 +5,8 @@ Rules:
 - ``Resolver.resolve(host)`` returns the canonical text of every address, A records first,
   then AAAA, without duplicates; or raises ``ResolveError`` whose ``code`` is one of
   ``nxdomain``, ``no-address``, ``timeout``, ``dns-error`` or ``invalid-host``. Nothing else
-  escapes: a malformed packet, an unexpected rdata or a bug in the DNS library all become
-  ``dns-error``, so a crawl never dies on a hostile nameserver.
+  escapes: a malformed packet is ignored like any stray datagram (the wait goes on), and a
+  bug in the DNS code becomes ``dns-error``, so a crawl never dies on a hostile nameserver.
 - The A lookup decides the fate of the name (NXDOMAIN, timeout, failure); an AAAA failure or
   empty AAAA answer only means "no IPv6 addresses".
 - Names are queried as absolute names with search domains off: ``metadata`` must never become
@@ -15,7 +15,12 @@ Rules:
   CNAME chain, as dnspython reports it); NXDOMAIN and empty answers for ``negative_ttl``
   clamped the same way; timeouts and failures are never cached. The cache holds at most
   ``max_entries`` names, least recently used first out. Concurrent lookups of one name share a
-  single query. The clock is injected so expiry is testable without waiting.
+  single query. The clock is injected so expiry is testable without waiting. The defaults
+  are ``DEFAULT_MIN_TTL``, ``DEFAULT_MAX_TTL`` and ``DEFAULT_NEGATIVE_TTL``.
+- Questions go through a ``DnsClient`` (``courtier.net.dns_client``), which caches each
+  (name, type) answer within the same bounds and may be shared with origin inference: a name
+  seen for the first time is answered from answers the client already holds, with the TTL
+  they have left; a name whose entry expired is asked afresh.
 - Caching cannot weaken the guard: the fetcher connects only to the addresses returned here,
   after the policy has judged every one of them (pinning), so a rebinding answer with TTL 0
   changes nothing.
@@ -31,18 +36,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import dns.asyncresolver
 import dns.exception
-import dns.name
 import dns.nameserver
-import dns.rdatatype
 import dns.resolver
 
+from courtier.net import dns_wire
+from courtier.net.dns_client import CachedReply, DnsClient, QueryError
+
 __all__ = [
+    "DEFAULT_MAX_TTL",
+    "DEFAULT_MIN_TTL",
+    "DEFAULT_NEGATIVE_TTL",
     "DnsResolver",
     "ResolveError",
     "Resolver",
     "StaticResolver",
+    "make_dns_client",
     "parse_nameserver",
 ]
 
@@ -94,17 +103,30 @@ class _CacheEntry:
     error: ResolveError | None
 
 
+DEFAULT_MIN_TTL = 0.0
+"""Floor on how long an answer is kept: 0 honours TTL 0 (asked again every time)."""
+DEFAULT_MAX_TTL = 3600.0
+"""Ceiling on how long an answer is kept, whatever its TTL says."""
+DEFAULT_NEGATIVE_TTL = 60.0
+"""How long NXDOMAIN and "no address" are kept (then clamped like any TTL)."""
+
+
 class DnsResolver:
-    """dnspython's async resolver behind a bounded TTL cache (see the module rules)."""
+    """A ``DnsClient`` behind a bounded TTL cache of whole names (see the module rules).
+
+    ``client`` is the shared question-level cache: origin inference asks its A and AAAA
+    questions through it too (``DnsEvidenceSource(resolver=...)``), so the guard's first
+    resolution of a site it already inferred costs no query.
+    """
 
     def __init__(
         self,
         nameserver: str | None = None,
         *,
         timeout: float = 5.0,
-        min_ttl: float = 0.0,
-        max_ttl: float = 3600.0,
-        negative_ttl: float = 60.0,
+        min_ttl: float = DEFAULT_MIN_TTL,
+        max_ttl: float = DEFAULT_MAX_TTL,
+        negative_ttl: float = DEFAULT_NEGATIVE_TTL,
         max_entries: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -119,7 +141,14 @@ class DnsResolver:
         self._clock = clock
         self._cache: OrderedDict[str, _CacheEntry] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[tuple[str, ...]]] = {}
-        self._dns, self._config_error = make_dns_resolver(nameserver, timeout)
+        self.client = make_dns_client(
+            nameserver,
+            timeout,
+            max_ttl=max_ttl,
+            negative_ttl=min(max(negative_ttl, min_ttl), max_ttl),
+            max_entries=2 * max_entries,
+            clock=clock,
+        )
 
     def cached_names(self) -> int:
         """How many names the cache holds (expired ones included until evicted or looked up)."""
@@ -127,34 +156,49 @@ class DnsResolver:
 
     async def resolve(self, host: str) -> tuple[str, ...]:
         key = host.strip().rstrip(".").lower()
-        cached = self._cache_get(key)
-        if cached is not None:
-            if cached.error is not None:
+        entry = self._cache.get(key)
+        if entry is not None and self._clock() < entry.expires_at:
+            self._cache.move_to_end(key)
+            if entry.error is not None:
                 # A fresh exception per caller: re-raising one instance piles up tracebacks.
-                raise ResolveError(cached.error.code, str(cached.error))
-            return cached.addresses
+                raise ResolveError(entry.error.code, str(entry.error))
+            return entry.addresses
+        # A name whose answer set expired is asked afresh in full, so its A and AAAA answers
+        # come from one moment; a name never resolved may use answers inference just got.
+        refresh = entry is not None
+        if refresh:
+            del self._cache[key]
+        else:
+            known = self._from_client_cache(key)
+            if known is not None:
+                return known
         shared = self._inflight.get(key)
         if shared is None:
-            shared = asyncio.ensure_future(self._lookup_and_cache(key))
+            shared = asyncio.ensure_future(self._lookup_and_cache(key, refresh))
             self._inflight[key] = shared
             shared.add_done_callback(lambda done: self._lookup_finished(key, done))
         # shield: one impatient caller being cancelled must not cancel the others' lookup.
         return await asyncio.shield(shared)
 
+    def _from_client_cache(self, key: str) -> tuple[str, ...] | None:
+        """Both answers already known (origin inference asked them): no task, no query."""
+        a = self.client.cached(key, dns_wire.A)
+        if a is None or a.reply.rcode != dns_wire.NOERROR:
+            return None
+        aaaa = self.client.cached(key, dns_wire.AAAA)
+        if aaaa is None:
+            return None
+        try:
+            addresses, ttl = _addresses_of(key, a, aaaa)
+        except ResolveError:
+            return None  # the ordinary path decides and caches the failure
+        self._cache_put(key, ttl, addresses, None)
+        return addresses
+
     def _lookup_finished(self, key: str, done: asyncio.Future[tuple[str, ...]]) -> None:
         self._inflight.pop(key, None)
         if not done.cancelled():
             done.exception()  # mark retrieved: every waiter may have gone away
-
-    def _cache_get(self, key: str) -> _CacheEntry | None:
-        entry = self._cache.get(key)
-        if entry is None:
-            return None
-        if self._clock() >= entry.expires_at:
-            del self._cache[key]
-            return None
-        self._cache.move_to_end(key)
-        return entry
 
     def _cache_put(
         self, key: str, ttl: float, addresses: tuple[str, ...], error: ResolveError | None
@@ -167,95 +211,91 @@ class DnsResolver:
         while len(self._cache) > self._max_entries:
             self._cache.popitem(last=False)
 
-    async def _lookup_and_cache(self, key: str) -> tuple[str, ...]:
+    async def _lookup_and_cache(self, key: str, refresh: bool) -> tuple[str, ...]:
         try:
-            addresses, ttl = await self._lookup(key)
+            addresses, ttl = await self._lookup(key, refresh)
         except ResolveError as error:
             if error.code in ("nxdomain", "no-address"):
                 self._cache_put(key, self._negative_ttl, (), error)
             raise
+        except Exception as error:  # a bug of ours must not escape as anything else
+            detail = f"DNS lookup of {key} failed: {type(error).__name__}: {error}"
+            raise ResolveError("dns-error", detail) from error
         self._cache_put(key, ttl, addresses, None)
         return addresses
 
-    async def _lookup(self, key: str) -> tuple[tuple[str, ...], float]:
-        if self._dns is None:
-            raise ResolveError("dns-error", f"no DNS configuration: {self._config_error}")
-        try:
-            qname = dns.name.from_text(key, origin=dns.name.root)
-        except (dns.exception.DNSException, UnicodeError, ValueError) as error:
-            raise ResolveError("invalid-host", f"{key!r} is not a DNS name: {error}") from None
-        a_result, aaaa_result = await asyncio.gather(
-            self._query(qname, dns.rdatatype.A),
-            self._query(qname, dns.rdatatype.AAAA),
-            return_exceptions=True,
+    async def _lookup(self, key: str, refresh: bool) -> tuple[tuple[str, ...], float]:
+        a_result, aaaa_result = await self.client.ask(
+            ((key, dns_wire.A), (key, dns_wire.AAAA)), fresh=refresh
         )
-        if isinstance(a_result, BaseException):
-            raise _as_resolve_error(key, a_result)
-        answers = [a_result]
-        if not isinstance(aaaa_result, BaseException):
-            answers.append(aaaa_result)
-        addresses = tuple(address for found, _ in answers for address in found)
-        # The entry lives as long as its shortest-lived non-empty answer.
-        ttl = min((ttl for found, ttl in answers if found), default=0.0)
-        unique = tuple(dict.fromkeys(addresses))
-        if not unique:
-            raise ResolveError("no-address", f"{key} has no A or AAAA records")
-        return unique, ttl
-
-    async def _query(
-        self, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType
-    ) -> tuple[tuple[str, ...], float]:
-        assert self._dns is not None
-        answer = await self._dns.resolve(qname, rdtype, search=False, raise_on_no_answer=False)
-        rrset = answer.rrset
-        if rrset is None:
-            return (), float(answer.chaining_result.minimum_ttl)
-        addresses = tuple(_address_text(rdata) for rdata in rrset)
-        return addresses, float(answer.chaining_result.minimum_ttl)
+        if isinstance(a_result, QueryError):
+            raise ResolveError(a_result.code, str(a_result))
+        if isinstance(aaaa_result, QueryError):
+            return _addresses_of(key, a_result, None)  # an AAAA failure: "no IPv6 address"
+        return _addresses_of(key, a_result, aaaa_result)
 
 
-def make_dns_resolver(
-    nameserver: str | None, timeout: float
-) -> tuple[dns.asyncresolver.Resolver | None, str]:
-    """A dnspython resolver for ``nameserver`` (None: the system's), without dnspython's
-    cache; or None and why the system's configuration could not be read."""
-    if nameserver is None:
-        try:
-            resolver = dns.asyncresolver.Resolver(configure=True)
-        except dns.exception.DNSException as error:
-            return None, str(error) or type(error).__name__
-    else:
-        address, port = parse_nameserver(nameserver)
-        resolver = dns.asyncresolver.Resolver(configure=False)
-        resolver.nameservers = [dns.nameserver.Do53Nameserver(address, port)]
-    resolver.timeout = timeout
-    resolver.lifetime = timeout
-    resolver.cache = None  # ours is the only cache, so TTL handling has one owner
-    return resolver, ""
+def _addresses_of(
+    key: str, a: CachedReply, aaaa: CachedReply | None
+) -> tuple[tuple[str, ...], float]:
+    """A then AAAA addresses, and the TTL left on the shortest-lived non-empty answer."""
+    if a.reply.rcode == dns_wire.NXDOMAIN:
+        raise ResolveError("nxdomain", f"{key} does not exist (NXDOMAIN)")
+    addresses: list[str] = []
+    ttls: list[float] = []
+    for answer, rtype in ((a, dns_wire.A), (aaaa, dns_wire.AAAA)):
+        if answer is None or answer.reply.rcode != dns_wire.NOERROR:
+            continue
+        found = dns_wire.chain(answer.reply, key, rtype)
+        if found is not None:
+            records, ttl = found
+            addresses.extend(record.value for record in records)
+            ttls.append(ttl - answer.age)
+    unique = tuple(dict.fromkeys(addresses))
+    if not unique:
+        raise ResolveError("no-address", f"{key} has no A or AAAA records")
+    return unique, min(ttls)
 
 
-def _address_text(rdata: object) -> str:
-    """Canonical text of an A/AAAA rdata; anything else is a garbage answer."""
+def system_nameservers() -> tuple[tuple[tuple[str, int], ...], str]:
+    """The plain-DNS nameservers of /etc/resolv.conf (read by dnspython), or () and why not."""
     try:
-        return str(ipaddress.ip_address(rdata.address))  # type: ignore[attr-defined]
-    except (AttributeError, TypeError, ValueError):
-        raise ResolveError("dns-error", f"not an address record: {rdata!r}") from None
+        config = dns.resolver.Resolver(configure=True)
+    except dns.exception.DNSException as error:
+        return (), str(error) or type(error).__name__
+    servers: list[tuple[str, int]] = []
+    for nameserver in config.nameservers:
+        if isinstance(nameserver, str):
+            servers.append((str(ipaddress.ip_address(nameserver)), config.port))
+        elif isinstance(nameserver, dns.nameserver.Do53Nameserver):
+            servers.append((str(ipaddress.ip_address(nameserver.address)), nameserver.port))
+    return tuple(servers), "" if servers else "no plain DNS nameserver in the configuration"
 
 
-def _as_resolve_error(host: str, error: BaseException) -> BaseException:
-    """Map whatever the A lookup raised to a ``ResolveError`` (cancellation passes through)."""
-    if isinstance(error, ResolveError | asyncio.CancelledError):
-        return error
-    if not isinstance(error, Exception):
-        return error  # KeyboardInterrupt and friends are not ours to swallow
-    if isinstance(error, dns.resolver.NXDOMAIN):
-        return ResolveError("nxdomain", f"{host} does not exist (NXDOMAIN)")
-    if isinstance(error, dns.exception.Timeout):
-        return ResolveError("timeout", f"no DNS answer for {host} in time")
-    if isinstance(error, dns.resolver.NoNameservers):
-        return ResolveError("dns-error", f"every nameserver failed for {host}: {error}")
-    return ResolveError(
-        "dns-error", f"DNS lookup of {host} failed: {type(error).__name__}: {error}"
+def make_dns_client(
+    nameserver: str | None,
+    timeout: float,
+    *,
+    max_ttl: float = DEFAULT_MAX_TTL,
+    negative_ttl: float = DEFAULT_NEGATIVE_TTL,
+    max_entries: int = 200_000,
+    clock: Callable[[], float] = time.monotonic,
+) -> DnsClient:
+    """A ``DnsClient`` for ``nameserver`` (None: the system's); raises ``ValueError`` for a
+    bad ``nameserver``. A system configuration that cannot be read gives a client whose
+    every query is a ``dns-error`` naming why."""
+    if nameserver is None:
+        servers, error = system_nameservers()
+    else:
+        servers, error = (parse_nameserver(nameserver),), ""
+    return DnsClient(
+        servers,
+        timeout=timeout,
+        max_ttl=max_ttl,
+        negative_ttl=negative_ttl,
+        max_entries=max_entries,
+        clock=clock,
+        config_error=error,
     )
 
 

@@ -14,19 +14,12 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import dns.asyncresolver
-import dns.exception
-import dns.name
-import dns.nameserver
-import dns.rdatatype
-import dns.resolver
-import dns.reversename
-
-from courtier.net.resolve import make_dns_resolver
+from courtier.net import dns_wire
+from courtier.net.dns_client import CachedReply, QueryError
+from courtier.net.resolve import DnsResolver, make_dns_client
 from courtier.url import is_ip_address
 
 DEFAULT_TTL = 300.0
@@ -53,102 +46,112 @@ def _name_text(name: object) -> str:
 
 
 class DnsEvidenceSource:
-    """Looks up ``DnsFacts`` through dnspython's async resolver (see the module rules)."""
+    """Looks up ``DnsFacts`` through a ``DnsClient`` (see the module rules).
+
+    Given the guard's ``resolver``, it asks through that resolver's client, so the answers
+    are shared both ways: the guard's first resolution of an inferred site costs no query,
+    and inference of a site the crawl already resolved asks only for its PTR names.
+    """
 
     def __init__(
-        self, nameserver: str | None, *, concurrency: int = 64, timeout: float = 2.0
+        self,
+        nameserver: str | None,
+        *,
+        concurrency: int = 64,
+        timeout: float = 2.0,
+        resolver: DnsResolver | None = None,
     ) -> None:
-        """``nameserver`` None means the system's resolvers (/etc/resolv.conf)."""
+        """``nameserver`` None means the system's resolvers (/etc/resolv.conf); it and
+        ``timeout`` are ignored when ``resolver`` is given (its client asks)."""
         if concurrency < 1 or timeout <= 0:
             raise ValueError("concurrency must be >= 1 and timeout > 0")
-        resolver, error = make_dns_resolver(nameserver, timeout)
-        if resolver is None:
-            raise ValueError(f"no DNS resolver: {error}")
-        self._resolver = resolver
+        if resolver is not None:
+            self._client = resolver.client
+        else:
+            self._client = make_dns_client(nameserver, timeout)
+            if not self._client.has_nameservers:
+                raise ValueError(f"no DNS resolver: {self._client.config_error}")
         self._slots = asyncio.Semaphore(concurrency)
-        self._ptr: dict[str, asyncio.Future[tuple[tuple[str, ...], float]]] = {}
+        self._ptr: dict[str, tuple[tuple[str, ...], float]] = {}
 
     async def lookup(self, host: str) -> DnsFacts:
         if is_ip_address(host):
             # An address literal is its own address set; only its PTR name is asked.
-            names, ttl = await self._ptr_of(host)
+            ((names, ttl),) = await self._ptr_of((host,))
             return DnsFacts(host, (), (host,), {host: names} if names else {}, ttl)
-        try:
-            qname = dns.name.from_text(host, origin=dns.name.root)
-        except (dns.exception.DNSException, UnicodeError, ValueError) as error:
-            return DnsFacts(host, error=f"invalid-host: {error}")
-        v4, v6 = await asyncio.gather(
-            self._query(qname, dns.rdatatype.A),
-            self._query(qname, dns.rdatatype.AAAA),
-            return_exceptions=True,
-        )
-        if isinstance(v4, BaseException):
-            if not isinstance(v4, Exception):
-                raise v4
+        name = host.rstrip(".").lower()
+        v4, v6 = await self._ask(((name, dns_wire.A), (name, dns_wire.AAAA)))
+        if isinstance(v4, QueryError):
             return DnsFacts(host, error=_error_text(v4))
-        chain, addresses, ttl = v4
-        if isinstance(v6, tuple):
-            addresses = (*addresses, *v6[1])
-            ttl = min(ttl, v6[2]) if v6[1] else ttl
+        if v4.reply.rcode == dns_wire.NXDOMAIN:
+            return DnsFacts(host, error="nxdomain: the name does not exist")
+        chain, addresses, ttl = _facts_of(name, v4, dns_wire.A)
+        if not isinstance(v6, QueryError) and v6.reply.rcode == dns_wire.NOERROR:
+            _, v6_addresses, v6_ttl = _facts_of(name, v6, dns_wire.AAAA)
+            addresses = (*addresses, *v6_addresses)
+            ttl = min(ttl, v6_ttl) if v6_addresses else ttl
         unique = tuple(sorted(set(addresses)))
         if not unique:
             return DnsFacts(host, chain, error="no-address: no A or AAAA records", ttl=ttl)
-        ptr_results = await asyncio.gather(*(self._ptr_of(a) for a in unique))
+        ptr_results = await self._ptr_of(unique)
         ptr = {a: names for a, (names, _) in zip(unique, ptr_results, strict=True) if names}
         ttl = min([ttl, *(t for names, t in ptr_results if names)])
         return DnsFacts(host, chain, unique, ptr, ttl)
 
-    async def _query(
-        self, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType
-    ) -> tuple[tuple[str, ...], tuple[str, ...], float]:
+    async def _ask(self, questions: Sequence[tuple[str, int]]) -> list[CachedReply | QueryError]:
+        known = [self._client.cached(name, qtype) for name, qtype in questions]
+        if all(k is not None for k in known):
+            return [k for k in known if k is not None]  # no slot needed: all at hand
         async with self._slots:
-            answer = await self._resolver.resolve(
-                qname, rdtype, search=False, raise_on_no_answer=False
-            )
-        chain: list[str] = []
-        addresses: list[str] = []
-        for rrset in answer.response.answer:
-            if rrset.rdtype == dns.rdatatype.CNAME:
-                chain.extend(_name_text(rdata.target) for rdata in rrset)
-            elif rrset.rdtype == rdtype:
-                addresses.extend(_address_text(rdata) for rdata in rrset)
-        ttl = float(answer.chaining_result.minimum_ttl) if answer.rrset is not None else DEFAULT_TTL
-        return tuple(dict.fromkeys(chain)), tuple(a for a in addresses if a), ttl
+            return await self._client.ask(questions)
 
-    async def _ptr_of(self, address: str) -> tuple[tuple[str, ...], float]:
-        shared = self._ptr.get(address)
-        if shared is None:
-            shared = asyncio.ensure_future(self._ptr_lookup(address))
-            self._ptr[address] = shared
-        return await asyncio.shield(shared)
-
-    async def _ptr_lookup(self, address: str) -> tuple[tuple[str, ...], float]:
-        try:
-            qname = dns.reversename.from_address(address)
-            async with self._slots:
-                answer = await self._resolver.resolve(qname, dns.rdatatype.PTR, search=False)
-        except Exception:  # a failed PTR lookup only means "no PTR name", whatever failed
-            return (), DEFAULT_TTL
-        if answer.rrset is None:
-            return (), DEFAULT_TTL
-        names = tuple(sorted(_name_text(rdata.target) for rdata in answer.rrset))
-        return names, float(answer.rrset.ttl)
+    async def _ptr_of(self, addresses: Sequence[str]) -> list[tuple[tuple[str, ...], float]]:
+        """The PTR names of each address, asked at most once until ``forget_ptr``."""
+        missing = [a for a in addresses if a not in self._ptr]
+        if missing:
+            asked: list[str] = []
+            questions: list[tuple[str, int]] = []
+            for address in missing:
+                try:
+                    questions.append((dns_wire.reverse_name(address), dns_wire.PTR))
+                except ValueError:
+                    self._ptr[address] = ((), DEFAULT_TTL)  # not an address: no PTR name
+                else:
+                    asked.append(address)
+            outcomes = await self._ask(questions) if questions else []
+            for address, (name, _), outcome in zip(asked, questions, outcomes, strict=True):
+                self._ptr[address] = _ptr_names(name, outcome)
+        return [self._ptr[a] for a in addresses]
 
     def forget_ptr(self) -> None:
-        """Drop the PTR answers shared between hosts, so a re-check asks again."""
+        """Drop the PTR answers shared between hosts, so a re-check asks again (once the
+        client's copy has outlived its TTL)."""
         self._ptr.clear()
 
 
-def _address_text(rdata: object) -> str:
-    try:
-        return str(ipaddress.ip_address(rdata.address))  # type: ignore[attr-defined]
-    except (AttributeError, TypeError, ValueError):
-        return ""  # not an address record: ignore it rather than trust it
+def _facts_of(
+    name: str, answer: CachedReply, qtype: int
+) -> tuple[tuple[str, ...], tuple[str, ...], float]:
+    """Every CNAME target and every address of ``qtype`` in the answer, and its TTL left."""
+    reply = answer.reply
+    chain = tuple(dict.fromkeys(r.value for r in reply.answer if r.rtype == dns_wire.CNAME))
+    addresses = tuple(r.value for r in reply.answer if r.rtype == qtype)
+    found = dns_wire.chain(reply, name, qtype)
+    return chain, addresses, DEFAULT_TTL if found is None else found[1] - answer.age
 
 
-def _error_text(error: Exception) -> str:
-    if isinstance(error, dns.resolver.NXDOMAIN):
-        return "nxdomain: the name does not exist"
-    if isinstance(error, dns.exception.Timeout):
+def _ptr_names(name: str, outcome: CachedReply | QueryError) -> tuple[tuple[str, ...], float]:
+    """A failed PTR lookup only means "no PTR name", whatever failed."""
+    if isinstance(outcome, QueryError) or outcome.reply.rcode != dns_wire.NOERROR:
+        return (), DEFAULT_TTL
+    found = dns_wire.chain(outcome.reply, name, dns_wire.PTR)
+    if found is None:
+        return (), DEFAULT_TTL
+    records = found[0]
+    return tuple(sorted({r.value for r in records})), min(r.ttl for r in records) - outcome.age
+
+
+def _error_text(error: QueryError) -> str:
+    if error.code == "timeout":
         return "timeout: no DNS answer in time"
-    return f"dns-error: {type(error).__name__}: {error}"[:300]
+    return f"{error.code}: {error}"[:300]
