@@ -11,14 +11,26 @@ with more cards to the wanted size. What is timed is ``time.process_time()`` aro
 ``peak MB`` is the growth of the process's peak RSS during the first run of a page kind (so it
 is only meaningful for pages larger than every earlier one).
 
+A worker caches the links it canonicalised (``parse.canonical_link``), so two figures per page:
+``cold ms`` empties that cache before every run (a worker's first page of a site, or a site of
+one page); ``site ms`` is the median over a run of distinct pages of one site (other items in
+the grid, the same navigation, header and footer), in a worker that parsed two pages of it
+before.
+
+``--loop`` measures the event loop's side instead: ``Discovery.page`` on parsed 100 KB pages of
+one site, in microseconds per link, with trap patterns as the worker now sends them and with
+the loop computing them itself (as it did before).
+
     PYTHONPATH=src python bench/bench_parse.py
     PYTHONPATH=src python bench/bench_parse.py --repeat 50 --json
     PYTHONPATH=src python bench/bench_parse.py --phases     # where the time of a 100 KB page goes
+    PYTHONPATH=src python bench/bench_parse.py --loop       # loop-side cost per link
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import resource
@@ -27,7 +39,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from courtier.pipeline.parse import parse_page
+from courtier.pipeline.parse import canonical_link, parse_page
 
 _WORDS = ("garden", "spade", "review", "steel", "handle", "ash", "wood", "bed", "soil", "dig",
           "season", "price", "shop", "delivery", "week", "compost", "tool", "blade", "test",
@@ -47,6 +59,9 @@ def _icon(rng: random.Random) -> str:
     return f'<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><path d="{d}"/></svg>'
 
 
+_BASE = "https://shop.example/garden/spades"
+
+
 def _card(rng: random.Random, index: int) -> str:
     return (
         f'<div class="card card--product" data-id="p{index}">'
@@ -61,8 +76,9 @@ def _card(rng: random.Random, index: int) -> str:
     )
 
 
-def ordinary_page(size: int, seed: int = 1) -> bytes:
-    """A typical HTML page of about ``size`` bytes (never less)."""
+def ordinary_page(size: int, seed: int = 1, first_item: int = 0) -> bytes:
+    """A typical HTML page of about ``size`` bytes (never less); its grid starts at item
+    ``first_item`` (pages of one listing differ there)."""
     rng = random.Random(seed)
     menu = "".join(
         f'<li class="menu__item"><a href="/section/{i}">{rng.choice(_WORDS).title()}</a></li>'
@@ -112,7 +128,7 @@ def ordinary_page(size: int, seed: int = 1) -> bytes:
     )
     parts = [head]
     used = len(head.encode()) + len(tail.encode())
-    index = 0
+    index = first_item
     while used < size:
         card = _card(rng, index)
         parts.append(card)
@@ -122,17 +138,46 @@ def ordinary_page(size: int, seed: int = 1) -> bytes:
     return "".join(parts).encode()
 
 
+def small_page(size: int, seed: int = 1, first_item: int = 0) -> bytes:
+    """A small page of about ``size`` bytes, shaped like the simulated web's (``simweb.pages``):
+    a navigation list of 30 links (listings, items, a search, other hosts), two images, text."""
+    rng = random.Random(seed)
+    links = [f"/list/{i}" for i in range(5)] + [
+        f"/item/{first_item + i}" for i in range(20)
+    ]  # fmt: skip
+    links += ["/search?q=spade&page=2", "/", "https://other.example/", "http://Shop.Example:80/x"]
+    links.append(f"https://horizon{seed}.example/item/{first_item}")
+    items = "".join(f'<li><a href="{href}">{rng.choice(_WORDS)}</a></li>' for href in links)
+    head = (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_sentence(rng, 4)}"
+        f"</title></head><body><header><h1>{_sentence(rng, 4)}</h1></header>"
+        f"<nav><ul>{items}</ul></nav><main><img src='/img/{first_item}.jpg' alt=''>"
+        f"<img src='/img/{first_item + 1}.jpg' alt=''>"
+        f"<p>Posted 30 November 2026, updated 5 minutes ago.</p>"
+    )
+    tail = "</main></body></html>\n"
+    parts = [head]
+    used = len(head) + len(tail)
+    while used < size:
+        paragraph = f"<p>{_sentence(rng, 70)}</p>\n"
+        parts.append(paragraph)
+        used += len(paragraph)
+    parts.append(tail)
+    return "".join(parts).encode()
+
+
 def deep_page(depth: int = 100_000) -> bytes:
     return b"<div>" * depth
 
 
-def _measure(body: bytes, repeat: int) -> dict[str, float]:
+def _measure(body: bytes, repeat: int, size: int) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     page = None
     for _ in range(repeat):
+        canonical_link.cache_clear()
         started = time.process_time()
-        page = parse_page(body, "https://shop.example/garden/spades")
+        page = parse_page(body, _BASE)
         times.append(time.process_time() - started)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert page is not None
@@ -140,11 +185,71 @@ def _measure(body: bytes, repeat: int) -> dict[str, float]:
         "bytes": len(body),
         "best_ms": min(times) * 1000,
         "median_ms": statistics.median(times) * 1000,
+        "site_ms": _site_median(size, repeat) * 1000,
         "links": len(page.links),
         "images": len(page.images),
         "truncated": page.truncated or "",  # type: ignore[dict-item]
         "peak_mb": peak / 1024,
     }
+
+
+def _site_pages(size: int, count: int) -> list[tuple[bytes, str]]:
+    """``count`` distinct pages of one listing (items 0-99 on the first, 100-199 next...)."""
+    make = small_page if size < 20_000 else ordinary_page
+    return [
+        (make(size, seed=n, first_item=100 * n), f"https://shop.example/garden?p={n}")
+        for n in range(count)
+    ]
+
+
+def _site_median(size: int, repeat: int) -> float:
+    if size > 1_000_000:
+        return float("nan")
+    pages = _site_pages(size, repeat + 2)
+    canonical_link.cache_clear()
+    for body, url in pages[:2]:
+        parse_page(body, url)
+    times = []
+    for body, url in pages[2:]:
+        started = time.process_time()
+        parse_page(body, url)
+        times.append(time.process_time() - started)
+    return statistics.median(times)
+
+
+def _loop(repeat: int) -> None:
+    """``Discovery.page`` per link on 100 KB pages of one site: patterns from the worker, and
+    patterns computed on the loop (links stripped of theirs)."""
+    from courtier.frontier.base import LeasedUrl
+    from courtier.frontier.surface import SurfacePolicy
+    from courtier.net.policy import AddressPolicy
+    from courtier.pipeline.discovery import Discovery
+    from courtier.pipeline.parse import Link
+    from courtier.pipeline.site import SiteLane
+    from courtier.pipeline.stats import CrawlStats
+
+    parsed = [parse_page(body, url) for body, url in _site_pages(100_000, 20)]
+    bare = []
+    for page in parsed:
+        stripped = copy.copy(page)
+        stripped.links = [Link(*link[:3]) for link in page.links]
+        stripped.images = [Link(*link[:3]) for link in page.images]
+        bare.append(stripped)
+    links = sum(len(page.links) + len(page.images) for page in parsed)
+    item = LeasedUrl(1, _BASE, "shop.example", 1, 0)
+    for name, pages in (("patterns from the worker", parsed), ("patterns on the loop", bare)):
+        best = float("inf")
+        for _ in range(repeat):
+            lane = SiteLane("shop.example", "shop.example", "https")
+            discovery = Discovery(
+                {"shop.example": lane}, {"shop.example"}, CrawlStats(), AddressPolicy(),
+                SurfacePolicy(),
+            )  # fmt: skip
+            started = time.process_time()
+            for page in pages:
+                discovery.page(lane, item, page)
+            best = min(best, time.process_time() - started)
+        print(f"Discovery.page, {name:25} {best / links * 1e6:6.2f} us per link ({links} links)")
 
 
 def _phases(body: bytes, repeat: int) -> None:
@@ -168,7 +273,13 @@ def _phases(body: bytes, repeat: int) -> None:
     print(
         f"{'parse + fingerprint':28} {timed(lambda: tree_fingerprint(LexborHTMLParser(body))):8.3f}"
     )
-    print(f"{'parse_page (all)':28} {timed(lambda: parse_page(body, 'https://a.example/')):8.3f}")
+
+    def cold() -> None:
+        canonical_link.cache_clear()
+        parse_page(body, _BASE)
+
+    print(f"{'parse_page, cold cache':28} {timed(cold):8.3f}")
+    print(f"{'parse_page, same page again':28} {timed(lambda: parse_page(body, _BASE)):8.3f}")
 
 
 def main() -> None:
@@ -177,33 +288,38 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per page kind")
     parser.add_argument("--phases", action="store_true", help="phase breakdown, 100 KB page")
     parser.add_argument("--no-large", action="store_true", help="skip the 20 MB pages")
+    parser.add_argument("--loop", action="store_true", help="event-loop cost per link")
     args = parser.parse_args()
     if args.phases:
         _phases(ordinary_page(100_000), args.repeat)
         return
-    cases: list[tuple[str, bytes, int]] = [
-        ("ordinary 100 KB", ordinary_page(100_000), args.repeat),
-        ("ordinary 100 KB (seed 2)", ordinary_page(100_000, seed=2), args.repeat),
-        ("ordinary 1 MB", ordinary_page(1_000_000), max(3, args.repeat // 5)),
-        ("100,000 nested <div>", deep_page(), 3),
+    if args.loop:
+        _loop(max(3, args.repeat // 5))
+        return
+    cases: list[tuple[str, bytes, int, int]] = [
+        ("small 6 KB", small_page(6_000), args.repeat, 6_000),
+        ("ordinary 100 KB", ordinary_page(100_000), args.repeat, 100_000),
+        ("ordinary 100 KB (seed 2)", ordinary_page(100_000, seed=2), args.repeat, 100_000),
+        ("ordinary 1 MB", ordinary_page(1_000_000), max(3, args.repeat // 5), 1_000_000),
+        ("100,000 nested <div>", deep_page(), 3, 10**9),
     ]
     if not args.no_large:
         cases += [
-            ("20 MB of nested <div>", deep_page(4_000_000), 2),
-            ("ordinary 20 MB", ordinary_page(20_000_000), 2),
+            ("20 MB of nested <div>", deep_page(4_000_000), 2, 10**9),
+            ("ordinary 20 MB", ordinary_page(20_000_000), 2, 10**9),
         ]
     if not args.json:
-        print(f"{'page':26} {'KB':>8} {'best ms':>9} {'median ms':>9} {'links':>6} "
-              f"{'images':>6} {'truncated':>9} {'peak MB':>8}")  # fmt: skip
-    for name, body, repeat in cases:
-        row = _measure(body, repeat)
+        print(f"{'page':26} {'KB':>8} {'cold best':>9} {'cold med':>9} {'site ms':>8} "
+              f"{'links':>6} {'images':>6} {'truncated':>9} {'peak MB':>8}")  # fmt: skip
+    for name, body, repeat, size in cases:
+        row = _measure(body, repeat, size)
         if args.json:
             print(json.dumps({"page": name, **row}), flush=True)
         else:
             print(
                 f"{name:26} {row['bytes'] / 1000:8.0f} {row['best_ms']:9.2f} "
-                f"{row['median_ms']:9.2f} {row['links']:6.0f} {row['images']:6.0f} "
-                f"{row['truncated']:>9} {row['peak_mb']:8.0f}",
+                f"{row['median_ms']:9.2f} {row['site_ms']:8.2f} {row['links']:6.0f} "
+                f"{row['images']:6.0f} {row['truncated']:>9} {row['peak_mb']:8.0f}",
                 flush=True,
             )
 

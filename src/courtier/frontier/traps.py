@@ -33,6 +33,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -95,25 +96,41 @@ def url_pattern(url: str, policy: TrapPolicy = TrapPolicy()) -> UrlPattern:
     except ValueError:
         raw = url.split("?", 1)[0]
         return UrlPattern(f"?raw:{_DIGITS.sub('{n}', raw)}", "", True)
-    path_key, path_volatile = _path_pattern(parts.path, policy)
-    query_key, query_volatile = _query_pattern(parts.query, policy)
+    return UrlPattern(*pattern_of(host, parts.path, parts.query, policy))
+
+
+def pattern_of(
+    host: str, path: str, query: str, policy: TrapPolicy = TrapPolicy()
+) -> tuple[str, str, bool]:
+    """(key, host, volatile) of the pattern of a URL already split into its lower-case host
+    (as ``urlsplit(url).hostname`` gives it), path and query: ``url_pattern`` without the
+    split, for callers that hold the parts (a parse worker, right after canonicalising)."""
+    path_key, path_volatile = _path_pattern(path, policy)
+    query_key, query_volatile = _query_pattern(query, policy)
     key = f"{host}{path_key}" + (f"?{query_key}" if query_key else "")
-    return UrlPattern(key, host, path_volatile or query_volatile)
+    return key, host, path_volatile or query_volatile
 
 
 def _path_pattern(path: str, policy: TrapPolicy) -> tuple[str, bool]:
-    segments = [segment.split(";", 1)[0] for segment in path.split("/")[1:]]
-    volatile = any(";" in s and _is_session_parameter(s) for s in path.split("/"))
+    if ";" in path:
+        segments = [segment.split(";", 1)[0] for segment in path.split("/")[1:]]
+        volatile = any(";" in s and _is_session_parameter(s) for s in path.split("/"))
+    else:
+        segments, volatile = path.split("/")[1:], False
     collapsed = []
     for segment in segments:
-        shape, segment_volatile = _segment_shape(segment)
+        if len(segment) <= _CACHED_CHARS:
+            shape, segment_volatile = _cached_segment_shape(segment)
+        else:
+            shape, segment_volatile = _segment_shape(segment)
         collapsed.append(shape)
         volatile |= segment_volatile
-    repeats = Counter(shape for shape in collapsed if shape)
-    if repeats and max(repeats.values()) >= 3:
-        # A path that loops (/a/b/a/b/a/...): every lap is a new URL, so the pattern keeps
-        # only the distinct segments, and all laps share it.
-        return "/{loop}/" + "/".join(dict.fromkeys(collapsed)), True
+    if len(collapsed) >= 3:  # a shape seen three times needs three segments
+        repeats = Counter(shape for shape in collapsed if shape)
+        if repeats and max(repeats.values()) >= 3:
+            # A path that loops (/a/b/a/b/a/...): every lap is a new URL, so the pattern keeps
+            # only the distinct segments, and all laps share it.
+            return "/{loop}/" + "/".join(dict.fromkeys(collapsed)), True
     if len(collapsed) > policy.max_pattern_segments:
         collapsed = [*collapsed[: policy.max_pattern_segments], "{deep}"]
         volatile = True
@@ -135,13 +152,26 @@ def _segment_shape(segment: str) -> tuple[str, bool]:
 def _query_pattern(query: str, policy: TrapPolicy) -> tuple[str, bool]:
     if not query:
         return "", False
-    pairs = parse_qsl(query, keep_blank_values=True)
-    keys = [_DIGITS.sub("{n}", key.lower()) for key, _ in pairs]
-    volatile = len(set(keys)) < len(keys)  # a repeated key: a query string that keeps growing
+    if "%" in query or "+" in query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+    else:  # what parse_qsl gives when there is nothing to unquote, without its overhead
+        pairs = [_pair(piece) for piece in query.split("&") if piece]
+    keys = []
+    volatile = False
     for key, value in pairs:
-        if key.lower() in SESSION_KEYS or _looks_volatile_value(value):
+        if len(key) <= _CACHED_CHARS:
+            shape, session = _cached_key_shape(key)
+        else:
+            shape, session = _key_shape(key)
+        keys.append(shape)
+        if session or (
+            _cached_volatile_value(value)
+            if len(value) <= _CACHED_CHARS
+            else _looks_volatile_value(value)
+        ):
             volatile = True
     distinct = sorted(set(keys))
+    volatile |= len(distinct) < len(keys)  # a repeated key: a query string that keeps growing
     if len(distinct) > policy.max_query_keys:
         return "{many}", True
     # Repeats are marked in the key so that ``?f=1`` and ``?f=1&f=1`` count separately:
@@ -150,10 +180,30 @@ def _query_pattern(query: str, policy: TrapPolicy) -> tuple[str, bool]:
     return "&".join(distinct + repeated), volatile
 
 
+def _pair(piece: str) -> tuple[str, str]:
+    name, _, value = piece.partition("=")
+    return name, value
+
+
+def _key_shape(key: str) -> tuple[str, bool]:
+    """A query key's part of the pattern, and whether it names a session."""
+    lowered = key.lower()
+    return _DIGITS.sub("{n}", lowered), lowered in SESSION_KEYS
+
+
 def _looks_volatile_value(value: str) -> bool:
     if _DATE.fullmatch(value) or _YEAR.fullmatch(value):
         return True
     return bool(_HEXISH.fullmatch(value) or (_TOKEN.fullmatch(value) and _looks_random(value)))
+
+
+# Segments, keys and values repeat across a site's URLs ("item", "page", "2026"): short ones
+# are judged once each (the functions are pure; the caches are bounded).
+_CACHE_SIZE: Final = 8192
+_CACHED_CHARS: Final = 64
+_cached_segment_shape: Final = lru_cache(maxsize=_CACHE_SIZE)(_segment_shape)
+_cached_key_shape: Final = lru_cache(maxsize=_CACHE_SIZE)(_key_shape)
+_cached_volatile_value: Final = lru_cache(maxsize=_CACHE_SIZE)(_looks_volatile_value)
 
 
 def _is_session_parameter(segment: str) -> bool:
@@ -180,10 +230,16 @@ class PatternCounter:
         self, policy: TrapPolicy = TrapPolicy(), counts: Mapping[str, int] | None = None
     ) -> None:
         self._policy = policy
+        self.default_policy = policy == TrapPolicy()
+        """Patterns made by ``pattern_of`` with its default policy are this counter's."""
         self._counts: dict[str, int] = dict(counts or {})
         self._patterns_per_host: Counter[str] = Counter(
             key.split("/", 1)[0] for key in self._counts
         )
+
+    @property
+    def policy(self) -> TrapPolicy:
+        return self._policy
 
     def admit(self, url: str) -> TrapVerdict:
         """Count ``url`` against its pattern's cap if there is room; say what happened."""
@@ -196,6 +252,25 @@ class PatternCounter:
             self._patterns_per_host[pattern.host] += 1
         self._counts[pattern.key] = count + 1
         return TrapVerdict(pattern, True, count + 1, cap)
+
+    def admit_pattern(self, key: str, host: str, volatile: bool) -> bool:
+        """``admit`` for a pattern computed elsewhere (``pattern_of`` under this counter's
+        policy, in a parse worker): the same count, cap and overflow, as dictionary work only.
+        True when admitted."""
+        counts = self._counts
+        count = counts.get(key)
+        if count is None:
+            count = 0
+            if self._patterns_per_host[host] >= self._policy.max_patterns_per_host:
+                key, volatile = f"{host}/{{overflow}}", False
+                count = counts.get(key, 0)
+        policy = self._policy
+        if count >= (policy.volatile_pattern_cap if volatile else policy.per_pattern_cap):
+            return False
+        if count == 0:
+            self._patterns_per_host[host] += 1
+        counts[key] = count + 1
+        return True
 
     def counts(self) -> dict[str, int]:
         return dict(self._counts)

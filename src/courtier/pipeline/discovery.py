@@ -40,7 +40,7 @@ from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.robots_meta import NOFOLLOW, NOINDEX
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, is_redacted, redact_url
-from courtier.url import UrlError, host_of_site, is_ip_address, parse_url
+from courtier.url import Url, UrlError, host_of_site, is_ip_address, parse_url
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -76,7 +76,7 @@ class Discovery:
         self.horizon: list[HorizonLink] = []
         self.edges: list[HostEdge] = []
         self.evictions: list[tuple[str, int]] = []
-        self.media: Callable[[str, str], bool] | None = None
+        self.media: Callable[[Url, str], bool] | None = None
         """Takes (image URL, embedding site); True when it queued it as a media requisite."""
         self.rules: ScopeRules | None = None
         """``[scope]``: patterns, redirect and subdomain adoption (None: the seed as is)."""
@@ -150,7 +150,7 @@ class Discovery:
             # An image on a media host (store, CDN, image service) is a page requisite,
             # fetched under that host's keys; any other image is an ordinary link.
             media = self.media
-            if image.site in self.scope or media is None or not media(image.fetch_url, rt.site):
+            if image.site in self.scope or media is None or not media(image.url(), rt.site):
                 self.add_link(rt, image, item.depth + 1, 0, lane)
 
     def sitemap(self, rt: SiteLane, url: str, sitemap: ParsedSitemap) -> None:
@@ -205,7 +205,13 @@ class Discovery:
             if not admits(depth, cap):
                 self.stats.depth_capped += 1
                 return
-            if not self.traps.admit(link.canonical).admitted:
+            # A parsed link comes with its pattern under the default policy (computed in the
+            # parse worker, off this loop): dictionary work only, when that is our policy.
+            if link.pattern and self.traps.default_policy:
+                admitted = self.traps.admit_pattern(link.pattern, link.pattern_host, link.volatile)
+            else:
+                admitted = self.traps.admit(link.canonical).admitted
+            if not admitted:
                 self.stats.trap_capped += 1  # an endless calendar costs its cap, not thousands
                 return
             self.new_urls.append(

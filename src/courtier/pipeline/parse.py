@@ -18,8 +18,10 @@ backstop for whatever the estimate misses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from functools import lru_cache, partial
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -27,17 +29,41 @@ from selectolax.lexbor import LexborHTMLParser
 
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
+from courtier.frontier.traps import pattern_of
 from courtier.pipeline.decode import encode_query
 from courtier.politeness.robots_meta import directives, meta_applies
 from courtier.sinks.redact import redact_url
-from courtier.url import Url, UrlError, parse_url
+from courtier.url import Url, UrlError, _ada, parse_url
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
+    """A canonicalised reference, with what the event loop needs of it precomputed.
+
+    A named tuple, not a dataclass: pages carry hundreds of links across the process
+    boundary, and a tuple pickles and unpickles several times faster."""
+
     canonical: str
     fetch_url: str
     site: str
+    pattern: str = ""
+    """Key of its crawler-trap pattern under the default ``TrapPolicy`` (``traps.pattern_of``);
+    "" when not computed (the loop computes it)."""
+    pattern_host: str = ""
+    volatile: bool = False
+
+    def url(self) -> Url:
+        """The ``Url`` this link was made from (what ``parse_url(fetch_url)`` gives), rebuilt
+        from its fields without parsing."""
+        scheme = self.fetch_url[: self.fetch_url.index(":")]
+        site = self.site
+        if site[:1] == "[" or site.count(":") == 1:  # host:port, [v6]:port
+            host, _, port = site.rpartition(":")
+            return Url(scheme, host.strip("[]"), int(port), self.fetch_url, self.canonical)
+        return Url(scheme, site, None, self.fetch_url, self.canonical)
+
+
+_new_link: Final = partial(tuple.__new__, Link)
+"""Builds a ``Link`` from a plain tuple of its fields in C (``Link._make`` runs Python)."""
 
 
 @dataclass(slots=True)
@@ -62,6 +88,44 @@ class ParsedPage:
     payload: bytes | None = None
     """The body with secrets and personal data redacted (None: nothing was)."""
     redactions: dict[str, int] = field(default_factory=dict)
+
+    def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
+        # Links travel as plain tuples (pickled in C) and become Links again on arrival.
+        return _rebuild_page, (
+            self.title,
+            list(map(tuple, self.links)),
+            list(map(tuple, self.images)),
+            self.bad_links,
+            self.fingerprint,
+            self.truncated,
+            self.robots,
+            self.nofollow,
+            self.encoding,
+            self.encoding_source,
+            self.payload,
+            self.redactions,
+        )
+
+
+def _rebuild_page(
+    title: str | None,
+    links: list[tuple[object, ...]],
+    images: list[tuple[object, ...]],
+    *rest: object,
+) -> ParsedPage:
+    page = ParsedPage(title, list(map(_new_link, links)), list(map(_new_link, images)))
+    (
+        page.bad_links,
+        page.fingerprint,
+        page.truncated,
+        page.robots,
+        page.nofollow,
+        page.encoding,
+        page.encoding_source,
+        page.payload,
+        page.redactions,
+    ) = rest  # type: ignore[assignment]
+    return page
 
 
 _LINK_SELECTOR = "a[href], area[href]"
@@ -102,61 +166,119 @@ def parse_page(
     for node in tree.css("meta[name][content]"):
         if meta_applies(node.attributes.get("name") or "", token):
             page.robots |= directives(node.attributes.get("content") or "")
-    resolved: dict[str, Url | None] = {}
+    keys = _BaseKeys(base)
+    resolved: dict[str, Link | None] = {}
     seen: set[str] = set()
     for node in tree.css(_LINK_SELECTOR)[:_MAX_REFERENCES]:
-        href = node.attributes.get("href")
+        attributes = node.attributes
+        href = attributes.get("href")
         if href:
             href = encode_query(href, encoding)
-            url = _resolve_cached(href, base, resolved, seen, page.links, page)
-            rel = node.attributes.get("rel")
-            if url is not None and rel and "nofollow" in rel.lower().split():
-                page.nofollow.add(url.canonical)
+            link = _resolve_cached(href, keys, resolved, seen, page.links, page)
+            rel = attributes.get("rel")
+            if link is not None and rel and "nofollow" in rel.lower().split():
+                page.nofollow.add(link.canonical)
     for node in tree.css("img[src]")[:_MAX_REFERENCES]:
         src = node.attributes.get("src")
         if src:
-            _resolve_cached(encode_query(src, encoding), base, resolved, seen, page.images, page)
+            _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
     page.fingerprint = tree_fingerprint(tree)
     return page
 
 
 def _resolve(raw: str, base: str, seen: set[str], out: list[Link], page: ParsedPage) -> None:
-    try:
-        url = parse_url(raw.strip(), base)
-    except UrlError:
+    link = make_link(raw.strip(), base)
+    if link is None:
         page.bad_links += 1
-        return
-    if url.canonical in seen:
-        return
-    seen.add(url.canonical)
-    out.append(Link(url.canonical, url.fetch_url, url.site))
+    elif link.canonical not in seen:
+        seen.add(link.canonical)
+        out.append(link)
 
 
 def _resolve_cached(
     raw: str,
-    base: str,
-    resolved: dict[str, Url | None],
+    keys: _BaseKeys,
+    resolved: dict[str, Link | None],
     seen: set[str],
     out: list[Link],
     page: ParsedPage,
-) -> Url | None:
-    """``_resolve``, parsing each distinct reference of a page once (menus, cards and footers
-    repeat them). A bad reference still counts once per occurrence. Returns its URL."""
+) -> Link | None:
+    """``_resolve``, looking each distinct reference of a page up once (menus, cards and
+    footers repeat them). A bad reference still counts once per occurrence."""
     if raw in resolved:
-        url = resolved[raw]
+        link = resolved[raw]
     else:
-        try:
-            url = parse_url(raw.strip(), base)
-        except UrlError:
-            url = None
-        resolved[raw] = url
-    if url is None:
+        link = resolved[raw] = keys.link(raw.strip())
+    if link is None:
         page.bad_links += 1
-    elif url.canonical not in seen:
-        seen.add(url.canonical)
-        out.append(Link(url.canonical, url.fetch_url, url.site))
-    return url
+    elif link.canonical not in seen:
+        seen.add(link.canonical)
+        out.append(link)
+    return link
+
+
+# -- links, canonicalised once per worker ---------------------------------------------------
+#
+# Navigation, footers and cards repeat on every page of a site, so a worker keeps the links it
+# made in a bounded LRU cache. The cache must never change a result, so a reference is keyed
+# on no more of its base than its result can depend on (WHATWG URL parsing, special schemes):
+# - ``http://...`` and ``https://...`` name their own authority: keyed on themselves;
+# - a path-absolute ``/x`` (not ``//x``, ``/\x`` or a tab or newline, which a parser removes,
+#   before a second slash) takes only the base's scheme and authority: keyed on those;
+# - anything else (``x``, ``../x``, ``?q``) on the whole base.
+# Keyed forms are only used when the base itself is a valid http(s) URL (an invalid base makes
+# every reference fail, absolute ones included).
+
+LINK_CACHE_SIZE: Final = 32_768
+"""Links a worker keeps (about 400 bytes each: some 13 MB)."""
+_NOT_SECOND: Final = frozenset("/\\\t\n\r")
+
+
+def make_link(raw: str, base: str | None) -> Link | None:
+    """The ``Link`` of ``raw`` resolved against ``base`` (see ``parse_url``), its trap pattern
+    included; None for a reference that is no crawlable URL."""
+    try:
+        url = parse_url(raw, base)
+    except UrlError:
+        return None
+    canonical = url.canonical
+    # The canonical authority holds no "/" and the path starts with one; the key has no "#".
+    path, _, query = canonical[canonical.index("/", len(url.scheme) + 3) :].partition("?")
+    key, host, volatile = pattern_of(url.host, path, query)
+    return _new_link((canonical, url.fetch_url, url.site, key, host, volatile))
+
+
+canonical_link: Final = lru_cache(maxsize=LINK_CACHE_SIZE)(make_link)
+"""``make_link``, cached: call it with the narrowest base ``_BaseKeys`` allows, so that equal
+results share one entry. (Sitemaps, whose entries are seen once, call ``make_link``: 50,000
+of them would evict every page's navigation.)"""
+
+
+class _BaseKeys:
+    """The bases one page's references are cached under (see above)."""
+
+    __slots__ = ("base", "origin", "valid")
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        try:
+            parts = _ada.parse(base)
+        except UnicodeEncodeError:
+            parts = None
+        special = parts is not None and parts.scheme_type in (_ada.SCHEME_HTTP, _ada.SCHEME_HTTPS)
+        self.valid = special
+        self.origin = (
+            parts.href[: parts.target_start] + "/" if parts is not None and special else base
+        )
+
+    def link(self, raw: str) -> Link | None:
+        if self.valid:
+            if raw.startswith(("http://", "https://")):
+                return canonical_link(raw, None)
+            if raw[:1] == "/" and raw[1:2] not in _NOT_SECOND:  # "" (a bare "/") is not in it
+                return canonical_link(raw, self.origin)
+        return canonical_link(raw, self.base)
 
 
 # -- the nesting pre-scan -------------------------------------------------------------------
@@ -368,6 +490,20 @@ class ParsedSitemap:
     """Why the sitemap could not be read to the end (what was read is still in ``links``)."""
     lastmod: dict[str, float] = field(default_factory=dict)
     """Canonical URL -> the ``<lastmod>`` its entry gives (Unix time)."""
+
+    def __reduce__(self) -> tuple[Callable[..., ParsedSitemap], tuple[object, ...]]:
+        links = list(map(tuple, self.links))  # as ParsedPage's: up to 50,000 of them
+        return _rebuild_sitemap, (self.index, links, self.bad_links, self.error, self.lastmod)
+
+
+def _rebuild_sitemap(
+    index: bool,
+    links: list[tuple[object, ...]],
+    bad_links: int,
+    error: str | None,
+    lastmod: dict[str, float],
+) -> ParsedSitemap:
+    return ParsedSitemap(index, list(map(_new_link, links)), bad_links, error, lastmod)
 
 
 def parse_sitemap_links(body: bytes, base_url: str) -> ParsedSitemap:

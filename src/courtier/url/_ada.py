@@ -65,11 +65,12 @@ def parse(raw: str, base: str | None = None) -> AdaParts | None:
         components = lib.ada_get_components(handle)
         hash_start = components.hash_start
         port = components.port
+        hostname = _text(lib.ada_get_hostname(handle))
         return AdaParts(
             href,
             lib.ada_get_scheme_type(handle),
-            lib.ada_get_host_type(handle),
-            _text(lib.ada_get_hostname(handle)),
+            _host_type(lib.ada_get_host_type(handle), hostname),
+            hostname,
             None if port == OMITTED else port,
             components.pathname_start,
             len(href) if hash_start == OMITTED else hash_start,
@@ -77,3 +78,16 @@ def parse(raw: str, base: str | None = None) -> AdaParts | None:
         )
     finally:
         lib.ada_free(handle)
+
+
+def _host_type(reported: int, hostname: str) -> int:
+    """ada 4.0 reports a host copied from the base (``/x`` against ``http://[::1]/``) as a
+    domain: the serialised host says what it is (WHATWG serialises IPv6 in brackets, IPv4 as
+    a dotted quad, and no domain ends in a numeric label)."""
+    if reported != HOST_DOMAIN or not hostname:
+        return reported
+    if hostname[0] == "[":
+        return HOST_IPV6
+    if hostname.rpartition(".")[2].isdigit():
+        return HOST_IPV4
+    return reported

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from courtier.url import _ada
@@ -100,6 +101,26 @@ def parse_url(
 
     Raises UrlError, with a message saying what is wrong, for anything we cannot fetch.
     """
+    plain = _plain(raw, base)
+    if plain is not None:
+        scheme, host, port, target = plain
+    else:
+        scheme, host, port, target = _whatwg(raw, base)
+    authority = url_host(host) if port is None else f"{url_host(host)}:{port}"
+    fetch_url = f"{scheme}://{authority}{target}"
+    if len(fetch_url) > MAX_URL_LENGTH:
+        raise UrlError(f"URL is {len(fetch_url)} characters long; the limit is {MAX_URL_LENGTH}")
+    path, _, query = target.partition("?")
+    canonical = f"{scheme}://{authority}{canonical_path(path, strip_params)}"
+    if query:
+        query = canonical_query(query, strip_params)
+        if query:
+            canonical = f"{canonical}?{query}"
+    return Url(scheme, host, port, fetch_url, canonical)
+
+
+def _whatwg(raw: str, base: str | None) -> tuple[str, str, int | None, str]:
+    """(scheme, canonical host, port, target) of ``raw`` as the WHATWG parser (ada) reads it."""
     try:
         parts = _ada.parse(raw, base)
     except UnicodeEncodeError:
@@ -114,19 +135,76 @@ def parse_url(
     else:
         raise UrlError(_unsupported_scheme(href[: href.index(":")]))
     host = finish_host(parts.hostname, parts.host_type)
-    port = parts.port
-    authority = url_host(host) if port is None else f"{url_host(host)}:{port}"
-    target = href[parts.target_start : parts.target_end]
-    fetch_url = f"{scheme}://{authority}{target}"
-    if len(fetch_url) > MAX_URL_LENGTH:
-        raise UrlError(f"URL is {len(fetch_url)} characters long; the limit is {MAX_URL_LENGTH}")
-    path, _, query = target.partition("?")
-    canonical = f"{scheme}://{authority}{canonical_path(path, strip_params)}"
-    if query:
-        query = canonical_query(query, strip_params)
-        if query:
-            canonical = f"{canonical}?{query}"
-    return Url(scheme, host, port, fetch_url, canonical)
+    return scheme, host, parts.port, href[parts.target_start : parts.target_end]
+
+
+# -- the plain fast path --------------------------------------------------------------------
+#
+# Most references on most pages are plain: an absolute http(s) URL with a lower-case ASCII
+# host, or a path-absolute ``/x``, whose path and query hold only characters the WHATWG parser
+# copies as they are. For those its answer is known without asking it: the scheme, the host
+# (as written), the port (the default dropped), and the text up to the fragment as the target.
+# Anything else, and anything doubtful, takes the WHATWG parser:
+# - characters it escapes or treats specially (space, quotes, "<>^`{|}[]", "\\", tabs and
+#   newlines, controls, anything not ASCII) are outside ``_PLAIN``;
+# - dot segments ("/." and any "%2e" in the path) are resolved by it;
+# - "//x" and "/\\x" name a host; "xn--" labels are validated by it; a host whose last label
+#   does not start with a letter may be an IPv4 address; ports over 65535 are errors;
+# - a base that is not a valid http(s) URL with a valid host (it fails every reference, or
+#   resolves them differently).
+# ``tests/url/test_url_plain_fast.py`` checks the fast path against the parser.
+
+_PLAIN: Final = r"[A-Za-z0-9\-._~!$&()*+,;=:@/%?]"
+_PLAIN_ABSOLUTE: Final = re.compile(
+    rf"(https?)://((?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*\.?)(?::([0-9]{{1,5}}))?(/{_PLAIN}*)?"
+)
+_PLAIN_PATH: Final = re.compile(rf"/(?!/){_PLAIN}*")
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_BASE_CACHE_SIZE: Final = 1024
+
+
+def _plain(raw: str, base: str | None) -> tuple[str, str, int | None, str] | None:
+    """(scheme, canonical host, port, target) of a plain reference, or None: ask WHATWG."""
+    hash_at = raw.find("#")
+    head = raw if hash_at < 0 else raw[:hash_at]
+    origin = None if base is None else _base_origin(base)
+    if head[:1] == "/":
+        if origin is None or _PLAIN_PATH.fullmatch(head) is None or _dot_segments(head):
+            return None
+        return origin[0], origin[1], origin[2], head
+    match = _PLAIN_ABSOLUTE.fullmatch(head)
+    if match is None or (base is not None and origin is None):
+        return None
+    scheme, name, port_text, target = match.groups()
+    if "xn--" in name or (target is not None and _dot_segments(target)):
+        return None
+    port = None
+    if port_text is not None:
+        port = int(port_text)
+        if port > 65535:
+            return None
+        if port == _DEFAULT_PORTS[scheme]:
+            port = None
+    try:
+        host = finish_host(name, _ada.HOST_DOMAIN)
+    except UrlError:
+        return None  # the parser says what is wrong
+    return scheme, host, port, target or "/"
+
+
+def _dot_segments(target: str) -> bool:
+    path = target.partition("?")[0]
+    return "/." in path or "%2e" in path or "%2E" in path
+
+
+@lru_cache(maxsize=_BASE_CACHE_SIZE)
+def _base_origin(base: str) -> tuple[str, str, int | None] | None:
+    """(scheme, canonical host, port) of a valid http(s) base URL, or None."""
+    try:
+        scheme, host, port, _ = _whatwg(base, None)
+    except UrlError:
+        return None
+    return scheme, host, port
 
 
 def site_key(raw_url_or_host: str) -> str:

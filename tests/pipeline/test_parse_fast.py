@@ -1,0 +1,153 @@
+"""The parse worker's link cache, the links' precomputed trap patterns, and compact pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from courtier.frontier.traps import url_pattern
+from courtier.pipeline import parse
+from courtier.pipeline.parse import (
+    LINK_CACHE_SIZE,
+    Link,
+    ParsedPage,
+    canonical_link,
+    make_link,
+    parse_page,
+    parse_sitemap_links,
+)
+from courtier.url import parse_url
+
+_BASES = [
+    "https://shop.example/garden/spades",
+    "https://shop.example/other/dir/",
+    "http://shop.example:8080/a/b?c=1#d",
+    "https://u:p@shop.example./x",
+    "http://[::1]:8080/dir/page",
+    "http://127.1/x",
+    "https://other.example/",
+    "file:///etc/passwd",
+    "not a url",
+]
+_REFERENCES = st.one_of(
+    st.sampled_from(
+        [
+            "/",
+            "/x",
+            "x",
+            "../x",
+            "?q=1",
+            "#top",
+            "//evil.example/x",
+            "/\\evil.example/",
+            "/\t/evil.example/",
+            "https://a.example/b?utm_source=x&b=1",
+            "http://A.example:80/",
+            "/item/17?ref=grid&pos=17",
+            "/calendar/2026/11/30",
+            "mailto:a@b.example",
+            " /x ",
+            "HTTP://a.example/",
+            "http:x",
+            "/a/./b/../c",
+            "https://xn--p1ai/",
+            "/é?é=1",
+        ]
+    ),
+    st.text(alphabet="/.?#&=%2eEab:@\\ \t", max_size=12),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_REFERENCES, st.sampled_from(_BASES)), min_size=1, max_size=30))
+def test_the_cache_never_changes_a_link(pairs: list[tuple[str, str]]) -> None:
+    # Warm the cache with every pair under every base first, so that a key that forgot part
+    # of its base would hand one base's answer to another.
+    for raw, _ in pairs:
+        for base in _BASES:
+            parse._BaseKeys(base).link(raw.strip())
+    for raw, base in pairs:
+        assert parse._BaseKeys(base).link(raw.strip()) == make_link(raw.strip(), base)
+
+
+def test_path_absolute_links_share_entries_across_pages_of_a_site_only() -> None:
+    canonical_link.cache_clear()
+    first = parse._BaseKeys("https://shop.example/a/b").link("/x")
+    again = parse._BaseKeys("https://shop.example/c/d?e").link("/x")
+    other = parse._BaseKeys("https://other.example/a/b").link("/x")
+    assert first is again  # one entry for the site
+    assert first is not None and other is not None
+    assert (
+        first.canonical == "https://shop.example/x" and other.canonical == "https://other.example/x"
+    )
+    assert canonical_link.cache_info().hits == 1
+
+
+def test_the_cache_is_bounded() -> None:
+    canonical_link.cache_clear()
+    assert canonical_link.cache_info().maxsize == LINK_CACHE_SIZE
+    keys = parse._BaseKeys("https://shop.example/")
+    for n in range(LINK_CACHE_SIZE + 100):
+        keys.link(f"/item/{n}")
+    assert canonical_link.cache_info().currsize == LINK_CACHE_SIZE
+    # The oldest were forgotten, and are made again, the same.
+    assert keys.link("/item/0") == make_link("/item/0", "https://shop.example/")
+    canonical_link.cache_clear()
+
+
+def test_a_page_parses_the_same_with_a_cold_and_a_warm_cache() -> None:
+    body = (
+        b"<title>t</title><a href='/a?utm_source=x&b=2&a=1'>a</a><a href='b/c'>b</a>"
+        b"<a href='https://Other.Example:443/x#f'>o</a><a href='/calendar/2026/11/30'>c</a>"
+        b"<a href='mailto:x@y.example'>m</a><img src='/img/1.jpg'><a href='//cdn.example/z'>z</a>"
+    )
+    canonical_link.cache_clear()
+    cold = parse_page(body, "https://shop.example/dir/page")
+    warm = parse_page(body, "https://shop.example/dir/page")
+    assert cold == warm and canonical_link.cache_info().hits > 0
+    elsewhere = parse_page(body, "https://shop.example:8443/dir/page")
+    assert [link.site for link in elsewhere.links][:2] == ["shop.example:8443"] * 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(_REFERENCES, st.sampled_from(_BASES))
+def test_a_link_carries_the_pattern_the_loop_would_compute(raw: str, base: str) -> None:
+    link = make_link(raw.strip(), base)
+    if link is not None:
+        pattern = url_pattern(link.canonical)
+        assert (link.pattern, link.pattern_host, link.volatile) == (
+            pattern.key,
+            pattern.host,
+            pattern.volatile,
+        )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["https://shop.example/a?b=1", "http://shop.example:8080/x", "http://[::1]:8080/y",
+     "http://[::1]/z", "https://127.0.0.1:443/", "https://xn--bcher-kva.example/"],
+)  # fmt: skip
+def test_a_link_gives_back_its_url_without_parsing(raw: str) -> None:
+    link = make_link(raw, None)
+    assert link is not None and link.url() == parse_url(link.fetch_url)
+
+
+def test_pages_and_sitemaps_cross_the_process_boundary_as_they_were() -> None:
+    body = b"<a href='/a'>a</a><a href='/b' rel='nofollow'>b</a><img src='/c.jpg'>"
+    page = parse_page(body, "https://shop.example/")
+    page.payload, page.redactions, page.encoding_source = b"x", {"email": 1}, "meta"
+    again = pickle.loads(pickle.dumps(page, pickle.HIGHEST_PROTOCOL))
+    assert isinstance(again, ParsedPage) and again == page
+    assert all(type(link) is Link for link in again.links + again.images)
+    assert again.links[0].pattern == "shop.example/a"
+    sitemap = parse_sitemap_links(
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>https://shop.example/p/1</loc><lastmod>2026-11-30</lastmod></url></urlset>",
+        "https://shop.example/sitemap.xml",
+    )
+    restored = pickle.loads(pickle.dumps(sitemap, pickle.HIGHEST_PROTOCOL))
+    assert restored == sitemap and type(restored.links[0]) is Link
+    assert restored.links[0].pattern == "shop.example/p/{n}"
