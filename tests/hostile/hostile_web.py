@@ -1019,7 +1019,6 @@ CHUNK_HTML = b"<p>and on and on <a href='/more'>more</a></p>" * 200
 KNOWN_BUGS = {
     "ctype-garbage.test": "a Content-Type that is no UTF-8 crashes the document sink",
     "status-empty.test": "aiohttp sends a second, unbooked request when a server hangs up",
-    "robots-huge.test": "a 500 KiB robots.txt is parsed and consulted on the fetch loop",
     "ctype-utf16-lie.test": "an odd-length body declared UTF-16 raises in the page decoder",
 }
 """Hosts left out of the mixed crawl (``known_bugs=False``) while their bug is open: each

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from courtier.config import Config
 from courtier.frontier.base import StoredRobots
@@ -121,16 +122,33 @@ def rules_from_stored(stored: StoredRobots, config: Config) -> RobotsRules:
     return dataclasses.replace(rules, expires_at=stored.expires_at)
 
 
-def rules_of(answer: Answer, now: float, config: Config) -> RobotsRules:
+def robots_arguments(
+    answer: Answer, now: float, config: Config
+) -> tuple[tuple[int | None, bytes, float], dict[str, Any]]:
+    """The arguments of ``rules_from_response`` for ``answer`` (to run it anywhere: the
+    body is cut to ``robots.max_bytes`` first, so no more than that crosses to a worker)."""
     robots = config.robots
     result = answer.result
-    return rules_from_response(
-        None if result is None else result.status,
-        b"" if result is None else result.body,
-        now,
-        max_age=robots.max_age,
-        retry_unreachable=robots.retry_unreachable,
-        max_bytes=robots.max_bytes,
-        retry_after=answer.retry_after,
-        max_retry_after=config.politeness.max_retry_after,
-    )
+    status = None if result is None else result.status
+    body = b"" if result is None else result.body[: robots.max_bytes]
+    kwargs: dict[str, Any] = {
+        "max_age": robots.max_age,
+        "retry_unreachable": robots.retry_unreachable,
+        "max_bytes": robots.max_bytes,
+        "retry_after": answer.retry_after,
+        "max_retry_after": config.politeness.max_retry_after,
+    }
+    return (status, body, now), kwargs
+
+
+def rules_of(answer: Answer, now: float, config: Config) -> RobotsRules:
+    args, kwargs = robots_arguments(answer, now, config)
+    return rules_from_response(*args, **kwargs)
+
+
+def unparsed_rules(answer: Answer, now: float, config: Config) -> RobotsRules:
+    """The rules of a robots.txt that could not be parsed within the parse budget: no
+    permission was given, so it counts as unreachable (disallow all until asked again)."""
+    _args, kwargs = robots_arguments(answer, now, config)
+    kwargs["retry_after"] = None
+    return rules_from_response(None, b"", now, **kwargs)
