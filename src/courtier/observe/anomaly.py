@@ -187,6 +187,13 @@ class AnomalyDetector:
         self.active: dict[tuple[str, str, str], Anomaly] = {}
         self._budgets: dict[str, float | None] = {}
         self._log_ratio = math.log(settings.anomaly_latency_ratio)
+        # the settings are frozen: their figures, read for every sample, are kept at hand
+        self._band = settings.anomaly_band
+        self._rate_min_rise = settings.anomaly_rate_min_rise
+        self._latency_min_rise = settings.anomaly_latency_min_rise
+        self._persist = settings.anomaly_persist
+        self._next_close = math.inf
+        """No open rate window is due before this (``advance`` skips its walk until then)."""
 
     # -- per request ----------------------------------------------------------------------
 
@@ -194,12 +201,14 @@ class AnomalyDetector:
         if not row.sent:
             return []  # the guard refused: the server never heard of it
         found: list[Anomaly] = []
-        site = self._entity(self.sites, "site", row.site, row.origin)
-        found += self._request(site, row)
-        if row.origin is not None:
-            origin = self._entity(self.origins, "origin", row.origin, row.origin)
-            found += self._request(origin, row)
-            found += self._rate(origin, row)
+        origin = row.origin
+        site = self._entity(self.sites, "site", row.site, origin)
+        if origin is None:
+            self._request((site,), row, found)
+        else:
+            entity = self._entity(self.origins, "origin", origin, origin)
+            self._request((site, entity), row, found)
+            found += self._rate(entity, row)
         return found
 
     def _entity(
@@ -212,9 +221,8 @@ class AnomalyDetector:
             entity.origin = origin
         return entity
 
-    def _request(self, entity: Entity, row: RequestRow) -> list[Anomaly]:
-        entity.requests += 1
-        found: list[Anomaly] = []
+    def _request(self, entities: tuple[Entity, ...], row: RequestRow, found: list[Anomaly]) -> None:
+        """One answer, judged on its site and its origin (the samples are worked out once)."""
         status = row.status
         at = row.time
         if status is None:
@@ -222,41 +230,42 @@ class AnomalyDetector:
         else:
             throttled = status in THROTTLES
             error = status >= 500 and not throttled
-        step = self._step
-        anomaly = step(entity, "errors", entity.errors, 1.0 if error else 0.0, at)
-        if anomaly is not None:
-            found.append(anomaly)
         # A 429/503 that says how long to stay away is the server's own word: no need to
         # wait for a second one (the crawler obeys it, so there may never be one).
         explicit = throttled and bool(row.retry_after)
-        anomaly = step(
-            entity, "throttled", entity.throttled, 1.0 if throttled else 0.0, at, explicit
-        )
-        if anomaly is not None:
-            found.append(anomaly)
         latency = row.latency
+        x: float | None = None
         if status is not None and latency is not None:
             x = math.log(latency if latency > MIN_LATENCY else MIN_LATENCY)
-            anomaly = step(entity, "latency", entity.latency, x, at)
+        e = 1.0 if error else 0.0
+        t = 1.0 if throttled else 0.0
+        step = self._step
+        for entity in entities:
+            entity.requests += 1
+            anomaly = step(entity, "errors", entity.errors, e, at)
             if anomaly is not None:
                 found.append(anomaly)
-        return found
+            anomaly = step(entity, "throttled", entity.throttled, t, at, explicit)
+            if anomaly is not None:
+                found.append(anomaly)
+            if x is not None:
+                anomaly = step(entity, "latency", entity.latency, x, at)
+                if anomaly is not None:
+                    found.append(anomaly)
 
     def _beyond(self, signal: str, track: Track) -> bool:
         """Is the recent level beyond the band? (The cheap test of every sample.)"""
-        s = self.settings
         slow, level = track.slow, track.fast.mean
         if signal == "latency":
             if slow.n < LATENCY_WARMUP:
                 return False
-            margin = max(s.anomaly_band * _spread(slow), self._log_ratio)
+            margin = max(self._band * _spread(slow), self._log_ratio)
             if level <= slow.mean + margin:
                 return False
-            return math.exp(level) > math.exp(slow.mean) + s.anomaly_latency_min_rise
-        floor = slow.mean + s.anomaly_rate_min_rise
-        if level <= floor:
+            return math.exp(level) > math.exp(slow.mean) + self._latency_min_rise
+        if level <= slow.mean + self._rate_min_rise:
             return False
-        return level > slow.mean + s.anomaly_band * _share_spread(slow.mean)
+        return level > slow.mean + self._band * _share_spread(slow.mean)
 
     def _judge(self, signal: str, track: Track) -> _Judgement:
         """The figures of a decision (only computed when one is announced)."""
@@ -290,7 +299,7 @@ class AnomalyDetector:
     ) -> Anomaly | None:
         track.fast.update(x)
         if self._beyond(signal, track):
-            track.streak = max(track.streak + 1, self.settings.anomaly_persist if explicit else 0)
+            track.streak = max(track.streak + 1, self._persist if explicit else 0)
             track.calm = 0
             if track.raised_at is None:
                 track.pending.append(x)  # learnt only if the run ends before it is raised
@@ -307,7 +316,7 @@ class AnomalyDetector:
         return self._decide(entity, signal, track, at)
 
     def _decide(self, entity: Entity, signal: str, track: Track, at: float) -> Anomaly | None:
-        persist = self.settings.anomaly_persist
+        persist = self._persist
         if track.raised_at is None:
             if track.streak >= persist:
                 track.raised_at = at
@@ -364,13 +373,16 @@ class AnomalyDetector:
         return self._budgets[origin]
 
     def _rate(self, entity: Entity, row: RequestRow) -> list[Anomaly]:
-        window = int(row.time // self.settings.anomaly_rate_window)
+        size = self.settings.anomaly_rate_window
+        window = int(row.time // size)
         found: list[Anomaly] = []
         if entity.window is None:
             entity.window = window
+            self._closes_at(window)
         elif window > entity.window:
-            found += self._close(entity, (entity.window + 1) * self.settings.anomaly_rate_window)
+            found += self._close(entity, (entity.window + 1) * size)
             entity.window = window
+            self._closes_at(window)
         # a request started in an earlier window (it answered late) counts in the open one
         entity.units += row.units
         entity.in_window += 1
@@ -378,16 +390,28 @@ class AnomalyDetector:
         entity.max_cost = max(entity.max_cost, row.units)
         return found
 
+    def _closes_at(self, window: int) -> None:
+        size = self.settings.anomaly_rate_window
+        due = (window + 1) * size + size
+        if due < self._next_close:
+            self._next_close = due
+
     def advance(self, now: float) -> list[Anomaly]:
         """Close the rate windows that ended before ``now`` (minus a grace for answers)."""
+        if now < self._next_close:
+            return []  # no window is due: the walk over every origin waits until one is
         size = self.settings.anomaly_rate_window
         found: list[Anomaly] = []
+        next_close = math.inf
         for entity in self.origins.values():
             if entity.window is None:
                 continue
             end = (entity.window + 1) * size
             if now >= end + size:  # one more window of grace for slow answers
                 found += self._close(entity, end)
+            elif end + size < next_close:
+                next_close = end + size
+        self._next_close = next_close
         return found
 
     def _close(self, entity: Entity, end: float) -> list[Anomaly]:

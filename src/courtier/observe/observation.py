@@ -42,7 +42,7 @@ from courtier.observe.metrics import CrawlMetrics
 from courtier.observe.probe import CrawlSample, Probe
 from courtier.observe.progress import Loads, ProgressReporter, ProgressView, cancel
 from courtier.observe.requestlog import RequestLogWriter, safe_name
-from courtier.observe.rows import RowMaker, warm_up
+from courtier.observe.rows import RequestRow, RowMaker, warm_up
 from courtier.observe.settings import ObserveSettings
 from courtier.pipeline.events import RequestEvent
 from courtier.politeness.keys import CostModel, LimitKey, LimitPolicy
@@ -57,15 +57,32 @@ TICK = 0.2
 """Seconds the observer's thread sleeps between batches."""
 
 
+BUDGET_CACHE = 100_000
+"""Keys whose budgets are remembered (parsing a key and deriving its parameters costs
+microseconds, and the progress view asks for every busy origin's several times a second)."""
+
+
 def budget_from(policy: LimitPolicy) -> Callable[[str], float | None]:
-    """A key's budget in cost units per second (requests per second for a site key)."""
+    """A key's budget in cost units per second (requests per second for a site key).
+
+    The policy is frozen, so a key's budget never changes: each is worked out once."""
+    known: dict[str, float | None] = {}
 
     def budget_of(key: str) -> float | None:
         try:
+            return known[key]
+        except KeyError:
+            pass
+        try:
             interval = policy.params(LimitKey.parse(key)).interval
         except ValueError:
-            return None
-        return 1.0 / interval if interval > 0 else None
+            budget = None
+        else:
+            budget = 1.0 / interval if interval > 0 else None
+        if len(known) >= BUDGET_CACHE:
+            known.clear()  # a bound, not a policy: a crawl has far fewer origins
+        known[key] = budget
+        return budget
 
     return budget_of
 
@@ -284,14 +301,19 @@ class Observation:
         )
         request_log = self.request_log
         watch = self.settings.anomalies
-        while events:
-            row = rows.row_of(events.popleft())
+        row_of, popleft, add, observe = rows.row_of, events.popleft, loads.add, detector.observe
+        batch: list[RequestRow] = []
+        try:
+            while events:
+                row = row_of(popleft())
+                batch.append(row)
+                add(row)
+                if watch:
+                    raised += observe(row)
+        finally:  # a row that broke the detector is still counted and logged
+            metrics.record_all(batch)  # one lock for the batch, not one a row
             if request_log is not None:
-                request_log.add(row)
-            metrics.record(row)
-            loads.add(row)
-            if watch:
-                raised += detector.observe(row)
+                request_log.add_all(batch)
         now = self.clock()
         if watch:
             raised += detector.advance(now)

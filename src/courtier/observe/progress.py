@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable
@@ -27,6 +28,9 @@ log = logging.getLogger("courtier.observe.progress")
 RECENT = 10
 """Seconds the recent rates are taken over."""
 BUSIEST = 8
+SUM_SECONDS = 0.5
+"""The recent rate and the busiest origins are summed again at most this often, and at
+each new second (the observer publishes a view every batch, several times a second)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,10 @@ class Loads:
         self.requests = 0
         self._samples: deque[CrawlSample] = deque(maxlen=1 + RECENT)
         self.first_at: float | None = None
+        self._rate = 0.0
+        self._busiest: tuple[OriginLoad, ...] = ()
+        self._summed_at: float | None = None
+        self._next_sum = 0.0
 
     def add(self, row: RequestRow) -> None:
         self.requests += 1
@@ -135,6 +143,30 @@ class Loads:
         self._samples.append(sample)
 
     def view(self, now: float, rows: int, anomalies: int) -> ProgressView:
+        """The view at ``now``: counts as of now; the recent rate and the busiest origins as
+        of their last summing (at most ``SUM_SECONDS`` ago, and never from an earlier second)."""
+        if self._summed_at is None or not self._summed_at <= now < self._next_sum:
+            self._rate, self._busiest = self._sum(now)
+            self._summed_at = now
+            self._next_sum = min(now + SUM_SECONDS, float(int(now) + 1))
+        sample = self._samples[-1] if self._samples else None
+        return ProgressView(
+            at=now,
+            elapsed=now - self.first_at if self.first_at is not None else 0.0,
+            requests=self.requests,
+            rate=self._rate,
+            in_flight=sample.requests_in_flight if sample is not None else 0,
+            rebook_rate=self._rebook_rate(),
+            statuses=dict(self.statuses),
+            queues=dict(sample.queues) if sample is not None else {},
+            busiest=self._busiest,
+            anomalies=anomalies,
+            rows=rows,
+        )
+
+    def _sum(self, now: float) -> tuple[float, tuple[OriginLoad, ...]]:
+        """Requests per second and the busiest origins over the whole seconds of the last
+        ``RECENT`` (a walk over every origin of those seconds: hence the rate limit)."""
         start = int(now) - RECENT
         while self._seconds and self._seconds[0].second < start:
             self._seconds.popleft()
@@ -145,24 +177,20 @@ class Loads:
                 count += bucket.requests
                 for origin, spent in bucket.units.items():
                     units[origin] += spent
-        busiest = sorted(
-            (OriginLoad(o, u / RECENT, self.budget_of(o)) for o, u in units.items()),
-            key=lambda load: (-(load.utilisation or 0.0), -load.units_per_s),
-        )[:BUSIEST]
-        sample = self._samples[-1] if self._samples else None
-        return ProgressView(
-            at=now,
-            elapsed=now - self.first_at if self.first_at is not None else 0.0,
-            requests=self.requests,
-            rate=count / RECENT,
-            in_flight=sample.requests_in_flight if sample is not None else 0,
-            rebook_rate=self._rebook_rate(),
-            statuses=dict(self.statuses),
-            queues=dict(sample.queues) if sample is not None else {},
-            busiest=tuple(busiest),
-            anomalies=anomalies,
-            rows=rows,
+        budget_of = self.budget_of
+
+        def rank(item: tuple[str, float]) -> tuple[float, float]:
+            origin, spent = item
+            load = spent / RECENT
+            budget = budget_of(origin)
+            return (-(load / budget if budget else 0.0), -load)
+
+        # nsmallest is sorted(...)[:n], ties kept in order, without sorting every origin
+        busiest = tuple(
+            OriginLoad(origin, spent / RECENT, budget_of(origin))
+            for origin, spent in heapq.nsmallest(BUSIEST, units.items(), key=rank)
         )
+        return count / RECENT, busiest
 
     def _rebook_rate(self) -> float:
         if not self._samples:

@@ -78,6 +78,9 @@ class RequestLogWriter:
     def add(self, row: RequestRow) -> None:
         self._rows.append(row)
 
+    def add_all(self, rows: list[RequestRow]) -> None:
+        self._rows += rows
+
     def maybe_flush(self, now: float) -> bool:
         """Flush when ``flush_seconds`` have passed since the last flush."""
         if now - self._last_flush < self.settings.flush_seconds:

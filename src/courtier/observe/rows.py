@@ -177,7 +177,11 @@ class RowMaker:
         cache = None
         if result is not None and result.headers and status is not None:
             cache = cache_verdict(result.headers).value
-        bucket = next((k[7:] for k in keys if k.startswith("bucket:")), None)
+        bucket = None
+        for key in keys:  # a loop, not next() over a generator: this runs for every request
+            if key.startswith("bucket:"):
+                bucket = key[7:]
+                break
         return RequestRow(
             time=event.at,
             site=context.site,
