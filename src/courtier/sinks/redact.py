@@ -9,10 +9,13 @@ Rules:
   context (``algolia ... key: "<key>"``) only the ``secret`` group is replaced, the context
   stays. Rules run in table order over the text the previous rules left, so a specific rule
   (Mapbox's ``pk.eyJ...``) claims its match before a general one (JWT) sees it.
-- **Cost**: a rule runs only when one of its ``anchors`` (lower-case literals) occurs in the
-  lower-cased text, so a page with no ``AIza`` never pays for the Google pattern; phone
-  candidates are found by one regular expression and only those are given to
-  ``phonenumbers``.
+- **Cost**: a rule runs only when one of its ``anchors`` occurs (as the pattern spells it; a
+  case-insensitive rule's lower-case anchors in the lower-cased text), so a page with no
+  ``AIza`` never pays for the Google pattern; which anchors occur is looked up once per text
+  (again only after a rule changed it). ``redact_url`` first asks one precompiled pattern of
+  every anchor (and ``@``, ``%40``) whether anything could match at all: a URL or header
+  value with nothing secret-looking costs about a microsecond. Phone candidates are found
+  by one regular expression and only those are given to ``phonenumbers``.
 - **Near misses stay**: exact lengths and character classes with boundaries on both sides
   (an ``AIza`` string one character short is not a key), a known top-level domain for
   e-mail (``logo@2x.png`` is a file name), dates and bare digit runs are not phone numbers.
@@ -45,7 +48,8 @@ class KeyRule:
     kind: str
     pattern: re.Pattern[str]
     anchors: tuple[str, ...]
-    """Lower-case literals one of which every match contains (the cheap pre-check)."""
+    """Literals one of which every match contains (the cheap pre-check): as the pattern spells
+    them, lower-case for a case-insensitive rule (looked for in the lower-cased text)."""
     check: Callable[[str], bool] | None = None
     """A further test of the matched secret (None: every match counts)."""
     bounded: bool = True
@@ -69,6 +73,7 @@ def _rule(
 ) -> KeyRule:
     anchored = pattern.startswith("(?i)")
     bounded = not anchored and not pattern.startswith(("http", "-----", r"(?<"))
+    assert not anchored or all(a == a.lower() for a in anchors), kind
     return KeyRule(kind, re.compile(pattern), anchors, check, bounded, anchored)
 
 
@@ -77,24 +82,24 @@ _TOKEN_CHARS: Final = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJK
 
 # Sources: gitleaks' and detect-secrets' rule sets and the vendors' documented formats.
 KEY_RULES: Final[tuple[KeyRule, ...]] = (
-    _rule("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,10000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----", "private key-----"),  # noqa: E501
-    _rule("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, "aiza"),
-    _rule("google-oauth-secret", _B + r"GOCSPX-[0-9A-Za-z_\-]{28}" + _E, "gocspx-"),
+    _rule("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,10000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----", "PRIVATE KEY-----"),  # noqa: E501
+    _rule("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, "AIza"),
+    _rule("google-oauth-secret", _B + r"GOCSPX-[0-9A-Za-z_\-]{28}" + _E, "GOCSPX-"),
     _rule("google-oauth-token", _B + r"ya29\.[0-9A-Za-z_\-]{30,}" + _E, "ya29."),
-    _rule("aws-access-key-id", _B + r"(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}" + _E, "akia", "asia", "abia", "acca", "aida", "aroa"),  # noqa: E501
+    _rule("aws-access-key-id", _B + r"(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}" + _E, "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA"),  # noqa: E501
     _rule("aws-secret-key", r"(?i)aws[\w\-.]{0,20}?secret[\w\-.]{0,20}?" + _ASSIGN + r"(?P<secret>[0-9A-Za-z/+]{40})(?![0-9A-Za-z/+])", "aws"),  # noqa: E501
     _rule("stripe-secret-key", _B + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _E, "k_live_", "k_test_"),  # noqa: E501
     _rule("stripe-publishable-key", _B + r"pk_(?:live|test)_[0-9A-Za-z]{16,}" + _E, "k_live_", "k_test_"),  # noqa: E501
     _rule("stripe-webhook-secret", _B + r"whsec_[0-9A-Za-z]{24,}" + _E, "whsec_"),
-    _rule("mapbox-token", _B + r"(?:pk|sk|tk)\.eyJ[0-9A-Za-z_\-]{10,}\.[0-9A-Za-z_\-]{20,}" + _E, "k.eyj"),  # noqa: E501
-    _rule("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36}" + _E, "gh"),
+    _rule("mapbox-token", _B + r"(?:pk|sk|tk)\.eyJ[0-9A-Za-z_\-]{10,}\.[0-9A-Za-z_\-]{20,}" + _E, "k.eyJ"),  # noqa: E501
+    _rule("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36}" + _E, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),  # noqa: E501
     _rule("github-token", _B + r"github_pat_[0-9A-Za-z_]{82}" + _E, "github_pat_"),
     _rule("gitlab-token", _B + r"glpat-[0-9A-Za-z_\-]{20}" + _E, "glpat-"),
     _rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/\-]{20,}", "hooks.slack.com"),  # noqa: E501
     _rule("slack-token", _B + r"xox[abposre]-[0-9A-Za-z\-]{10,250}" + _E, "xox"),
-    _rule("twilio-api-key", _B + r"SK[0-9a-f]{32}" + _E, "sk"),
-    _rule("twilio-account-sid", _B + r"AC[0-9a-f]{32}" + _E, "ac"),
-    _rule("sendgrid-api-key", _B + r"SG\.[0-9A-Za-z_\-]{22}\.[0-9A-Za-z_\-]{43}" + _E, "sg."),
+    _rule("twilio-api-key", _B + r"SK[0-9a-f]{32}" + _E, "SK"),
+    _rule("twilio-account-sid", _B + r"AC[0-9a-f]{32}" + _E, "AC"),
+    _rule("sendgrid-api-key", _B + r"SG\.[0-9A-Za-z_\-]{22}\.[0-9A-Za-z_\-]{43}" + _E, "SG."),
     _rule("mailgun-api-key", _B + r"key-[0-9a-f]{32}" + _E, "key-"),
     _rule("mailchimp-api-key", _B + r"[0-9a-f]{32}-us[0-9]{1,2}" + _E, "-us"),
     _rule("algolia-api-key", r"(?i)(?:algolia[\w.\-]{0,30}?(?:api|search)?[_\-]?key|x-algolia-api-key)" + _ASSIGN + r"(?P<secret>[0-9a-f]{32})(?![0-9a-f])", "algolia", "x-algolia"),  # noqa: E501
@@ -102,28 +107,28 @@ KEY_RULES: Final[tuple[KeyRule, ...]] = (
     _rule("here-api-key", r"(?i)(?<![0-9A-Za-z])api[_\-]?key" + _ASSIGN + r"(?P<secret>[0-9A-Za-z_\-]{43})" + _E, "api"),  # noqa: E501
     _rule("bing-maps-key", r"(?i)(?:bing[\w.\-]{0,20}?key|credentials)" + _ASSIGN + r"(?P<secret>[0-9A-Za-z_\-]{64})" + _E, "bing", "credentials"),  # noqa: E501
     _rule("bing-maps-key", r"(?i)virtualearth\.net/[^\s'\"<>]{0,200}?[?&]key=(?P<secret>[0-9A-Za-z_\-]{64})" + _E, "virtualearth"),  # noqa: E501
-    _rule("sentry-dsn", r"https?://(?P<secret>[0-9a-f]{32}(?::[0-9a-f]{32})?)@[0-9A-Za-z.\-]+(?::\d+)?/\d+", "http"),  # noqa: E501
-    _rule("recaptcha-site-key", _B + r"6L[0-9A-Za-z_\-]{38}" + _E, "6l"),
+    _rule("sentry-dsn", r"https?://(?P<secret>[0-9a-f]{32}(?::[0-9a-f]{32})?)@[0-9A-Za-z.\-]+(?::\d+)?/\d+", "@"),  # noqa: E501
+    _rule("recaptcha-site-key", _B + r"6L[0-9A-Za-z_\-]{38}" + _E, "6L"),
     _rule("anthropic-api-key", _B + r"sk-ant-(?:api|admin)\d\d-[0-9A-Za-z_\-]{80,}" + _E, "sk-ant-"),  # noqa: E501
-    _rule("openai-api-key", _B + r"sk-(?:proj-|svcacct-|admin-)?[0-9A-Za-z_\-]{20,}T3BlbkFJ[0-9A-Za-z_\-]{20,}" + _E, "t3blbkfj"),  # noqa: E501
-    _rule("openai-api-key", _B + r"sk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}" + _E, "sk-"),
+    _rule("openai-api-key", _B + r"sk-(?:proj-|svcacct-|admin-)?[0-9A-Za-z_\-]{20,}T3BlbkFJ[0-9A-Za-z_\-]{20,}" + _E, "T3BlbkFJ"),  # noqa: E501
+    _rule("openai-api-key", _B + r"sk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}" + _E, "sk-proj-", "sk-svcacct-", "sk-admin-"),  # noqa: E501
     _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}" + _E, "shp"),
     _rule("square-token", _B + r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}" + _E, "sq0"),
-    _rule("facebook-access-token", _B + r"EAA[BCGI][0-9A-Za-z]{80,}" + _E, "eaa"),
-    _rule("twitter-bearer-token", _B + r"A{21}[0-9A-Za-z%]{30,}" + _E, "a" * 21),
+    _rule("facebook-access-token", _B + r"EAA[BCGI][0-9A-Za-z]{80,}" + _E, "EAA"),
+    _rule("twitter-bearer-token", _B + r"A{21}[0-9A-Za-z%]{30,}" + _E, "A" * 21),
     _rule("npm-token", _B + r"npm_[0-9A-Za-z]{36}" + _E, "npm_"),
-    _rule("pypi-token", _B + r"pypi-AgEIcHlwaS5vcmc[0-9A-Za-z_\-]{50,}" + _E, "pypi-ageichlwas5vcmc"),  # noqa: E501
+    _rule("pypi-token", _B + r"pypi-AgEIcHlwaS5vcmc[0-9A-Za-z_\-]{50,}" + _E, "pypi-AgEIcHlwaS5vcmc"),  # noqa: E501
     _rule("discord-webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[0-9A-Za-z_\-]{60,}", "discord"),  # noqa: E501
-    _rule("telegram-bot-token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_\-]{33}" + _E, ":aa"),
+    _rule("telegram-bot-token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_\-]{33}" + _E, ":AA"),
     _rule("digitalocean-token", _B + r"do[opr]_v1_[0-9a-f]{64}" + _E, "_v1_"),
     _rule("huggingface-token", _B + r"hf_[0-9A-Za-z]{34}" + _E, "hf_"),
     _rule("azure-storage-key", r"(?i)AccountKey=(?P<secret>[0-9A-Za-z+/]{86}==)", "accountkey="),
     _rule("heroku-api-key", r"(?i)heroku[\w.\-]{0,20}?key" + _ASSIGN + r"(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f])", "heroku"),  # noqa: E501
-    _rule("newrelic-key", _B + r"(?:NRAK-[0-9A-Z]{27}|NRJS-[0-9a-f]{19})" + _E, "nrak-", "nrjs-"),
+    _rule("newrelic-key", _B + r"(?:NRAK-[0-9A-Z]{27}|NRJS-[0-9a-f]{19})" + _E, "NRAK-", "NRJS-"),
     _rule("dropbox-token", _B + r"sl\.[0-9A-Za-z_\-]{130,}" + _E, "sl."),
-    _rule("postman-api-key", _B + r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}" + _E, "pmak-"),
+    _rule("postman-api-key", _B + r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}" + _E, "PMAK-"),
     _rule("linear-api-key", _B + r"lin_api_[0-9A-Za-z]{40}" + _E, "lin_api_"),
-    _rule("jwt", _B + r"eyJ[0-9A-Za-z_\-]{8,}\.eyJ[0-9A-Za-z_\-]{8,}\.[0-9A-Za-z_\-]{8,}" + _E, "eyj"),  # noqa: E501
+    _rule("jwt", _B + r"eyJ[0-9A-Za-z_\-]{8,}\.eyJ[0-9A-Za-z_\-]{8,}\.[0-9A-Za-z_\-]{8,}" + _E, "eyJ"),  # noqa: E501
     _rule("generic-secret", r"(?i)(?<![0-9A-Za-z])(?:secret|client[_\-]?secret|access[_\-]?token|auth[_\-]?token|api[_\-]?secret|private[_\-]?key)['\"]?\s*[:=]\s*['\"](?P<secret>[0-9A-Za-z_\-+/=.]{20,200})['\"]", "secret", "client", "access", "auth", "api", "private", check=_mixed),  # noqa: E501
 )  # fmt: skip
 KEY_KINDS: Final = tuple(dict.fromkeys(rule.kind for rule in KEY_RULES))
@@ -188,13 +193,7 @@ def redact(
         return Redacted(text, counts)
     lower = text.lower()
     if policy.keys:
-        for rule in KEY_RULES:
-            if rule.kind in policy.skip or not any(a in lower for a in rule.anchors):
-                continue
-            before = len(text)
-            text = _apply(rule, text, lower, counts)
-            if len(text) != before:
-                lower = text.lower()
+        text, lower = _keys(_rules_of(policy.skip), text, lower, counts)
     if policy.emails and ("@" in text or "%40" in lower):
         text = _emails(text, counts)
     if policy.phones:
@@ -205,9 +204,104 @@ def redact(
 def redact_url(url: str, policy: RedactionPolicy = DEFAULT_POLICY) -> Redacted:
     """A URL (a Location, a link) with its secrets and addresses redacted (no phones: digit
     runs in paths are identifiers far more often than numbers)."""
-    if not policy.enabled:
+    global _last_plan
+    plan = _last_plan
+    if plan[0] is not policy:  # hashing the policy for the cache costs as much as the screen
+        plan = _last_plan = (policy, *_url_plan(policy))
+    _, for_urls, screen = plan
+    if screen.search(url) is None and screen.search(url.lower(), folded=True) is None:
         return Redacted(url, Counter())
-    return redact(url, RedactionPolicy(policy.keys, policy.emails, False, skip=policy.skip))
+    return redact(url, for_urls)
+
+
+@dataclass(frozen=True, slots=True)
+class _Screen:
+    """Could anything match? One precompiled pattern of literals per case: no hit, no secret."""
+
+    exact: re.Pattern[str]
+    folded: re.Pattern[str]
+
+    def search(self, text: str, *, folded: bool = False) -> re.Match[str] | None:
+        return (self.folded if folded else self.exact).search(text)
+
+
+@lru_cache(maxsize=64)
+def _url_plan(policy: RedactionPolicy) -> tuple[RedactionPolicy, _Screen]:
+    """The policy ``redact_url`` runs for ``policy`` (no phones) and its screen: every anchor
+    of the rules it runs, and the e-mail markers when it looks for addresses."""
+    for_urls = RedactionPolicy(policy.keys, policy.emails, False, skip=policy.skip)
+    rules = _rules_of(policy.skip).rules if policy.keys else ()
+    exact = [a for rule in rules if not rule.anchored for a in rule.anchors]
+    folded = [a for rule in rules if rule.anchored for a in rule.anchors]
+    if policy.emails:
+        exact.append("@")
+        folded.append("%40")
+    return for_urls, _Screen(_literals(exact), _literals(folded))
+
+
+def _literals(literals: list[str]) -> re.Pattern[str]:
+    """A pattern that finds any of ``literals``, as a trie: the regular expression engine then
+    tries one branch per distinct first character, not one per literal."""
+    if not literals:
+        return re.compile(r"(?!)")
+    return re.compile(_trie(sorted(set(literals))))
+
+
+def _trie(words: list[str]) -> str:
+    """``words`` (sorted, distinct, none empty) as one alternation sharing prefixes; a word
+    that has another as its prefix is dropped, as finding the shorter one is enough."""
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        branches.setdefault(word[0], []).append(word[1:])
+    parts = []
+    for first, tails in branches.items():
+        if "" in tails:
+            parts.append(re.escape(first))
+        else:
+            rest = _trie(tails)
+            parts.append(re.escape(first) + (f"(?:{rest})" if "|" in rest else rest))
+    return "|".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """The key rules a policy runs, in table order, with the rules each anchor stands for."""
+
+    rules: tuple[KeyRule, ...]
+    exact: tuple[tuple[str, tuple[int, ...]], ...]
+    folded: tuple[tuple[str, tuple[int, ...]], ...]
+
+    def occurring(self, text: str, lower: str, start: int) -> list[int]:
+        """The rules from ``start`` on one of whose anchors occurs, in table order."""
+        found = {i for a, ids in self.exact if ids[-1] >= start and a in text for i in ids}
+        found.update(i for a, ids in self.folded if ids[-1] >= start and a in lower for i in ids)
+        return sorted(i for i in found if i >= start)
+
+
+@lru_cache(maxsize=64)
+def _rules_of(skip: frozenset[str]) -> _Rules:
+    rules = tuple(rule for rule in KEY_RULES if rule.kind not in skip)
+    index: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
+    for i, rule in enumerate(rules):
+        for anchor in rule.anchors:
+            index[rule.anchored].setdefault(anchor, []).append(i)
+    exact, folded = (tuple((a, tuple(ids)) for a, ids in side.items()) for side in index)
+    return _Rules(rules, exact, folded)
+
+
+def _keys(rules: _Rules, text: str, lower: str, counts: Counter[str]) -> tuple[str, str]:
+    """Every rule in table order over the text the previous rules left. Which rules can match
+    is looked up once, and again after a rule changed the text (a placeholder holds words
+    that are anchors, ``key-`` or ``secret``, so later rules see exactly what they did)."""
+    start = 0
+    while True:
+        for i in rules.occurring(text, lower, start):
+            redacted = _apply(rules.rules[i], text, lower, counts)
+            if redacted is not text:
+                text, lower, start = redacted, redacted.lower(), i + 1
+                break
+        else:
+            return text, lower
 
 
 def is_redacted(text: str) -> bool:
@@ -349,3 +443,11 @@ def region_of(host: str, default: str) -> str:
 
 
 _REGIONS: Final = frozenset(phonenumbers.SUPPORTED_REGIONS)
+
+
+# The plan of the policy redact_url saw last: one policy per crawl, so almost always a hit.
+# Replaced as a whole tuple, so a thread reads an old plan or a new one, never a mix.
+_last_plan: tuple[RedactionPolicy, RedactionPolicy, _Screen] = (
+    DEFAULT_POLICY,
+    *_url_plan(DEFAULT_POLICY),
+)

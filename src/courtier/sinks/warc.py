@@ -47,6 +47,8 @@ from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact_url
 SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 IDENTICAL_PAYLOAD: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _REPLACED: Final = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+_LOOKAHEAD: Final = 262
+"""zlib's MIN_LOOKAHEAD: a window of 2**bits reaches back 2**bits - 262 bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,13 @@ def payload_digest(payload: bytes) -> str:
     )
 
 
+def window_bits(size: int) -> int:
+    """The smallest deflate window that holds ``size`` bytes (zlib's 9 to 15): a record that
+    fits compresses to the very same bytes, and zlib sets up a 32 KB window's state at a cost
+    of up to 100 us per record, more than compressing a 6 KB page at level 1 (measured)."""
+    return min(zlib.MAX_WBITS, max(9, (size + _LOOKAHEAD - 1).bit_length()))
+
+
 def warc_date(when: float) -> str:
     return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -106,7 +115,7 @@ class WarcFiles:
         *,
         prefix: str = "courtier",
         max_bytes: int = 1 << 30,
-        level: int = 6,
+        level: int = 3,
         info: Mapping[str, str] | None = None,
         policy: RedactionPolicy = DEFAULT_POLICY,
     ) -> None:
@@ -114,6 +123,9 @@ class WarcFiles:
         self.directory = directory
         self.prefix = prefix
         self.max_bytes = max_bytes
+        # Level 3, not zlib's 6: measured on 100 KB HTML pages it compresses 2.4-3.5x faster
+        # (470 vs 1140 us on a real page) for files 6-14 % larger; on a 6 KB page 1.3-1.9x.
+        # The writer's CPU is the crawl's CPU, and disk is cheaper (docs/archive.md).
         self.level = level
         self.info = dict(info or {})
         self.policy = policy
@@ -162,8 +174,9 @@ class WarcFiles:
         raw = io.BytesIO()
         self._builder.out = raw
         self._builder.write_record(record)
-        packer = zlib.compressobj(self.level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-        member = packer.compress(raw.getvalue()) + packer.flush()
+        data = raw.getvalue()
+        packer = zlib.compressobj(self.level, zlib.DEFLATED, window_bits(len(data)) | 16)
+        member = packer.compress(data) + packer.flush()
         offset = self._file.tell()
         self._file.write(member)
         return offset, len(member)
