@@ -25,8 +25,9 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from courtier.politeness.gcra import Booking, Limit
-from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy
+from courtier.politeness.keys import KeyType, LimitPolicy
 from courtier.politeness.limiter.base import Fence, Limiter
+from courtier.politeness.limiter.memory import MemoryLimiter
 
 Persist = Callable[[Mapping[str, float]], Awaitable[None]]
 
@@ -50,6 +51,19 @@ class KeyClocks:
         self.booked_keys.update(limit.key for limit in limits)
         return await self.limiter.book(limits, cost, max_lead=max_lead, fence=fence)
 
+    def book_now(
+        self, limits: Sequence[Limit], cost: float, *, max_lead: float, fence: Fence | None = None
+    ) -> Booking | None:
+        """``book`` without a coroutine when the limiter books in this thread (memory);
+        None when it cannot (SQLite, PostgreSQL): await ``book`` instead."""
+        limiter = self.limiter
+        if not isinstance(limiter, MemoryLimiter):
+            return None
+        booked = self.booked_keys
+        for limit in limits:
+            booked.add(limit.key)
+        return limiter.book_now(limits, cost, max_lead=max_lead, fence=fence)
+
     async def raise_floors(self, floors: Mapping[str, float], *, durable: bool = True) -> None:
         """Nothing starts on each key before its floor (a TAT only ever moves later).
 
@@ -66,7 +80,7 @@ class KeyClocks:
 
     def _burst(self, key: str) -> float:
         try:
-            return self.policy.params(LimitKey.parse(key)).burst
+            return self.policy.params_of(key).burst
         except ValueError:
             return 0.0
 
@@ -114,7 +128,7 @@ class KeyClocks:
                 floors[key] = min(tat, now + dearest * origin_interval(name))
             elif kind != KeyType.SITE.value or name not in owned_sites:
                 try:
-                    params = self.policy.params(LimitKey.parse(key))
+                    params = self.policy.params_of(key)
                 except ValueError:
                     continue
                 spacing = max(params.interval, media_spacing(key))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,18 +38,84 @@ class Timer(Protocol):
         ...
 
 
+class _Call:
+    __slots__ = ("args", "callback", "cancelled")
+
+    def __init__(self, callback: Callable[..., None], args: tuple[Any, ...]) -> None:
+        self.callback = callback
+        self.args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 class LoopTimer:
-    """Wall-clock time; timers on the running asyncio loop (its monotonic clock waits)."""
+    """Wall-clock time; timers on the running asyncio loop (its monotonic clock waits).
+
+    The engine keeps a timer per lane (thousands). They wait in this timer's own heap of
+    ``(when, seq, call)`` tuples, and the loop holds one handle, for the earliest: the loop's
+    heap stays small, tuples compare in C, and every call due when the handle fires runs in
+    that one callback, in time order (ties in the order they were asked for). Nothing runs
+    before its time on ``clock``; a call whose callback raises goes to the loop's exception
+    handler, as an asyncio handle's would, and the others still run.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, clock: Callable[[], float] = time.time):
         self.loop = loop
         self.clock = clock
+        self._heap: list[tuple[float, int, _Call]] = []
+        self._seq = itertools.count()
+        self._armed: asyncio.TimerHandle | None = None
+        self._armed_for = math.inf
 
     def now(self) -> float:
         return self.clock()
 
     def call_at(self, when: float, callback: Callable[..., None], *args: Any) -> Handle:
-        return self.loop.call_later(max(0.0, when - self.clock()), callback, *args)
+        call = _Call(callback, args)
+        heapq.heappush(self._heap, (when, next(self._seq), call))
+        if when < self._armed_for:
+            self._arm(when)
+        return call
+
+    def pending(self) -> int:
+        return sum(1 for _when, _seq, call in self._heap if not call.cancelled)
+
+    def _arm(self, when: float) -> None:
+        if self._armed is not None:
+            self._armed.cancel()
+        self._armed_for = when
+        self._armed = self.loop.call_later(max(0.0, when - self.clock()), self._fire)
+
+    def _fire(self) -> None:
+        heap = self._heap
+        now = self.clock()
+        due: list[_Call] = []
+        while heap and heap[0][0] <= now:
+            due.append(heapq.heappop(heap)[2])
+        # Calls asked for while these run wait for the handle armed below (never this batch).
+        self._armed, self._armed_for = None, -math.inf
+        try:
+            for call in due:
+                if not call.cancelled:
+                    self._run(call)
+        finally:
+            while heap and heap[0][2].cancelled:
+                heapq.heappop(heap)
+            self._armed_for = math.inf
+            if heap:
+                self._arm(heap[0][0])
+
+    def _run(self, call: _Call) -> None:
+        try:
+            call.callback(*call.args)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self.loop.call_exception_handler(
+                {"message": f"timer callback {call.callback!r} failed", "exception": exc}
+            )
 
 
 @dataclass(order=True)

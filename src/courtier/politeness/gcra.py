@@ -34,8 +34,14 @@ from typing import Final
 DEFAULT_SLOT_WIDTH: Final = 0.25
 """Seconds a request may start late before it forfeits its slot."""
 
+_INF: Final = math.inf
+
 
 def _check_seconds(name: str, value: float, *, allow_inf: bool = False) -> None:
+    # The hot path (a float in range) costs one type test and one chained comparison; NaN
+    # fails the comparison and takes the slow path with everything else.
+    if type(value) is float and 0.0 <= value < _INF:
+        return
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{name} must be a number of seconds, not {type(value).__name__}")
     if math.isnan(value) or value < 0 or (math.isinf(value) and not allow_inf):
@@ -58,9 +64,20 @@ class KeyParams:
     start-to-start gap and robots Crawl-delay are per request, whatever the request costs)."""
 
     def __post_init__(self) -> None:
-        _check_seconds("interval", self.interval)
-        _check_seconds("burst", self.burst)
-        _check_seconds("slot_width", self.slot_width)
+        # Built per booking by the lanes: three floats in range pass in one expression.
+        interval, burst, width = self.interval, self.burst, self.slot_width
+        if (
+            type(interval) is float
+            and type(burst) is float
+            and type(width) is float
+            and 0.0 <= interval < _INF
+            and 0.0 <= burst < _INF
+            and 0.0 <= width < _INF
+        ):
+            return
+        _check_seconds("interval", interval)
+        _check_seconds("burst", burst)
+        _check_seconds("slot_width", width)
 
     @classmethod
     def from_rate(
@@ -72,6 +89,8 @@ class KeyParams:
         weighted: bool = True,
     ) -> KeyParams:
         """Parameters for ``rate`` units per second (``inf`` for a key that never delays)."""
+        if type(rate) is float and rate > 0.0:
+            return cls(1.0 / rate, burst, slot_width, weighted)
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
             raise ValueError(f"rate must be a positive number of units per second, got {rate!r}")
         return cls(1.0 / rate, burst, slot_width, weighted)
@@ -93,6 +112,8 @@ class Limit:
     params: KeyParams
 
     def __post_init__(self) -> None:
+        if type(self.key) is str and self.key:
+            return
         if not isinstance(self.key, str) or not self.key:
             raise ValueError(f"a limit key must be a non-empty string, got {self.key!r}")
 
@@ -135,14 +156,23 @@ def check_request(
     limits: Sequence[Limit], cost: float, max_lead: float, slack: float | None
 ) -> None:
     """Raise ValueError/TypeError for a booking request no backend should ever see."""
-    if not limits:
+    count = len(limits)
+    if not count:
         raise ValueError("a booking needs at least one limit key")
-    keys = [limit.key for limit in limits]
-    if len(set(keys)) != len(keys):
+    # A page books two keys: compare them instead of building a set.
+    if count == 2:
+        distinct = limits[0].key != limits[1].key
+    else:
+        distinct = count == 1 or len({limit.key for limit in limits}) == count
+    if not distinct:
+        keys = [limit.key for limit in limits]
         raise ValueError(f"limit keys must be distinct, got {keys!r}")
-    if isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 < cost < math.inf:
+    if not (type(cost) is float and 0.0 < cost < _INF) and (
+        isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 < cost < _INF
+    ):
         raise ValueError(f"cost must be a positive finite number, got {cost!r}")
-    _check_seconds("max_lead", max_lead, allow_inf=True)
+    if not (type(max_lead) is float and 0.0 <= max_lead <= _INF):
+        _check_seconds("max_lead", max_lead, allow_inf=True)
     if slack is not None:
         _check_seconds("slack", slack)
 
@@ -179,23 +209,36 @@ def book(
     those back atomically. A refusal returns no new TATs: nothing is consumed.
     """
     check_request(limits, cost, max_lead, slack)
-    if math.isnan(now) or math.isinf(now):
+    if not -_INF < now < _INF:
         raise ValueError(f"now must be a finite time, got {now!r}")
-    start = earliest_start(tats, now, limits)
-    keys = tuple(limit.key for limit in limits)
+    # One pass gathers what earliest_start, slot_slack and the keys would each loop for:
+    # this runs once per request on the event loop.
+    start = now
+    width = _INF
+    found: list[float | None] = []
+    for limit in limits:
+        tat = tats.get(limit.key)
+        found.append(tat)
+        params = limit.params
+        if tat is not None and tat - params.burst > start:
+            start = tat - params.burst
+        if params.slot_width < width:
+            width = params.slot_width
+    keys = tuple([limit.key for limit in limits])
     if start - now > max_lead:
         saturated = tuple(
             limit.key
             for limit in limits
-            if tats.get(limit.key, -math.inf) - limit.params.burst - now > max_lead
+            if tats.get(limit.key, -_INF) - limit.params.burst - now > max_lead
         )
         return Refusal(not_before=start - max_lead, start=start, keys=saturated), {}
-    updates = {
-        limit.key: max(tats.get(limit.key, -math.inf), start) + limit.params.charge(cost)
-        for limit in limits
-    }
-    slot = Slot(start=start, deadline=start + slot_slack(limits, slack), keys=keys, cost=cost)
-    return slot, updates
+    updates: dict[str, float] = {}
+    for limit, tat in zip(limits, found, strict=True):
+        params = limit.params
+        charge = (cost if params.weighted else 1.0) * params.interval
+        updates[limit.key] = (start if tat is None or tat < start else tat) + charge
+    deadline = start + (width if slack is None else slack)
+    return Slot(start=start, deadline=deadline, keys=keys, cost=cost), updates
 
 
 def charge_after(tats: Mapping[str, float], now: float, limit: Limit, cost: float) -> float:

@@ -47,6 +47,16 @@ class KeyType(StrEnum):
     IMGSVC = "imgsvc"
 
 
+_SPACE: Final = re.compile(r"\s")
+"""Any character ``str.isspace`` calls whitespace (``\\s`` on text is the same class)."""
+
+PARSED_KEYS_MAX: Final = 65_536
+"""Key strings ``LimitKey.parse`` remembers; past it the memory starts again (a crawl books a
+few keys per site and origin, so this only bounds a pathological stream of names)."""
+
+_parsed: dict[str, LimitKey] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class LimitKey:
     """A named budget, written ``<type>:<name>`` (``site:example.test``)."""
@@ -55,14 +65,22 @@ class LimitKey:
     name: str
 
     def __post_init__(self) -> None:
-        if not self.name or any(ch.isspace() for ch in self.name):
+        if not self.name or _SPACE.search(self.name) is not None:
             raise ValueError(f"a {self.type} key needs a name without spaces, got {self.name!r}")
 
     def __str__(self) -> str:
-        return f"{self.type}:{self.name}"
+        # A StrEnum member concatenates as its value, without format()'s detour.
+        return self.type + ":" + self.name
 
     @classmethod
     def parse(cls, text: str) -> LimitKey:
+        """The key ``text`` names; ValueError if it names none.
+
+        Keys are parsed on every booking and every observed request, and the same few
+        thousand come back all the time: a parsed key (an immutable value) is remembered."""
+        key = _parsed.get(text)
+        if key is not None and cls is LimitKey:
+            return key
         kind, sep, name = text.partition(":")
         try:
             key_type = KeyType(kind)
@@ -71,7 +89,12 @@ class LimitKey:
             raise ValueError(f"unknown limit key type in {text!r} (known: {known})") from None
         if not sep:
             raise ValueError(f"limit key {text!r} is not of the form <type>:<name>")
-        return cls(key_type, name)
+        key = cls(key_type, name)
+        if cls is LimitKey:
+            if len(_parsed) >= PARSED_KEYS_MAX:
+                _parsed.clear()
+            _parsed[text] = key
+        return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +109,15 @@ class KeyTypeParams:
     """Seconds a request may start late before it forfeits its slot."""
     weighted: bool = True
     """Whether the request's cost is charged (False: one unit per request)."""
+    _params: KeyParams = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.key_params()  # validates
+        # Validates once; the value is immutable, so every booking shares these parameters.
+        params = KeyParams.from_rate(self.rate, self.burst, self.slot_width, weighted=self.weighted)
+        object.__setattr__(self, "_params", params)
 
     def key_params(self) -> KeyParams:
-        return KeyParams.from_rate(self.rate, self.burst, self.slot_width, weighted=self.weighted)
+        return self._params
 
 
 DEFAULT_KEY_TYPE_PARAMS: Final[Mapping[KeyType, KeyTypeParams]] = MappingProxyType(
@@ -371,11 +397,19 @@ class LimitPolicy:
 
     types: Mapping[KeyType, KeyTypeParams] = field(default_factory=lambda: DEFAULT_KEY_TYPE_PARAMS)
     overrides: Mapping[str, KeyParams] = field(default_factory=dict)
+    _by_type: Mapping[KeyType, KeyParams] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         missing = [t.value for t in KeyType if t not in self.types]
         if missing:
             raise ValueError(f"no limits configured for key types: {', '.join(missing)}")
+        # A policy is a value: copies taken here are what it answers with, so a caller's
+        # dict changed later cannot make ``params`` disagree with itself. A new setting is a
+        # new policy (and so a fresh cache).
+        object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
+        object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
+        by_type = {key_type: params.key_params() for key_type, params in self.types.items()}
+        object.__setattr__(self, "_by_type", by_type)
 
     @classmethod
     def from_config(cls, table: Mapping[str, Mapping[str, object]]) -> LimitPolicy:
@@ -405,8 +439,15 @@ class LimitPolicy:
         return cls(types=MappingProxyType(types))
 
     def params(self, key: LimitKey) -> KeyParams:
-        override = self.overrides.get(str(key))
-        return override if override is not None else self.types[key.type].key_params()
+        if self.overrides:
+            override = self.overrides.get(str(key))
+            if override is not None:
+                return override
+        return self._by_type[key.type]
+
+    def params_of(self, text: str) -> KeyParams:
+        """``params(LimitKey.parse(text))``: ValueError when ``text`` names no key."""
+        return self.params(LimitKey.parse(text))
 
     def limits(self, keys: Sequence[LimitKey]) -> tuple[Limit, ...]:
         """The ``Limit`` of every key, ready for ``Limiter.book``."""
