@@ -176,3 +176,24 @@ async def test_a_certificate_a_fetch_saw_corroborates_a_grouping() -> None:
     assert any(e.kind.value == "tls" for e in after.evidence), after.evidence
     # A shared certificate never places a site on its own.
     assert result.assignments["solo.test"].origin != after.origin
+
+
+async def test_a_host_whose_lookup_failed_is_looked_up_again_and_joins_its_server() -> None:
+    """A timeout under a start-up burst leaves a host alone on ``site:<host>``; ``retry``
+    asks again (only for failed hosts) and it joins the origin of the server it shares."""
+    dns = TableDns(WORLD | {"t2.test": DnsFacts("t2.test", error="timeout: no answer")})
+    inference = OriginInference(dns, address_allowed=_allowed)
+    await inference.add(["t1.test", "t2.test", "solo.test"])
+    assert inference.failed("t2.test") and not inference.failed("t1.test")
+    assert inference.failed("unknown.test")
+    assert inference.origin_sharing(["10.0.0.5"]) == "site:t1.test"  # t1 is alone so far
+    assert inference.origin_sharing(["192.0.2.1"]) is None
+    dns.lookups.clear()
+    dns.table["t2.test"] = WORLD["t2.test"]
+    result = await inference.retry(["t1.test", "t2.test"])
+    assert dns.lookups == ["t2.test"]
+    assert not inference.failed("t2.test")
+    assert result.assignments["t2.test"].origin == result.assignments["t1.test"].origin
+    assert [(c.site, c.new) for c in result.changes if c.site == "t1.test"] == [
+        ("t1.test", "addr:10.0.0.5")
+    ]

@@ -196,7 +196,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _use_uvloop() -> None:
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

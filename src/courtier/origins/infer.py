@@ -7,7 +7,8 @@ Rules:
   A host is probed once; a host whose addresses are not all allowed is never probed.
 - Every call re-clusters all known hosts (new hosts can join or split existing origins) and
   returns the sites whose origin changed; each change is logged on ``courtier.origins``.
-- ``recheck`` looks up again the hosts whose DNS facts have outlived their TTL.
+- ``recheck`` looks up again the hosts whose DNS facts have outlived their TTL; ``retry``
+  the hosts whose lookup failed, at once (their server is unknown, not their own).
 - ``observe`` takes header evidence a crawl gathered anyway (its own fetch of a site's home
   page): under the same rule as a probe (DNS indeterminate, once per host), at no
   extra request. It counts from the next ``add`` or ``recheck``. ``observe_tls`` likewise
@@ -96,6 +97,19 @@ class OriginInference:
         assignment = self._assignments.get(host)
         return None if assignment is None else assignment.origin
 
+    def failed(self, host: str) -> bool:
+        """Whether ``host`` is unknown or its last DNS lookup failed (its origin is a guess)."""
+        facts = self._facts.get(host)
+        return facts is None or facts.dns.error is not None
+
+    def origin_sharing(self, addresses: Iterable[str]) -> str | None:
+        """The origin of a placed host that resolves to one of ``addresses`` (None: none)."""
+        wanted = set(addresses)
+        for host, facts in self._facts.items():
+            if facts.dns.error is None and wanted.intersection(facts.dns.addresses):
+                return self.origin_of(host)
+        return None
+
     def recheck_at(self) -> dict[str, float]:
         return {host: self._checked_at[host] + facts.dns.ttl for host, facts in self._facts.items()}
 
@@ -124,6 +138,13 @@ class OriginInference:
         """Look up hosts not seen before, probe where needed, re-cluster everything."""
         new = [h for h in dict.fromkeys(hosts) if h not in self._facts]
         await self._lookup(new)
+        return await self._finish()
+
+    async def retry(self, hosts: Iterable[str]) -> InferenceResult:
+        """Look up again those of ``hosts`` whose lookup failed (a timeout under load, a
+        resolver restarting), then re-cluster: a failed host is a singleton until then."""
+        failed = [h for h in dict.fromkeys(hosts) if self.failed(h)]
+        await self._lookup(failed)
         return await self._finish()
 
     async def recheck(self) -> InferenceResult:

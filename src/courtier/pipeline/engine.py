@@ -31,7 +31,7 @@ from courtier.frontier.base import FrontierStore, StoredRobots
 from courtier.frontier.surface import decide_depth_cap
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
-from courtier.origins.infer import OriginInference
+from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.apply import FeedbackWriter
 from courtier.pipeline.archive import archived
 from courtier.pipeline.backends import open_backends
@@ -44,7 +44,7 @@ from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.hops import HopBooker
 from courtier.pipeline.media import MediaLane, MediaLanes
-from courtier.pipeline.origins_live import LiveOrigins
+from courtier.pipeline.origins_live import LiveOrigins, infer_early
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.parse_pool import ParsePool
 from courtier.pipeline.promotion import rank_loop
@@ -114,6 +114,8 @@ class Engine:
         self._surface = config.frontier.surface_policy(config.crawl.max_depth)
         self.discovery = Discovery(self.sites, self.scope, self.stats, guard.policy, self._surface)
         self.media: MediaLanes | None = None
+        self._began = time.monotonic()
+        self._early_origins: asyncio.Task[InferenceResult] | None = None
 
     def stop(self) -> None:
         """Stop starting requests; ``run`` returns after a short grace for in-flight ones."""
@@ -135,6 +137,9 @@ class Engine:
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         self.timer = self._timer or LoopTimer(loop)
+        self._began = time.monotonic()
+        seed_hosts = {host_of_site(url.site) for url in self.seeds}
+        self._early_origins = infer_early(self.inference, seed_hosts)
         backends = await open_backends(
             self.config,
             self.store_path,
@@ -178,11 +183,14 @@ class Engine:
             await self.frontier.close()
             await limiter.close()
             await self.parser.close()
+            if self._early_origins is not None:
+                self._early_origins.cancel()  # nothing if it is done
         self.stats.elapsed = time.monotonic() - started
         return self.stats
 
     async def _start_up(self) -> None:
         shared = self.cluster_spec is not None
+        begun = time.monotonic()
         released, scope = await self.frontier.call(
             lambda: seed_store(self.frontier.store, self.seeds, shared=shared)
         )
@@ -194,6 +202,7 @@ class Engine:
         if not shared:  # a worker of a shared crawl gets its sites with its shards
             self.sites.update(seed_lanes(scope, self.seeds, sizes, self.config, self._surface, now))
         self.stats.seed_sites = len(self.scope)
+        log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
         self.inherited = await self.frontier.call(load_inherited, self.frontier.store)
         self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
         fresh = freshlane_urls(self.config, self.scope)
@@ -221,10 +230,22 @@ class Engine:
             timer=timer,
             recheck_every=config.crawl.origin_recheck,
             tasks=self.tasks,
+            early=self._early_origins,
+            started=self._began,
         )
         write, save, kept = self.sink.write, self._save_robots, self.sink.archive
         services = LaneServices(
-            config, timer, fetch, RobotsCache(), self.feedback, stats, write, hops, save, kept
+            config,
+            timer,
+            fetch,
+            RobotsCache(),
+            self.feedback,
+            stats,
+            write,
+            hops,
+            save,
+            kept,
+            parse=self.parser.run,
         )
         self.site_lanes = SiteLanes(
             services,

@@ -2,11 +2,14 @@
 
 Rules:
 - A site books nothing before its origin is known. With origin inference (DNS evidence),
-  the seed sites are inferred together before their first booking; a site the inference
-  does not place (its DNS failed), or a crawl without inference, books on the origin its
-  address set implies (``guess_origin``). A host the guard refuses books on its site key
-  alone (its fetch is refused anyway). DNS trouble is never "no origin": the site backs
-  off and asks again.
+  the seed sites are inferred together before their first booking. A site whose inference
+  lookup failed (a DNS timeout under a start-up burst) is looked up again (failed hosts
+  together, one re-clustering per batch); if it still fails but the guard resolves it, it
+  books on the origin of a placed host sharing one of its addresses, else alone: never on
+  a second name for a server the inference already named. A crawl without inference
+  books on the origin the address set implies (``guess_origin``). A host the guard refuses
+  books on its site key alone (its fetch is refused anyway). DNS trouble is never "no
+  origin": the site backs off and asks again.
 - Inference is re-run when DNS answers expire, or soon after new evidence: a seed site's
   home page headers (where DNS is indeterminate) and, over https, its verified certificate
   (corroboration), observed from the crawl's own fetch, never from an extra probe.
@@ -42,6 +45,16 @@ EVIDENCE_SETTLE = 5.0
 """Seconds to gather more header evidence before re-clustering origins on it."""
 
 
+def infer_early(
+    inference: OriginInference | None, hosts: Iterable[str]
+) -> asyncio.Task[InferenceResult] | None:
+    """Start inferring the seed hosts' origins now: inference needs nothing else, so it runs
+    while the store opens, and the first bookings (which wait for it) are not held up."""
+    if inference is None:
+        return None
+    return asyncio.get_running_loop().create_task(inference.add(sorted(hosts)))
+
+
 class LiveOrigins:
     def __init__(
         self,
@@ -58,6 +71,8 @@ class LiveOrigins:
         timer: Timer,
         recheck_every: float,
         tasks: set[asyncio.Task[None]],
+        early: asyncio.Future[InferenceResult] | None = None,
+        started: float | None = None,
     ) -> None:
         self.inference = inference
         self.guard = guard
@@ -73,11 +88,17 @@ class LiveOrigins:
         self.timer = timer
         self.recheck_every = recheck_every
         self.tasks = tasks
+        self.early = early
+        """Inference of the seed hosts, started before the store opened (or None)."""
+        self.started = time.monotonic() if started is None else started
+        """When the crawl began (``time.monotonic``), for the log."""
         self.ready = asyncio.Event()
         self._new_evidence = asyncio.Event()
         self._observed: set[str] = set()
         self._lookups = asyncio.Semaphore(64)
         """Lookups at once: a start-up burst must not flood the resolver."""
+        self._to_retry: set[str] = set()
+        self._retrying = asyncio.Lock()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -92,10 +113,13 @@ class LiveOrigins:
         self._spawn(self._look_up(lane))
 
     async def _look_up(self, lane: SiteLane) -> None:
-        if self.inference is not None:
+        inference = self.inference
+        if inference is not None:
             await self.ready.wait()
-            inferred = self.inference.origin_of(lane.host)
-            if inferred is not None:
+            if inference.failed(lane.host):
+                await self._retry(lane.host)
+            inferred = inference.origin_of(lane.host)
+            if inferred is not None and not inference.failed(lane.host):
                 self._resolved(lane, inferred)
                 return
         async with self._lookups:
@@ -105,9 +129,26 @@ class LiveOrigins:
             lane.backoff = after_response(lane.backoff, None, None, self.timer.now(), self.backoff)
             self.arm(lane)
             return
-        self._resolved(
-            lane, guess_origin(None, resolution.addresses) if resolution.allowed else None
-        )
+        if not resolution.allowed:
+            origin = None
+        elif inference is not None:
+            origin = inference.origin_sharing(resolution.addresses) or inference.origin_of(
+                lane.host
+            )
+        else:
+            origin = guess_origin(None, resolution.addresses)
+        self._resolved(lane, origin)
+
+    async def _retry(self, host: str) -> None:
+        """Look ``host`` up again with every other failed host waiting by then."""
+        assert self.inference is not None
+        self._to_retry.add(host)
+        async with self._retrying:
+            if host not in self._to_retry:  # an earlier batch took it
+                return
+            batch, self._to_retry = self._to_retry, set()
+            self.stats.origin_retries += len(batch)
+            await self._apply(await self.inference.retry(batch))
 
     def _resolved(self, lane: SiteLane, origin: str | None) -> None:
         lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
@@ -145,10 +186,19 @@ class LiveOrigins:
             self.ready.set()
             return
         hosts = sorted(self.hosts())
+        started = self.started
         try:
+            if self.early is not None:
+                await self.early  # then only hosts the store added are looked up below
             result = await self.inference.add(hosts)
         finally:
             self.ready.set()
+        log.info(
+            "origins of %d hosts known %.1f s after the crawl began: %d origins",
+            len(hosts),
+            time.monotonic() - started,
+            len({a.origin for a in result.assignments.values()}),
+        )
         while True:
             await self._apply(result)
             # Re-check when DNS answers expire, or soon after new header evidence arrived

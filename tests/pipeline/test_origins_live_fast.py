@@ -1,0 +1,113 @@
+"""A site whose origin-inference lookup failed never books under a second name for a server
+the inference already named (the cause of an origin over budget at 2,000 sites)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from courtier.net.guard import Resolution
+from courtier.origins.dns_evidence import DnsFacts
+from courtier.origins.infer import OriginInference
+from courtier.pipeline.origins_live import LiveOrigins
+from courtier.pipeline.site import OriginStatus, SiteLane
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.backoff import BackoffParams
+
+
+class FlakyDns:
+    """DNS facts from a table; names in ``failing`` time out that many more times."""
+
+    def __init__(self, table: Mapping[str, tuple[str, ...]], failing: dict[str, int]) -> None:
+        self.table = table
+        self.failing = failing
+        self.lookups: list[str] = []
+
+    async def lookup(self, host: str) -> DnsFacts:
+        self.lookups.append(host)
+        if self.failing.get(host, 0) > 0:
+            self.failing[host] -= 1
+            return DnsFacts(host, error="timeout: no answer")
+        return DnsFacts(host, (), self.table[host], {}, 300.0)
+
+    def forget_ptr(self) -> None:
+        pass
+
+
+class TableGuard:
+    def __init__(self, table: Mapping[str, tuple[str, ...]]) -> None:
+        self.table = table
+
+    async def resolve(self, host: str) -> Resolution:
+        return Resolution(host, self.table[host], True, "allowed", "")
+
+
+class Frontier:
+    class store:
+        @staticmethod
+        def save_origins(*_args: Any) -> None:
+            pass
+
+    async def call(self, fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+
+class Clocks:
+    def __init__(self) -> None:
+        self.carried: list[tuple[str, str]] = []
+
+    async def carry(self, old: str, new: str) -> None:
+        self.carried.append((old, new))
+
+
+class Timer:
+    def now(self) -> float:
+        return 0.0
+
+
+WORLD = {f"t{i}.test": ("10.0.0.5",) for i in range(4)} | {"solo.test": ("10.0.0.7",)}
+
+
+async def _origins_of(failing: dict[str, int]) -> tuple[dict[str, str | None], FlakyDns]:
+    dns = FlakyDns(WORLD, failing)
+    inference = OriginInference(dns)
+    lanes = {host: SiteLane(host, host) for host in WORLD}
+    armed: list[str] = []
+    live = LiveOrigins(
+        inference,
+        guard=TableGuard(WORLD),  # type: ignore[arg-type]
+        clocks=Clocks(),  # type: ignore[arg-type]
+        frontier=Frontier(),  # type: ignore[arg-type]
+        stats=CrawlStats(),
+        hosts=lambda: WORLD,
+        sites=lambda: lanes.values(),
+        arm=lambda lane: armed.append(lane.host),
+        backoff=BackoffParams(1.0, 60.0, 3600.0, 10),
+        timer=Timer(),  # type: ignore[arg-type]
+        recheck_every=300.0,
+        tasks=set(),
+    )
+    runner = asyncio.create_task(live.run())
+    for lane in lanes.values():
+        live.look_up(lane)
+    for _ in range(50):
+        await asyncio.sleep(0)
+        if all(lane.origin_status is OriginStatus.RESOLVED for lane in lanes.values()):
+            break
+    runner.cancel()
+    assert sorted(armed) == sorted(WORLD)
+    return {host: lane.origin for host, lane in lanes.items()}, dns
+
+
+async def test_a_failed_lookup_is_asked_again_together_and_joins_its_server() -> None:
+    origins, dns = await _origins_of({"t1.test": 1, "t2.test": 1})
+    assert {origins[f"t{i}.test"] for i in range(4)} == {"addr:10.0.0.5"}
+    assert origins["solo.test"] == "site:solo.test"
+    # The two failed hosts were asked again in one batch (one re-clustering).
+    assert sorted(dns.lookups[len(WORLD) :]) == ["t1.test", "t2.test"]
+
+
+async def test_a_host_that_keeps_failing_books_on_the_server_it_shares() -> None:
+    origins, _dns = await _origins_of({"t1.test": 10})
+    assert origins["t1.test"] == origins["t0.test"] == "addr:10.0.0.5"
