@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+import time
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class CrawlStats:
     """Origins paused because several of their sites answered 429/503."""
     """Bookings refused because a key was booked more than the maximum lead ahead."""
     lag_samples: list[float] = field(default_factory=list)
+    recent_lag: RecentLag = field(default_factory=lambda: RecentLag())
     links_found: int = 0
     bad_links: int = 0
     new_urls: int = 0
@@ -74,11 +76,13 @@ class CrawlStats:
     miss_charges: int = 0
     """Cache misses that were not expected, charged to the customer's origin afterwards."""
     media_dropped: int = 0
+    """Media URLs not queued because the media queue was full."""
     header_evidence: int = 0
     """Sites whose home-page headers went into origin inference (no probe request needed)."""
     tls_evidence: int = 0
     """Sites whose https certificate went into origin inference (corroboration)."""
-    """Media URLs not queued because the media queue was full."""
+    origin_retries: int = 0
+    """Origin-inference lookups asked again because the first failed (a DNS timeout)."""
     warc_records: Counter[str] = field(default_factory=Counter)
     """WARC captures written, by record type (response, revisit)."""
     warc_bytes: int = 0
@@ -177,6 +181,7 @@ class CrawlStats:
             "media_dropped": self.media_dropped,
             "header_evidence": self.header_evidence,
             "tls_evidence": self.tls_evidence,
+            "origin_retries": self.origin_retries,
             "warc_records": dict(self.warc_records),
             "warc_bytes": self.warc_bytes,
             "warc_write_ms_per_capture": round(
@@ -195,10 +200,42 @@ class CrawlStats:
         }
 
 
+@dataclass(slots=True)
+class RecentLag:
+    """The event loop's lag of the last few seconds, to tell a server's latency from the
+    crawler's own: an answer that arrived while the loop was busy is read late by as much."""
+
+    window: float = 5.0
+    samples: deque[tuple[float, float]] = field(default_factory=deque)
+    """(wall time a sample ended, its lag), oldest first, for ``window`` seconds."""
+    due: float = float("inf")
+    """Wall time the sample under way should wake: past it, the loop is late right now."""
+
+    def add(self, ended_at: float, lag: float) -> None:
+        samples = self.samples
+        samples.append((ended_at, lag))
+        while samples and samples[0][0] < ended_at - self.window:
+            samples.popleft()
+
+    def since(self, when: float, now: float) -> float:
+        """The most the loop lagged from ``when`` (wall time) to ``now``: the worst sample
+        that ended in between, or the one under way if it is later still."""
+        worst = max(0.0, now - self.due)
+        for ended_at, lag in reversed(self.samples):
+            if ended_at < when:
+                break
+            worst = max(worst, lag)
+        return worst
+
+
 async def sample_loop_lag(stats: CrawlStats, period: float = 0.05) -> None:
     """Sample how late the event loop wakes (the root cause of missed slots), for ever."""
     loop = asyncio.get_running_loop()
+    recent = stats.recent_lag
     while True:
         before = loop.time()
+        recent.due = time.time() + period
         await asyncio.sleep(period)
-        stats.record_lag(loop.time() - before - period)
+        lag = max(0.0, loop.time() - before - period)
+        stats.record_lag(lag)
+        recent.add(time.time(), lag)
