@@ -127,12 +127,16 @@ class MediaLanes(LaneKindBase):
 
     # -- intake -------------------------------------------------------------------------
 
-    def offer(self, fetch_url: str, referrer: str, redirects: int = 0) -> bool:
-        """Queue a media URL a page of ``referrer`` embeds. False: not a media host's URL."""
-        try:
-            url = parse_url(fetch_url)
-        except UrlError:
-            return False
+    def offer(self, fetch_url: str | Url, referrer: str, redirects: int = 0) -> bool:
+        """Queue a media URL a page of ``referrer`` embeds. False: not a media host's URL.
+        A parsed ``Url`` (a page's image link) is taken as it is, not parsed again."""
+        if isinstance(fetch_url, Url):
+            url = fetch_url
+        else:
+            try:
+                url = parse_url(fetch_url)
+            except UrlError:
+                return False
         source = self.rules.media_source(url)
         if source is None:
             return False
@@ -225,8 +229,7 @@ class MediaLanes(LaneKindBase):
     def run(self, lane: MediaLane, work: MediaWork, launch: Launch) -> Any:
         if isinstance(work, RobotsWork):
             return self._robots(lane, work, context_of(work.site, "robots", launch))
-        keys = launch.slot.keys
-        origin = next((k.removeprefix("origin:") for k in keys if k.startswith("origin:")), None)
+        origin = _booked_origin(launch.slot.keys)
         context = context_of(
             work.url.site,
             "media",
@@ -236,7 +239,7 @@ class MediaLanes(LaneKindBase):
             redirects=work.redirects,
             lane=lane.name,
         )
-        return self._fetch(lane, work, context)
+        return self._fetch(lane, work, context, launch.answered)
 
     # -- running ------------------------------------------------------------------------
 
@@ -251,7 +254,13 @@ class MediaLanes(LaneKindBase):
         host.crawl_delay, host.suspended_reason = outcome.crawl_delay, outcome.refusal
         self.rules_ready(site, outcome.rules)
 
-    async def _fetch(self, lane: MediaLane, item: MediaItem, context: RequestContext) -> None:
+    async def _fetch(
+        self,
+        lane: MediaLane,
+        item: MediaItem,
+        context: RequestContext,
+        done: Callable[[], None],
+    ) -> None:
         answer = await self.fetch(item.url.fetch_url, item.url.host, context)
         await self.answered(lane, answer, origin=context.origin, media=True)
         result = answer.result
@@ -283,6 +292,7 @@ class MediaLanes(LaneKindBase):
             await self._charge_unexpected_miss(item, context.keys, cache)
         if verdict is Verdict.REDIRECT and answer.redirect is not None:
             self._redirect(item, answer.redirect)
+        done()  # the key's place in flight: keeping the answer is our own work
         extra: dict[str, Any] = {"kind": "media", "source": item.source.value}
         extra |= {"referrer": item.referrer, "keys": list(context.keys)}
         if cache is not None:
@@ -321,3 +331,11 @@ class MediaLanes(LaneKindBase):
             return
         await self.feedback.clocks.charge(self.feedback.origin_limit(origin), self.image_cost)
         self.stats.miss_charges += 1
+
+
+def _booked_origin(keys: tuple[str, ...]) -> str | None:
+    """The origin id among a slot's keys (a miss booked on the customer's origin)."""
+    for key in keys:
+        if key.startswith("origin:"):
+            return key[len("origin:") :]
+    return None

@@ -216,7 +216,7 @@ class SiteLanes(LaneKindBase):
             redirects=work.redirects,
             lane=work.lane.name.lower(),
         )
-        return self._page(lane, work, context)
+        return self._page(lane, work, context, launch.answered)
 
     # -- running ------------------------------------------------------------------------
 
@@ -268,7 +268,13 @@ class SiteLanes(LaneKindBase):
         lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
         self.rules_ready(lane.site, outcome.rules)
 
-    async def _page(self, lane: SiteLane, item: LeasedUrl, context: RequestContext) -> None:
+    async def _page(
+        self,
+        lane: SiteLane,
+        item: LeasedUrl,
+        context: RequestContext,
+        answered: Callable[[], None],
+    ) -> None:
         sent = conditional_headers(item)
         answer = await self._get(lane, item.fetch_url, lane.host, context, sent)
         result = answer.result
@@ -291,6 +297,7 @@ class SiteLanes(LaneKindBase):
             lane.attempts[item.id] += 1
             lane.queue.appendleft(item)
             return
+        answered()  # the site is done with us; what follows is our own work
         lane.attempts.pop(item.id, None)
         assert result is not None
         notes: dict[str, Any] = {"depth": item.depth}

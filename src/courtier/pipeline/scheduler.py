@@ -13,12 +13,22 @@ Theory of operation:
   is handled): a slot once booked is always honoured, because a forfeited slot still spends
   its keys (an origin's budget among them). In flight may therefore exceed the cap by the
   slots booked when it was reached.
-- Booking runs on one task (``_booker``) that awaits ``KeyClocks.book``, so any ``Limiter``
-  backend fits; a booking refused for maximum lead consumed nothing and is asked again at
-  its ``not_before``; work for a saturated key waits unbooked.
+- Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
+  other ``Limiter`` backend is booked by one task (``booker``) that awaits
+  ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again
+  at its ``not_before``; work for a saturated key waits unbooked.
+- A lane's place in flight (``max_in_flight(lane)``: one connection per site) is taken at
+  the start and given back when the server has answered (``Launch.answered``), not when the
+  work ends: under load, keeping, parsing and storing a page took seconds during which the
+  site, with its budgets free, could not start its next request.
 - ``_launch`` fires at the slot's start. A wake-up after the slot's deadline forfeits the
   slot (it stays consumed, so late starts never bunch) and books again: the rebook rate.
   This holds for every kind of work: pages, robots.txt, sitemaps and media.
+- A lane the scheduler itself re-arms (its own timer woke it, work finished, capacity came
+  back) whose slot is open the moment it is booked starts in that same callback: a timer
+  that already fired late must not go round the event loop again for a slot that is open
+  (under load that second trip alone can outlast the slot). ``arm`` from outside only
+  books, so lanes armed together all book before any of them takes capacity.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 from courtier.pipeline.clocks import KeyClocks
@@ -60,6 +71,10 @@ class Wait:
 W = TypeVar("W")
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """A start: the slot it was booked in, when it was booked, when it really started."""
@@ -67,6 +82,11 @@ class Launch:
     slot: Slot
     booked_at: float
     started_at: float
+    answered: Callable[[], None] = _nothing
+    """Call once the server is done with this request (its answer read, the answer's effect
+    on the lane's clocks applied): the lane's own place in flight is free for its next start
+    while the crawler keeps, parses and stores this one. The crawl's place (``max_in_flight``)
+    is held until the work ends. Calling it again does nothing."""
 
     @property
     def wait(self) -> float:
@@ -160,6 +180,10 @@ class Scheduler(Generic[L, W]):
 
     def arm(self, lane: L) -> None:
         """Move the lane towards its next start, if it has work and room for it."""
+        self._arm(lane, at_once=False)
+
+    def _arm(self, lane: L, *, at_once: bool) -> None:
+        """``arm``; ``at_once``: a slot open when it is booked starts in this call."""
         state = lane.sched
         if self.stopping or state.phase is not Phase.IDLE:
             return
@@ -186,8 +210,9 @@ class Scheduler(Generic[L, W]):
             self._ready.append(lane)
             return
         state.phase = Phase.BOOKING
-        self._to_book.append(lane)
-        self._booker_wake.set()
+        if not self._book_now(lane, at_once=at_once):
+            self._to_book.append(lane)
+            self._booker_wake.set()
 
     def has_capacity(self) -> bool:
         return self.in_flight < self.max_in_flight
@@ -199,7 +224,7 @@ class Scheduler(Generic[L, W]):
     def _wake(self, lane: L) -> None:
         lane.sched.timer = None
         lane.sched.phase = Phase.IDLE
-        self.arm(lane)
+        self._arm(lane, at_once=True)
 
     def _release(self) -> None:
         """Capacity freed: ready lanes book, oldest first."""
@@ -207,7 +232,7 @@ class Scheduler(Generic[L, W]):
             lane = self._ready.popleft()
             if lane.sched.phase is Phase.READY:
                 lane.sched.phase = Phase.IDLE
-                self.arm(lane)
+                self._arm(lane, at_once=True)
 
     # -- booking ------------------------------------------------------------------------
 
@@ -232,6 +257,27 @@ class Scheduler(Generic[L, W]):
                     self.stats.internal_errors += 1
                     self._wait(lane, self.timer.now() + 1.0)
 
+    def _book_now(self, lane: L, *, at_once: bool) -> bool:
+        """Book in this call if the limiter allows it (memory); False: leave it to the
+        booker. Failures are handled as the booker handles them."""
+        state = lane.sched
+        assert state.work is not None
+        try:
+            limits, cost = self.kind.booking(lane, state.work)
+            booked_at = self.timer.now()
+            booking = self.clocks.book_now(
+                limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
+            )
+        except Exception:
+            log.exception("booking for %s failed; it is tried again", lane.name)
+            self.stats.internal_errors += 1
+            self._wait(lane, self.timer.now() + 1.0)
+            return True
+        if booking is None:
+            return False
+        self._booked(lane, booking, booked_at, at_once=at_once)
+        return True
+
     async def _book(self, lane: L) -> None:
         state = lane.sched
         assert state.work is not None
@@ -242,6 +288,10 @@ class Scheduler(Generic[L, W]):
         )
         if self.stopping or state.phase is not Phase.BOOKING:
             return
+        self._booked(lane, booking, booked_at, at_once=False)
+
+    def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
+        state = lane.sched
         if isinstance(booking, Refusal):
             # A saturated key: nothing consumed; the work waits until booking can succeed.
             self.stats.lead_refusals += 1
@@ -250,7 +300,10 @@ class Scheduler(Generic[L, W]):
         self.stats.slots += 1
         state.slot, state.booked_at = booking, booked_at
         state.phase = Phase.BOOKED
-        state.timer = self.timer.call_at(booking.start, self._launch, lane)
+        if at_once and booking.start <= self.timer.now():
+            self._launch(lane)
+        else:
+            state.timer = self.timer.call_at(booking.start, self._launch, lane)
 
     # -- launching ----------------------------------------------------------------------
 
@@ -272,22 +325,23 @@ class Scheduler(Generic[L, W]):
         state.in_flight += 1
         self.in_flight += 1
         self.kind.started(lane, work, now)
-        launch = Launch(slot, state.booked_at, now)
+        answered = _Answered(self, lane)
+        launch = Launch(slot, state.booked_at, now, answered)
         task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
         self.tasks.add(task)
         state.running.add(task)
-        task.add_done_callback(lambda t: self._finished(lane, t))
-        self.arm(lane)
+        task.add_done_callback(partial(self._finished, lane, answered))
+        self._arm(lane, at_once=True)
 
-    def _finished(self, lane: L, task: asyncio.Task[None]) -> None:
+    def _finished(self, lane: L, answered: _Answered[L], task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
         lane.sched.running.discard(task)
-        lane.sched.in_flight -= 1
+        answered.give_back()
         self.in_flight -= 1
         if not task.cancelled() and task.exception() is not None:
             log.error("work on %s failed", lane.name, exc_info=task.exception())
             self.stats.internal_errors += 1
-        self.arm(lane)
+        self._arm(lane, at_once=True)
         self._release()
 
     def drop(self, lane: L) -> None:
@@ -308,3 +362,25 @@ class Scheduler(Generic[L, W]):
             if lane.sched.timer is not None:
                 lane.sched.timer.cancel()
                 lane.sched.timer = None
+
+
+class _Answered(Generic[L]):
+    """``Launch.answered`` of one start: gives the lane's place in flight back, once."""
+
+    __slots__ = ("done", "lane", "scheduler")
+
+    def __init__(self, scheduler: Scheduler[L, Any], lane: L) -> None:
+        self.scheduler = scheduler
+        self.lane = lane
+        self.done = False
+
+    def give_back(self) -> bool:
+        if self.done:
+            return False
+        self.done = True
+        self.lane.sched.in_flight -= 1
+        return True
+
+    def __call__(self) -> None:
+        if self.give_back():
+            self.scheduler._arm(self.lane, at_once=True)
