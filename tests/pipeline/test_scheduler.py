@@ -3,6 +3,7 @@ and feedback for pages and media alike. No sockets, no real sleeps."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from pathlib import Path
 
@@ -52,6 +53,28 @@ async def test_a_slow_site_never_has_two_requests_in_flight(lanes) -> None:
     await h.timer.advance(10.0)
     a, b, c = h.starts("slow.test")
     assert b >= a + 2.0 and c >= b + 2.0  # each waited for the answer before it
+
+
+async def test_a_site_starts_its_next_page_while_the_last_one_is_still_parsed(lanes) -> None:
+    """The site's place in flight is freed when the server has answered: keeping and
+    parsing a page is the crawler's own work, and must not hold the site's next request."""
+    h = lanes("limits.site.rate=2")
+    site = h.site("a.test", ["/a", "/b", "/c"])
+
+    async def slow_parse(fn, *args):
+        done = asyncio.Event()
+        h.timer.call_at(h.timer.now() + 5.0, done.set)
+        await done.wait()
+        return fn(*args)
+
+    h.site_lanes.parse = slow_parse
+    h.pages.arm(site)
+    await h.timer.advance(2.0)
+    a, b, c = h.starts("a.test")
+    assert 0.5 <= b - a < 1.0 and 0.5 <= c - b < 1.0  # the interval, not the 5 s parse
+    assert h.pages.in_flight == 3  # the crawl's places are held until the parses end
+    await h.timer.advance(10.0)
+    assert h.pages.in_flight == 0 and site.sched.in_flight == 0
 
 
 async def test_a_late_wake_up_forfeits_the_slot_and_books_again(lanes) -> None:
