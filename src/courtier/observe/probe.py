@@ -15,7 +15,7 @@ from typing import Any
 
 from courtier.pipeline.stats import CrawlStats
 
-_SKIPPED = frozenset({"lag_samples"})
+_SKIPPED = frozenset({"lag_samples", "recent_lag"})
 
 
 @dataclass(frozen=True, slots=True)
