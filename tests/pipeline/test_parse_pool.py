@@ -14,6 +14,7 @@ import pytest
 
 from courtier.pipeline.parse import ParsedPage, parse_page
 from courtier.pipeline.parse_pool import (
+    LARGE_BYTES,
     ParsePool,
     ParseTimeout,
     PoolClosed,
@@ -89,6 +90,48 @@ async def test_waiting_in_the_queue_does_not_count_against_the_budget() -> None:
         second = asyncio.ensure_future(single.run(time.sleep, 0.35))
         await first
         await second  # waited 0.35 s, then ran 0.35 s: over the budget in all, not in the run
+
+
+async def test_jobs_sent_behind_one_that_ends_its_worker_run_on_the_next_worker() -> None:
+    """A worker gets the next job before it answers the last (``PIPELINE``): a job sent
+    behind one that overran, crashed or ran out of memory never started, and still runs."""
+    async with ParsePool(
+        1, timeout=BUDGET, warm_up=None, max_memory_bytes=512 * 1024 * 1024
+    ) as single:
+        await single.ready()
+        for killer, error in (
+            ((time.sleep, 30), ParseTimeout),
+            ((os._exit, 3), WorkerLost),
+            ((bytearray, 4 * 1024 * 1024 * 1024), MemoryError),
+        ):
+            bad = asyncio.ensure_future(single.run(*killer))  # type: ignore[arg-type]
+            behind = [asyncio.ensure_future(single.run(math.factorial, n)) for n in (5, 6)]
+            with pytest.raises(error):
+                await bad
+            assert await asyncio.gather(*behind) == [120, 720]
+        assert single.replaced == 3
+
+
+def _sleep_on(body: bytes, seconds: float) -> int:
+    time.sleep(seconds)
+    return len(body)
+
+
+async def test_large_jobs_never_take_the_last_worker_from_small_ones() -> None:
+    """Big pages queued first still leave one worker to the small pages behind them."""
+    async with ParsePool(2, timeout=5.0, warm_up=None) as two:
+        await two.ready()
+        big = b"x" * (LARGE_BYTES + 1)
+        started = time.monotonic()
+        large = [asyncio.ensure_future(two.run(_sleep_on, big, 1.0)) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        small = await asyncio.gather(*(two.run(_sleep_on, b"page", 0.01) for _ in range(5)))
+        small_done = time.monotonic() - started
+        assert small == [4] * 5
+        assert await asyncio.gather(*large) == [len(big)] * 3
+        large_done = time.monotonic() - started
+    assert small_done < 0.9  # not behind the large ones (1 s each)
+    assert large_done >= 3.0  # one at a time: the other worker was kept for the small ones
 
 
 async def test_exceptions_in_the_worker_are_raised_with_its_traceback(pool: ParsePool) -> None:

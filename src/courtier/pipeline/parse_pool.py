@@ -10,7 +10,8 @@ as a parse timeout and the crawl goes on.
 - Workers are started at construction (spawned, not forked: the crawler has threads), and each
   runs ``warm_up`` (by default a parse of a tiny page: every import done) before it takes a
   job. ``await pool.ready()`` waits for that.
-- Jobs start in submission order (FIFO) as workers free up. ``fn`` must be picklable (a
+- Jobs start in submission order (FIFO) as workers free up, small jobs before large ones,
+  and large ones (``LARGE_BYTES``) on all workers but one at most. ``fn`` must be picklable (a
   top-level function or a builtin), so must its arguments and its result.
 - An exception raised by ``fn`` is raised by ``run`` (with the worker's traceback as its
   ``__cause__``). A worker that dies during a job (a crash, the kernel's out-of-memory killer)
@@ -21,8 +22,10 @@ as a parse timeout and the crawl goes on.
 - ``close()`` (or ``shutdown()``, synchronous) returns promptly: busy workers are killed, jobs
   still queued or running resolve to ``PoolClosed``.
 
-In the parent, one thread per worker sends a job, waits for its answer with the budget as the
-timeout, and replaces the worker when needed; the event loop only awaits futures.
+In the parent, one thread per worker keeps up to ``PIPELINE`` jobs sent ahead, waits for the
+oldest one's answer with the budget as the timeout (counted from when the worker could take
+it up), and replaces the worker when needed; jobs sent behind one that ended its worker go
+to the next worker. The event loop only awaits futures.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Generic, ParamSpec, TypeVar
@@ -46,6 +50,74 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 log = logging.getLogger("courtier.pipeline.parse_pool")
+
+PIPELINE = 2
+"""Jobs a worker may hold: the next one is sent before it answers the last, so it takes it
+up at once, not after the parent's thread got the GIL back to read the answer and send more
+(under a busy event loop that wait was most of a small page's turn)."""
+LARGE_BYTES = 256 * 1024
+"""A job with more bytes than this is large (a big page takes a worker for a second or
+more). Large jobs run on all workers but one at most: one worker is always left to the
+small ones, so hosts of ordinary pages keep their pace beside hosts of 8 MiB pages. A job is
+sent ahead only behind a small one, and only while no worker is idle."""
+
+
+class _Queue:
+    """Jobs waiting for a worker: small ones first; each kind in submission order."""
+
+    def __init__(self, workers: int) -> None:
+        self._cond = threading.Condition()
+        self._small: deque[_Job[Any]] = deque()
+        self._large: deque[_Job[Any]] = deque()
+        self._large_places = max(1, workers - 1)
+        self._large_running = 0
+        self.idle = 0
+        """Slot threads waiting for a job (their worker has none)."""
+        self.closed = False
+
+    def put(self, job: _Job[Any]) -> None:
+        with self._cond:
+            (self._large if job.large else self._small).append(job)
+            self._cond.notify()
+
+    def take(self, *, block: bool) -> _Job[Any] | None:
+        """The next job a worker may take (blocking while there is none if ``block``); None
+        when there is none or the pool is closing (``closed``)."""
+        with self._cond:
+            while not self.closed:
+                if self._small:
+                    return self._small.popleft()
+                if self._large and self._large_running < self._large_places:
+                    job = self._large.popleft()
+                    job.counted = True
+                    self._large_running += 1
+                    return job
+                if not block:
+                    return None
+                self.idle += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self.idle -= 1
+            return None
+
+    def release(self, job: _Job[Any]) -> None:
+        """A job taken as large is settled: its place goes to the next large one."""
+        if job.counted:
+            job.counted = False
+            with self._cond:
+                self._large_running -= 1
+                self._cond.notify_all()
+
+    def close(self) -> list[_Job[Any]]:
+        """Wake every waiting thread; the jobs no worker took."""
+        with self._cond:
+            self.closed = True
+            left = [*self._small, *self._large]
+            self._small.clear()
+            self._large.clear()
+            self._cond.notify_all()
+        return left
 
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
@@ -85,6 +157,15 @@ class _Job(Generic[T]):
     future: asyncio.Future[T]
     loop: asyncio.AbstractEventLoop
 
+    large: bool = False
+    """Its bytes and text arguments pass ``LARGE_BYTES`` (a big page: slow to parse)."""
+    counted: bool = False
+    """Taken as a large job: it holds one of the places large jobs may take."""
+
+    def __post_init__(self) -> None:
+        size = sum(len(a) for a in self.args if isinstance(a, bytes | str))
+        self.large = size > LARGE_BYTES
+
     def resolve(self, result: Any = None, error: BaseException | None = None) -> None:
         """Settle the future from any thread (a no-op if it was cancelled meanwhile)."""
 
@@ -121,11 +202,16 @@ class _Worker:
 
 @dataclass(eq=False)
 class _Slot:
-    """One worker position: its thread and the worker it currently runs."""
+    """One worker position: its thread, the worker it currently runs, the jobs sent to it
+    (oldest first) and jobs to send again (their worker went before it took them up)."""
 
     index: int
     worker: _Worker | None = None
     thread: threading.Thread | None = None
+    sent: deque[_Job[Any]] = field(default_factory=deque)
+    again: deque[_Job[Any]] = field(default_factory=deque)
+    head_since: float = 0.0
+    """When the worker could take up the oldest job sent (``time.monotonic``)."""
 
 
 class ParsePool:
@@ -148,7 +234,7 @@ class ParsePool:
         self.max_memory_bytes = max_memory_bytes
         self._warm_up = warm_up
         self._context = multiprocessing.get_context("spawn")
-        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._jobs = _Queue(count)
         self._lock = threading.Lock()
         self._closed = False
         self._warm = 0
@@ -200,15 +286,8 @@ class ParsePool:
         if not already:
             for worker in workers:
                 worker.kill()  # a blocked thread wakes up on the closed pipe
-            while True:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is not None:
-                    job.resolve(error=PoolClosed("the parse pool was closed"))
-            for _ in self._slots:
-                self._jobs.put(None)
+            for job in self._jobs.close():
+                job.resolve(error=PoolClosed("the parse pool was closed"))
             self._all_warm.set()
         if wait:
             self._join_threads()
@@ -241,17 +320,105 @@ class ParsePool:
                             self._warm += 1
                             if self._warm == len(self._slots):
                                 self._all_warm.set()
-                job = self._jobs.get()
-                if job is None:
+                if not self._fill(slot):
                     return
-                if job.future.done():  # cancelled while queued
-                    continue
-                self._run(slot, job)
+                if slot.sent:
+                    self._settle_head(slot)
         finally:
+            for job in (*slot.sent, *slot.again):
+                self._settle(job, None, PoolClosed("the parse pool was closed"))
+            slot.sent.clear()
+            slot.again.clear()
             with self._lock:
                 worker, slot.worker = slot.worker, None
             if worker is not None:
                 worker.reap()
+
+    def _fill(self, slot: _Slot) -> bool:
+        """Send jobs until ``PIPELINE`` wait in the worker's pipe (blocking only while the
+        worker has none). False: the pool is closing."""
+        worker = slot.worker
+        assert worker is not None
+        while len(slot.sent) < PIPELINE:
+            if slot.again:
+                job: _Job[Any] | None = slot.again.popleft()
+            elif not slot.sent:
+                job = self._jobs.take(block=True)
+                if job is None:
+                    return False
+            else:
+                if self._jobs.idle or slot.sent[-1].large:
+                    return True
+                job = self._jobs.take(block=False)
+                if job is None:
+                    return not self._jobs.closed
+            assert job is not None
+            if job.future.done():  # cancelled while queued
+                self._jobs.release(job)
+                continue
+            try:
+                worker.conn.send((job.fn, job.args, job.kwargs))
+            except (OSError, ValueError):  # the worker is gone (or the pool closed under us)
+                slot.again.appendleft(job)
+                if not slot.sent:  # else the oldest job sent learns it (and settles) first
+                    self._replace(slot, worker, timed_out=False)
+                return not self._closed
+            except Exception as exc:  # the job could not be pickled: nothing was sent
+                self._settle(job, None, exc)
+                continue
+            if not slot.sent:
+                slot.head_since = time.monotonic()
+            slot.sent.append(job)
+        return True
+
+    def _settle_head(self, slot: _Slot) -> None:
+        """Wait for the answer to the oldest job sent, within its budget (counted from when
+        the worker could take it up); replace the worker if it has to go. Jobs sent behind
+        a job that ended its worker never started: they go to the next worker. A job is
+        settled last, so whoever awaits it sees the pool's counters already updated."""
+        worker = slot.worker
+        assert worker is not None
+        job = slot.sent[0]
+        result: Any = None
+        error: BaseException | None = None
+        replace = timed_out = False
+        try:
+            left = slot.head_since + self.timeout - time.monotonic()
+            if not worker.conn.poll(max(0.0, left)):
+                error = self._closed_error() or ParseTimeout(
+                    f"parse job overran its {self.timeout:g} s budget"
+                )
+                replace = timed_out = True
+            else:
+                status, value, remote = worker.conn.recv()
+                if status == "ok":
+                    result = value
+                else:
+                    value.__cause__ = RemoteTraceback(remote)
+                    error = value
+                    replace = isinstance(value, MemoryError)  # the worker exits
+        except (EOFError, OSError):
+            error = self._lost_error("the parse worker died during the job")
+            replace = True
+        slot.sent.popleft()
+        slot.head_since = time.monotonic()
+        if replace:
+            slot.again.extendleft(reversed(slot.sent))
+            slot.sent.clear()
+            self._replace(slot, worker, timed_out=timed_out)
+        self._settle(job, result, error)
+
+    def _settle(self, job: _Job[Any], result: Any, error: BaseException | None) -> None:
+        self._jobs.release(job)
+        job.resolve(result, error)
+
+    def _replace(self, slot: _Slot, worker: _Worker, *, timed_out: bool) -> None:
+        with self._lock:
+            slot.worker = None
+            if not self._closed:
+                self.replaced += 1
+                self.timeouts += timed_out
+        worker.reap()
 
     def _start_worker(self, slot: _Slot) -> _Worker | None:
         """A new, warmed-up worker in ``slot`` (retrying after failures), or None if closed."""
@@ -293,49 +460,6 @@ class ParsePool:
             log.error("parse worker %d failed to start: %s", slot.index, why)
             threading.Event().wait(delay)
             delay = min(delay * 2, 5.0)
-
-    def _run(self, slot: _Slot, job: _Job[Any]) -> None:
-        """Run ``job`` on ``slot``'s worker; replace the worker if it has to go. The job is
-        settled last, so whoever awaits it sees the pool's counters already updated."""
-        worker = slot.worker
-        assert worker is not None
-        result: Any = None
-        error: BaseException | None = None
-        replace = timed_out = False
-        try:
-            worker.conn.send((job.fn, job.args, job.kwargs))
-        except (OSError, ValueError):  # the worker is gone (or the pool closed under us)
-            error = self._lost_error("the parse worker died before the job started")
-            replace = True
-        except Exception as exc:  # the job could not be pickled: nothing was sent
-            job.resolve(error=exc)
-            return
-        if not replace:
-            try:
-                if not worker.conn.poll(self.timeout):
-                    error = self._closed_error() or ParseTimeout(
-                        f"parse job overran its {self.timeout:g} s budget"
-                    )
-                    replace = timed_out = True
-                else:
-                    status, value, remote = worker.conn.recv()
-                    if status == "ok":
-                        result = value
-                    else:
-                        value.__cause__ = RemoteTraceback(remote)
-                        error = value
-                        replace = isinstance(value, MemoryError)  # the worker exits
-            except (EOFError, OSError):
-                error = self._lost_error("the parse worker died during the job")
-                replace = True
-        if replace:
-            with self._lock:
-                slot.worker = None
-                if not self._closed:
-                    self.replaced += 1
-                    self.timeouts += timed_out
-            worker.reap()
-        job.resolve(result, error)
 
     def _closed_error(self) -> PoolClosed | None:
         return PoolClosed("the parse pool was closed") if self._closed else None
