@@ -32,7 +32,7 @@ from courtier.pipeline.parse import ParsedPage
 from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
 from courtier.pipeline.reading import ReadContext, RedactedBody, is_text, redact_body, x_robots_of
 from courtier.pipeline.stats import CrawlStats
-from courtier.sinks.warc import Capture, WarcRef
+from courtier.sinks.warc import Capture, EncodedCapture, WarcRef
 from courtier.url import host_of_site
 
 log = logging.getLogger("courtier.pipeline.engine")
@@ -100,11 +100,19 @@ class Keeper:
     """Redaction and archiving of answers, for the page and media lanes alike."""
 
     def __init__(
-        self, config: Config, stats: CrawlStats, archive: Archive | None, parse: Parse | None
+        self,
+        config: Config,
+        stats: CrawlStats,
+        archive: Archive | None,
+        parse: Parse | None,
+        encode: Parse | None = None,
     ) -> None:
         self.stats = stats
         self.archive = archive
         self.parse = parse
+        """The parse pool for redaction (None: redact here, a rare small media body)."""
+        self.encode = encode or parse
+        """The parse pool for WARC encoding (None: the archive's own thread)."""
         self.policy = redaction_policy(config)
         self.token = config.fetch.user_agent_token
         self.config = config
@@ -126,10 +134,12 @@ class Keeper:
         page: ParsedPage | None = None,
         sent: dict[str, str] | None = None,
         item: LeasedUrl | None = None,
+        encoded: EncodedCapture | None = None,
     ) -> Kept:
         """The body as kept and its capture: ``page`` when the body was parsed (it carries
         the redacted body), ``sent`` the conditional headers of the request, ``item`` the
-        leased URL (a revisit refers to its last capture)."""
+        leased URL (a revisit refers to its last capture), ``encoded`` the capture when the
+        parse worker made it with the page (``read_and_capture``)."""
         kept = Kept(result.body)
         if page is not None:
             kept.payload = page.payload if page.payload is not None else result.body
@@ -142,23 +152,40 @@ class Keeper:
             if redacted.payload is not None:
                 kept.payload, kept.redactions = redacted.payload, redacted.redactions
         self.stats.redactions.update(kept.redactions)
-        if self.archive is not None and result.status is not None:
-            previous = (None, None) if item is None else (item.digest, item.fetched_at)
-            conditional = sent_headers(self.config, sent)
-            capture = Capture(
-                result.url, result.started_at, result.status, result.headers, kept.payload
-            )
-            capture = replace(
-                capture,
-                request_headers=conditional,
-                truncated=result.truncated,
-                redactions=kept.redactions,
-                not_modified=result.status == 304 and bool(sent),
-                previous_digest=previous[0],
-                previous_date=previous[1],
-            )
-            kept.ref = await self.archive.write(capture, self.stats)
+        if encoded is not None and self.archive is not None:
+            kept.ref = self.archive.append(encoded, self.stats)
+            return kept
+        capture = self.capture(result, sent, item)
+        if capture is not None and self.archive is not None:
+            capture = replace(capture, payload=kept.payload, redactions=kept.redactions)
+            kept.ref = await self.archive.write(capture, self.stats, self.encode)
         return kept
+
+    def capture(
+        self, result: FetchResult, sent: dict[str, str] | None, item: LeasedUrl | None
+    ) -> Capture | None:
+        """The capture of ``result`` with its payload still to fill in (the body as kept);
+        None when nothing is archived."""
+        if self.archive is None or result.status is None:
+            return None
+        previous = (None, None) if item is None else (item.digest, item.fetched_at)
+        return Capture(
+            result.url,
+            result.started_at,
+            result.status,
+            result.headers,
+            b"",
+            request_headers=sent_headers(self.config, sent),
+            truncated=result.truncated,
+            not_modified=result.status == 304 and bool(sent),
+            previous_digest=previous[0],
+            previous_date=previous[1],
+        )
+
+    @property
+    def level(self) -> int:
+        assert self.archive is not None
+        return self.archive.files.level
 
     async def _redact(self, result: FetchResult, site: str) -> RedactedBody | None:
         context = self.context(result, site)

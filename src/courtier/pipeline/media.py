@@ -121,7 +121,7 @@ class MediaLanes(LaneKindBase):
         self.hosts: dict[str, MediaHost] = {}
         self.seen = DedupCache(1_000_000)
         self.queued = 0
-        self.keeper = Keeper(config, self.stats, services.archive, None)
+        self.keeper = Keeper(config, self.stats, services.archive, None, services.parse)
         """Archives each answer (a text body, e.g. an SVG, redacted first)."""
         self.stopping = False
 

@@ -44,7 +44,7 @@ from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.keeping import Keeper, Kept, outcome_of
 from courtier.pipeline.parse import ParsedPage, parse_sitemap_links
 from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
-from courtier.pipeline.reading import read_page
+from courtier.pipeline.reading import read_and_capture, read_page
 from courtier.pipeline.scheduler import Launch, Wait
 from courtier.pipeline.scope import ScopeRules, site_owner
 from courtier.pipeline.seeding import new_lane
@@ -53,6 +53,7 @@ from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import CostModel, RequestClass
 from courtier.politeness.robots import RobotsRules
+from courtier.sinks.warc import EncodedCapture
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -313,8 +314,10 @@ class SiteLanes(LaneKindBase):
                 notes["unchanged"] = True
             self._write(result, item, None, kept, notes)
             return
-        page, parse_error = await self._read(lane, item, verdict, answer)
-        kept = await self.keeper.keep(result, item.site, page=page, sent=sent, item=item)
+        page, encoded, parse_error = await self._read(lane, item, verdict, answer, sent)
+        kept = await self.keeper.keep(
+            result, item.site, page=page, sent=sent, item=item, encoded=encoded
+        )
         fingerprint = page.fingerprint if page is not None else kept.fingerprint(result)
         self.frontier.record(outcome_of(item, result, UrlStatus.DONE, fingerprint, kept))
         if parse_error:
@@ -341,9 +344,15 @@ class SiteLanes(LaneKindBase):
         self.write_document(record)
 
     async def _read(
-        self, lane: SiteLane, item: LeasedUrl, verdict: Verdict, answer: Answer
-    ) -> tuple[ParsedPage | None, str | None]:
-        """(the parsed page, why parsing failed) after following what the answer says."""
+        self,
+        lane: SiteLane,
+        item: LeasedUrl,
+        verdict: Verdict,
+        answer: Answer,
+        sent: dict[str, str],
+    ) -> tuple[ParsedPage | None, EncodedCapture | None, str | None]:
+        """(the parsed page, its WARC capture if the worker made it, why parsing failed)
+        after following what the answer says."""
         result = answer.result
         assert result is not None
         if verdict is Verdict.REDIRECT:
@@ -354,17 +363,26 @@ class SiteLanes(LaneKindBase):
             if sitemap is not None:
                 self.discovery.sitemap(lane, item.fetch_url, sitemap)
                 await self._lastmod(sitemap.lastmod)
-            return None, error
+            return None, None, error
         elif verdict is Verdict.PARSE_PAGE:
             context = self.keeper.context(result, item.site)
-            page, error = await self._parse(read_page, result, context)
+            capture = self.keeper.capture(result, sent, item)
+            page: ParsedPage | None = None
+            encoded: EncodedCapture | None = None
+            if capture is None:
+                page, error = await self._parse(read_page, result, context)
+            else:
+                level = self.keeper.level
+                both, error = await self._parse(read_and_capture, result, context, capture, level)
+                if both is not None:
+                    page, encoded = both
             if page is not None:
                 self.stats.encodings[page.encoding] += 1
                 self.discovery.page(lane, item, page)
                 if target_of(item.fetch_url) == "/":
                     self.observe_home(lane, answer)
-            return page, error
-        return None, None
+            return page, encoded, error
+        return None, None, None
 
     async def _lastmod(self, changes: dict[str, float]) -> None:
         """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""

@@ -14,12 +14,13 @@ never decodes, searches or rewrites a body. Order matters, and is the issue's ru
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from courtier.pipeline.decode import decode, encode_back, parse_text
 from courtier.pipeline.parse import ParsedPage, parse_page
 from courtier.politeness.robots_meta import header_directives
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
+from courtier.sinks.warc import Capture, EncodedCapture, encode_capture
 
 _TEXT_TYPES = (
     "text/",
@@ -89,3 +90,15 @@ def redact_body(body: bytes, context: ReadContext) -> RedactedBody:
 
 def x_robots_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(value for name, value in headers if name.lower() == "x-robots-tag")
+
+
+def read_and_capture(
+    body: bytes, url: str, context: ReadContext, capture: Capture, level: int
+) -> tuple[ParsedPage, EncodedCapture]:
+    """``read_page``, then the page's WARC records as kept: one parse-worker job per page,
+    so the body crosses to the worker once and nothing of the archive is done in the crawl's
+    process but appending."""
+    page = read_page(body, url, context)
+    payload = page.payload if page.payload is not None else body
+    kept = replace(capture, payload=payload, redactions=page.redactions)
+    return page, encode_capture(kept, context.policy, level)

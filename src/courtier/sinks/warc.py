@@ -18,8 +18,11 @@ Rules:
   the stored payload, a redacted record carries ``WARC-Courtier-Redactions`` (kind:count),
   and a body cut at the size limit carries ``WARC-Truncated: length``. The request record is
   the request as the fetcher sends it (its fixed headers plus the conditional ones).
-- ``write`` is synchronous and not thread safe: one writer thread owns a ``WarcFiles``
-  (``courtier.pipeline.archive``).
+- **Encoding apart from writing.** ``encode_capture`` builds and compresses a capture's
+  records (a pure function of the capture: a parse worker runs it, off the crawl's
+  process); ``WarcFiles.append`` only writes the members and learns their offset. ``write``
+  does both. ``WarcFiles`` is not thread safe: one owner appends
+  (``courtier.pipeline.archive``: the event loop).
 """
 
 from __future__ import annotations
@@ -102,6 +105,78 @@ def window_bits(size: int) -> int:
     return min(zlib.MAX_WBITS, max(9, (size + _LOOKAHEAD - 1).bit_length()))
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedCapture:
+    """A capture's records, compressed, ready to append: the response (or revisit) member
+    first, then the request member."""
+
+    members: tuple[bytes, ...]
+    digest: str | None
+    record: str
+    seconds: float
+    """Time spent encoding."""
+
+
+_builders: dict[int, WARCWriter] = {}
+
+
+def _builder() -> WARCWriter:
+    """This process's record builder (record ids and dates only; it writes nowhere)."""
+    builder = _builders.get(os.getpid())
+    if builder is None:
+        builder = _builders[os.getpid()] = WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
+    return builder
+
+
+def gzip_member(record: Any, level: int) -> bytes:
+    """One record as its own gzip member."""
+    builder = _builder()
+    raw = io.BytesIO()
+    builder.out = raw
+    builder.write_record(record)
+    data = raw.getvalue()
+    packer = zlib.compressobj(level, zlib.DEFLATED, window_bits(len(data)) | 16)
+    return packer.compress(data) + packer.flush()
+
+
+def encode_capture(
+    capture: Capture, policy: RedactionPolicy = DEFAULT_POLICY, level: int = 3
+) -> EncodedCapture:
+    """The records of ``capture`` (see the module rules), compressed."""
+    started = time.perf_counter()
+    builder = _builder()
+    headers, redactions = _response_headers(capture, policy)
+    warc = {"WARC-Date": warc_date(capture.fetched_at)}
+    counts = dict(capture.redactions)
+    for kind, n in redactions.items():
+        counts[kind] = counts.get(kind, 0) + n
+    if counts:
+        warc["WARC-Courtier-Redactions"] = "; ".join(f"{k}:{n}" for k, n in sorted(counts.items()))
+    if capture.truncated:
+        warc["WARC-Truncated"] = "length"
+    digest: str | None = payload_digest(capture.payload)
+    status_line = f"{capture.status} {_reason(capture.status)}"
+    http = StatusAndHeaders(status_line, headers, protocol="HTTP/1.1")
+    if capture.not_modified or (
+        capture.previous_digest is not None and capture.previous_digest == digest
+    ):
+        record = _revisit(builder, capture, http, warc, digest)
+        digest = None if capture.not_modified else digest
+    else:
+        warc["WARC-Payload-Digest"] = digest or ""
+        record = builder.create_warc_record(
+            capture.url,
+            "response",
+            payload=io.BytesIO(capture.payload),
+            length=len(capture.payload),
+            http_headers=http,
+            warc_headers_dict=warc,
+        )
+    request = _request(builder, capture, record.rec_headers.get_header("WARC-Record-ID"))
+    members = (gzip_member(record, level), gzip_member(request, level))
+    return EncodedCapture(members, digest, record.rec_type, time.perf_counter() - started)
+
+
 def warc_date(when: float) -> str:
     return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -133,7 +208,6 @@ class WarcFiles:
         self._serial = 0
         self._file: IO[bytes] | None = None
         self._path: Path | None = None
-        self._builder = WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
 
     # -- files ----------------------------------------------------------------------------
 
@@ -151,7 +225,8 @@ class WarcFiles:
             "hostname": socket.gethostname(),
             **self.info,
         }
-        self._append(self._builder.create_warcinfo_record(name, info))
+        assert self._file is not None
+        self._file.write(gzip_member(_builder().create_warcinfo_record(name, info), self.level))
         return self._file
 
     def _finish(self) -> None:
@@ -168,99 +243,74 @@ class WarcFiles:
 
     # -- records --------------------------------------------------------------------------
 
-    def _append(self, record: Any) -> tuple[int, int]:
-        """Write one record as its own gzip member: (offset, compressed length)."""
-        assert self._file is not None
-        raw = io.BytesIO()
-        self._builder.out = raw
-        self._builder.write_record(record)
-        data = raw.getvalue()
-        packer = zlib.compressobj(self.level, zlib.DEFLATED, window_bits(len(data)) | 16)
-        member = packer.compress(data) + packer.flush()
-        offset = self._file.tell()
-        self._file.write(member)
-        return offset, len(member)
-
     def write(self, capture: Capture) -> WarcRef:
+        """Encode and append ``capture`` (both here)."""
+        return self.append(encode_capture(capture, self.policy, self.level))
+
+    def append(self, encoded: EncodedCapture) -> WarcRef:
+        """Append an encoded capture; where its first record is."""
         started = time.perf_counter()
         out = self._file or self._open()
-        headers, redactions = self._response_headers(capture)
-        warc = {"WARC-Date": warc_date(capture.fetched_at)}
-        counts = dict(capture.redactions)
-        for kind, n in redactions.items():
-            counts[kind] = counts.get(kind, 0) + n
-        if counts:
-            warc["WARC-Courtier-Redactions"] = "; ".join(
-                f"{k}:{n}" for k, n in sorted(counts.items())
-            )
-        if capture.truncated:
-            warc["WARC-Truncated"] = "length"
-        digest: str | None = payload_digest(capture.payload)
-        status_line = f"{capture.status} {_reason(capture.status)}"
-        http = StatusAndHeaders(status_line, headers, protocol="HTTP/1.1")
-        if capture.not_modified or (
-            capture.previous_digest is not None and capture.previous_digest == digest
-        ):
-            record = self._revisit(capture, http, warc, digest)
-            digest = None if capture.not_modified else digest
-        else:
-            warc["WARC-Payload-Digest"] = digest or ""
-            record = self._builder.create_warc_record(
-                capture.url,
-                "response",
-                payload=io.BytesIO(capture.payload),
-                length=len(capture.payload),
-                http_headers=http,
-                warc_headers_dict=warc,
-            )
-        offset, length = self._append(record)
-        self._append(self._request(capture, record.rec_headers.get_header("WARC-Record-ID")))
+        offset = out.tell()
+        for member in encoded.members:
+            out.write(member)
         out.flush()
+        length = len(encoded.members[0])
         name = self._path.name if self._path is not None else ""
         if out.tell() >= self.max_bytes:
             self._finish()
-        return WarcRef(name, offset, length, digest, record.rec_type, time.perf_counter() - started)
+        took = encoded.seconds + time.perf_counter() - started
+        return WarcRef(name, offset, length, encoded.digest, encoded.record, took)
 
-    def _revisit(
-        self, capture: Capture, http: StatusAndHeaders, warc: dict[str, str], digest: str | None
-    ) -> Any:
-        warc["WARC-Profile"] = SERVER_NOT_MODIFIED if capture.not_modified else IDENTICAL_PAYLOAD
-        warc["WARC-Refers-To-Target-URI"] = capture.url
-        if capture.previous_date is not None:
-            warc["WARC-Refers-To-Date"] = warc_date(capture.previous_date)
-        if not capture.not_modified and digest is not None:
-            warc["WARC-Payload-Digest"] = digest
-        return self._builder.create_warc_record(
-            capture.url, "revisit", http_headers=http, warc_headers_dict=warc
-        )
 
-    def _request(self, capture: Capture, concurrent_to: str) -> Any:
-        target = _target(capture.url)
-        host = capture.url.split("/", 3)[2]
-        lines = [("Host", host), *capture.request_headers]
-        http = StatusAndHeaders(f"GET {target} HTTP/1.1", lines, is_http_request=True)
-        warc = {"WARC-Date": warc_date(capture.fetched_at), "WARC-Concurrent-To": concurrent_to}
-        return self._builder.create_warc_record(
-            capture.url, "request", http_headers=http, warc_headers_dict=warc
-        )
+def _revisit(
+    builder: WARCWriter,
+    capture: Capture,
+    http: StatusAndHeaders,
+    warc: dict[str, str],
+    digest: str | None,
+) -> Any:
+    warc["WARC-Profile"] = SERVER_NOT_MODIFIED if capture.not_modified else IDENTICAL_PAYLOAD
+    warc["WARC-Refers-To-Target-URI"] = capture.url
+    if capture.previous_date is not None:
+        warc["WARC-Refers-To-Date"] = warc_date(capture.previous_date)
+    if not capture.not_modified and digest is not None:
+        warc["WARC-Payload-Digest"] = digest
+    return builder.create_warc_record(
+        capture.url, "revisit", http_headers=http, warc_headers_dict=warc
+    )
 
-    def _response_headers(self, capture: Capture) -> tuple[list[tuple[str, str]], dict[str, int]]:
-        """The response's headers as they fit the kept payload, values redacted."""
-        headers: list[tuple[str, str]] = []
-        counts: dict[str, int] = {}
-        for raw_name, raw_value in capture.response_headers:
-            name, value = _text(raw_name), _text(raw_value)
-            redacted = redact_url(value, self.policy)
-            for kind, n in redacted.counts.items():
-                counts[kind] = counts.get(kind, 0) + n
-            lower = name.lower()
-            if lower in _REPLACED:
-                headers.append((f"X-Courtier-Original-{name}", redacted.text))
-            else:
-                headers.append((name, redacted.text))
-        if not capture.not_modified:
-            headers.append(("Content-Length", str(len(capture.payload))))
-        return headers, counts
+
+def _request(builder: WARCWriter, capture: Capture, concurrent_to: str) -> Any:
+    target = _target(capture.url)
+    host = capture.url.split("/", 3)[2]
+    lines = [("Host", host), *capture.request_headers]
+    http = StatusAndHeaders(f"GET {target} HTTP/1.1", lines, is_http_request=True)
+    warc = {"WARC-Date": warc_date(capture.fetched_at), "WARC-Concurrent-To": concurrent_to}
+    return builder.create_warc_record(
+        capture.url, "request", http_headers=http, warc_headers_dict=warc
+    )
+
+
+def _response_headers(
+    capture: Capture, policy: RedactionPolicy
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The response's headers as they fit the kept payload, values redacted."""
+    headers: list[tuple[str, str]] = []
+    counts: dict[str, int] = {}
+    for raw_name, raw_value in capture.response_headers:
+        name, value = _text(raw_name), _text(raw_value)
+        redacted = redact_url(value, policy)
+        for kind, n in redacted.counts.items():
+            counts[kind] = counts.get(kind, 0) + n
+        lower = name.lower()
+        if lower in _REPLACED:
+            headers.append((f"X-Courtier-Original-{name}", redacted.text))
+        else:
+            headers.append((name, redacted.text))
+    if not capture.not_modified:
+        headers.append(("Content-Length", str(len(capture.payload))))
+    return headers, counts
 
 
 def _text(value: str) -> str:
