@@ -60,6 +60,10 @@ class Answered:
     origin: str | None = None
     extra_cost: float = 0.0
     """Cost units the answer turned out dearer than its booking."""
+    origin_latency: bool = True
+    """False: another server answered for the origin (a CDN or image-service edge, for a
+    media request booked on the customer's origin): its latency is the edge's, and a fast
+    edge taken for the origin's baseline made every page of a slow origin look congested."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +144,7 @@ def _origin_after(
     key = f"origin:{answer.origin}"
     now = answer.now
     state = origin
-    sample = _latency_sample(answer)
+    sample = _latency_sample(answer) if answer.origin_latency else None
     if sample is not None:
         latency = observe(state.latency, sample, now, params.origin_latency)
         if latency.factor < state.latency.factor:

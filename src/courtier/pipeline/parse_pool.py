@@ -119,6 +119,7 @@ class _Queue:
             self._cond.notify_all()
         return left
 
+
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 

@@ -139,6 +139,7 @@ class LaneKindBase:
                 now=self.timer.now(),
                 origin=origin,
                 extra_cost=extra_cost,
+                origin_latency=not media,
             ),
             media=media,
         )
