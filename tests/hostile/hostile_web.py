@@ -1016,15 +1016,6 @@ def url(host: str, port: int, path: str = "/") -> str:
 CHUNK_HTML = b"<p>and on and on <a href='/more'>more</a></p>" * 200
 
 
-KNOWN_BUGS = {
-    "ctype-garbage.test": "a Content-Type that is no UTF-8 crashes the document sink",
-    "status-empty.test": "aiohttp sends a second, unbooked request when a server hangs up",
-    "ctype-utf16-lie.test": "an odd-length body declared UTF-16 raises in the page decoder",
-}
-"""Hosts left out of the mixed crawl (``known_bugs=False``) while their bug is open: each
-has a test of its own (``test_issue_cases.py``, ``test_heavy_pages.py``), marked xfail until
-it is fixed. A Location that is no UTF-8 (the document sink bug again) is left out with
-them."""
 LISTENER_OF = {
     "locations-": "alt-0",
     "redirect-": "alt-0",
@@ -1055,7 +1046,7 @@ HEAVY = ("bomb-", "sitemap-bomb")
 """Hosts whose answers are heavy to decompress or parse (``test_heavy_pages.py``)."""
 
 
-def mixed_hosts(web: HostileWeb, *, known_bugs: bool = True) -> dict[str, Handler]:
+def mixed_hosts(web: HostileWeb) -> dict[str, Handler]:
     """Hostile hosts (on the ``hostile`` listener), by name. Unless the name says robots.txt,
     robots.txt is a 404 (allow all) and the hostile answer comes at every other path."""
     canary = web.ports["canary"]
@@ -1167,12 +1158,9 @@ def mixed_hosts(web: HostileWeb, *, known_bugs: bool = True) -> dict[str, Handle
             part,
             parts,
             own_port=web.ports.get(LISTENER_OF["locations-"]),
-            invalid_utf8=known_bugs,
+            invalid_utf8=True,
         )
-    named = {f"{name}.test": handler for name, handler in hosts.items()}
-    if not known_bugs:
-        named = {name: handler for name, handler in named.items() if name not in KNOWN_BUGS}
-    return named
+    return {f"{name}.test": handler for name, handler in hosts.items()}
 
 
 def select(

@@ -34,7 +34,7 @@ async def test_a_blocked_loop_shows_as_lag_since_the_send() -> None:
     sampler = asyncio.create_task(sample_loop_lag(stats, period=0.01))
     await asyncio.sleep(0.03)
     sent = time.time()
-    time.sleep(0.15)  # the crawler's own work holds the loop
+    time.sleep(0.15)  # noqa: ASYNC251 - the crawler's own work holding the loop, on purpose
     await asyncio.sleep(0.03)
     sampler.cancel()
     assert stats.recent_lag.since(sent, time.time()) >= 0.1
