@@ -350,9 +350,11 @@ class Engine:
         finally:
             for task in background:
                 task.cancel()
+            # Ended before the shards go back: a shard the keeper was taking while we cancel
+            # would otherwise be held after stop() gave the others back, its URLs leased.
+            await asyncio.gather(*background, return_exceptions=True)
             if self.cluster is not None:
                 await self.cluster.keeper.stop()
-            await asyncio.gather(*background, return_exceptions=True)
 
     async def _finish(self) -> None:
         await self.feeder.flush()
