@@ -394,7 +394,7 @@ class WarcSection:
     it holds this many (compressed) bytes."""
     prefix: str = "courtier"
     """File names: PREFIX-TIMESTAMP-SERIAL-PID.warc.gz."""
-    compression_level: int = 6
+    compression_level: int = 3
     """gzip level of each record (1 fastest .. 9 smallest; warcio's own writer uses 9)."""
 
 
