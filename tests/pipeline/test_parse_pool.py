@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from courtier.pipeline.parse import ParsedPage, parse_page
+from courtier.pipeline.parse_jobs import LARGE_BYTES
 from courtier.pipeline.parse_pool import (
-    LARGE_BYTES,
     ParsePool,
     ParseTimeout,
     PoolClosed,

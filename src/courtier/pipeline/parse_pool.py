@@ -42,8 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
+from courtier.pipeline.parse_jobs import Job, JobQueue
 from courtier.pipeline.parse_worker import worker_main
 
 P = ParamSpec("P")
@@ -55,71 +56,6 @@ PIPELINE = 2
 """Jobs a worker may hold: the next one is sent before it answers the last, so it takes it
 up at once, not after the parent's thread got the GIL back to read the answer and send more
 (under a busy event loop that wait was most of a small page's turn)."""
-LARGE_BYTES = 256 * 1024
-"""A job with more bytes than this is large (a big page takes a worker for a second or
-more). Large jobs run on all workers but one at most: one worker is always left to the
-small ones, so hosts of ordinary pages keep their pace beside hosts of 8 MiB pages. A job is
-sent ahead only behind a small one, and only while no worker is idle."""
-
-
-class _Queue:
-    """Jobs waiting for a worker: small ones first; each kind in submission order."""
-
-    def __init__(self, workers: int) -> None:
-        self._cond = threading.Condition()
-        self._small: deque[_Job[Any]] = deque()
-        self._large: deque[_Job[Any]] = deque()
-        self._large_places = max(1, workers - 1)
-        self._large_running = 0
-        self.idle = 0
-        """Slot threads waiting for a job (their worker has none)."""
-        self.closed = False
-
-    def put(self, job: _Job[Any]) -> None:
-        with self._cond:
-            (self._large if job.large else self._small).append(job)
-            self._cond.notify()
-
-    def take(self, *, block: bool) -> _Job[Any] | None:
-        """The next job a worker may take (blocking while there is none if ``block``); None
-        when there is none or the pool is closing (``closed``)."""
-        with self._cond:
-            while not self.closed:
-                if self._small:
-                    return self._small.popleft()
-                if self._large and self._large_running < self._large_places:
-                    job = self._large.popleft()
-                    job.counted = True
-                    self._large_running += 1
-                    return job
-                if not block:
-                    return None
-                self.idle += 1
-                try:
-                    self._cond.wait()
-                finally:
-                    self.idle -= 1
-            return None
-
-    def release(self, job: _Job[Any]) -> None:
-        """A job taken as large is settled: its place goes to the next large one."""
-        if job.counted:
-            job.counted = False
-            with self._cond:
-                self._large_running -= 1
-                self._cond.notify_all()
-
-    def close(self) -> list[_Job[Any]]:
-        """Wake every waiting thread; the jobs no worker took."""
-        with self._cond:
-            self.closed = True
-            left = [*self._small, *self._large]
-            self._small.clear()
-            self._large.clear()
-            self._cond.notify_all()
-        return left
-
-
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 
@@ -151,38 +87,6 @@ def warm_up_parse() -> None:
 
 
 @dataclass(eq=False)
-class _Job(Generic[T]):
-    fn: Callable[..., T]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    future: asyncio.Future[T]
-    loop: asyncio.AbstractEventLoop
-
-    large: bool = False
-    """Its bytes and text arguments pass ``LARGE_BYTES`` (a big page: slow to parse)."""
-    counted: bool = False
-    """Taken as a large job: it holds one of the places large jobs may take."""
-
-    def __post_init__(self) -> None:
-        size = sum(len(a) for a in self.args if isinstance(a, bytes | str))
-        self.large = size > LARGE_BYTES
-
-    def resolve(self, result: Any = None, error: BaseException | None = None) -> None:
-        """Settle the future from any thread (a no-op if it was cancelled meanwhile)."""
-
-        def settle() -> None:
-            if self.future.done():
-                return
-            if error is not None:
-                self.future.set_exception(error)
-            else:
-                self.future.set_result(result)
-
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-            self.loop.call_soon_threadsafe(settle)
-
-
-@dataclass(eq=False)
 class _Worker:
     process: BaseProcess
     conn: Connection
@@ -209,8 +113,8 @@ class _Slot:
     index: int
     worker: _Worker | None = None
     thread: threading.Thread | None = None
-    sent: deque[_Job[Any]] = field(default_factory=deque)
-    again: deque[_Job[Any]] = field(default_factory=deque)
+    sent: deque[Job[Any]] = field(default_factory=deque)
+    again: deque[Job[Any]] = field(default_factory=deque)
     head_since: float = 0.0
     """When the worker could take up the oldest job sent (``time.monotonic``)."""
 
@@ -235,7 +139,7 @@ class ParsePool:
         self.max_memory_bytes = max_memory_bytes
         self._warm_up = warm_up
         self._context = multiprocessing.get_context("spawn")
-        self._jobs = _Queue(count)
+        self._jobs = JobQueue(count)
         self._lock = threading.Lock()
         self._closed = False
         self._warm = 0
@@ -267,7 +171,7 @@ class ParsePool:
             raise PoolClosed("the parse pool is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        job = _Job(fn, args, kwargs, future, loop)
+        job = Job(fn, args, kwargs, future, loop)
         self._jobs.put(job)
         if self._closed:  # closed while we queued: the drain may have missed this job
             job.future.cancel()
@@ -342,7 +246,7 @@ class ParsePool:
         assert worker is not None
         while len(slot.sent) < PIPELINE:
             if slot.again:
-                job: _Job[Any] | None = slot.again.popleft()
+                job: Job[Any] | None = slot.again.popleft()
             elif not slot.sent:
                 job = self._jobs.take(block=True)
                 if job is None:
@@ -409,7 +313,7 @@ class ParsePool:
             self._replace(slot, worker, timed_out=timed_out)
         self._settle(job, result, error)
 
-    def _settle(self, job: _Job[Any], result: Any, error: BaseException | None) -> None:
+    def _settle(self, job: Job[Any], result: Any, error: BaseException | None) -> None:
         self._jobs.release(job)
         job.resolve(result, error)
 
