@@ -7,6 +7,8 @@ import re
 from collections import Counter
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from courtier.sinks import redact as r
 from courtier.sinks.redact import KEY_RULES, RedactionPolicy, redact, redact_url
@@ -93,3 +95,24 @@ def test_pages_are_redacted_as_by_every_rule():
     assert (lambda res: (res.text, res.counts))(redact(page, RedactionPolicy(phones=False))) == (
         every_rule(page, RedactionPolicy(phones=False))
     )
+
+
+_ANCHORS = sorted({a for rule in KEY_RULES for a in rule.anchors})
+
+
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_ANCHORS), st.text(alphabet="aAkK_-.sSgGpP0123 ", max_size=6)),
+        max_size=12,
+    )
+)
+def test_the_anchor_scan_finds_what_a_scan_per_anchor_finds(parts: list[str]) -> None:
+    """Overlapping and nested anchors included: the automaton misses no rule."""
+    text = "".join(parts)
+    rules = r._rules_of(frozenset())
+    lower = text.lower()
+    expected = sorted(
+        {i for a, ids in rules.exact.items() if a in text for i in ids}
+        | {i for a, ids in rules.folded.items() if a in lower for i in ids}
+    )
+    assert rules.occurring(text, lower, 0) == expected
