@@ -307,3 +307,20 @@ def test_lower_casing_keeps_every_character_class_the_pattern_tests() -> None:
         assert [m.start() for m in re.finditer(pattern, changed)] == [
             m.start() for m in re.finditer(pattern, lowered)
         ]
+
+
+def _normalise_word_by_word(text: str) -> str:
+    """The reference: the words of the erased text, each kept if it has an isalnum() char."""
+    words = erase_volatile(text).split()
+    return " ".join(w for w in words if any(c.isalnum() for c in w))
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80) | _WORDISH)
+def test_punctuation_is_dropped_exactly_as_word_by_word(text: str) -> None:
+    """Stored fingerprints must not change: the one-pass normaliser gives what testing each
+    word gave, for any text (Unicode letters, digits, marks, underscores, punctuation)."""
+    assert normalise_text(text) == _normalise_word_by_word(text)
+
+
+def test_punctuation_only_words_go_and_words_with_a_letter_stay() -> None:
+    assert normalise_text("Updated 18:05 GMT . -- _ __x ¿qué? «» 5") == "Updated __x ¿qué? 5"
