@@ -55,7 +55,10 @@ log = logging.getLogger("courtier.pipeline.parse_pool")
 PIPELINE = 2
 """Jobs a worker may hold: the next one is sent before it answers the last, so it takes it
 up at once, not after the parent's thread got the GIL back to read the answer and send more
-(under a busy event loop that wait was most of a small page's turn)."""
+(under a busy event loop that wait was most of a small page's turn). 4 was tried: 700
+requests/s at 2,000 sites instead of 610-670, but loop lag p99 rose to ~320 ms and one run of
+two put an origin 1 unit over its 1 s budget (docs/benchmarks.md, session 5: origin keys are
+spaced by booked slots, so a late send compresses the next gap)."""
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 
