@@ -57,6 +57,11 @@ class ScriptedFetcher:
         self.started: list[tuple[float, str]] = []
         self.sent_headers: list[tuple[str, dict[str, str]]] = []
         """(URL, the extra request headers it was sent with: a refresh's validators)."""
+        self.send_delays: dict[str, float] = {}
+        """URL -> seconds (fake) from the fetch's start to its headers going out (a slow
+        connect under a busy loop)."""
+        self.sends: list[tuple[float, str]] = []
+        """(when the headers went out, URL): what the server would see."""
 
     async def fetch(
         self,
@@ -65,8 +70,15 @@ class ScriptedFetcher:
         addresses: tuple[str, ...],
         *,
         headers: Mapping[str, str] | None = None,
+        on_sent: Callable[[float], None] | None = None,
     ) -> FetchResult:
         sent = self.timer.now()
+        send_delay = self.send_delays.get(url, 0.0)
+        if send_delay:
+            await sleep_until(self.timer, sent + send_delay)
+        self.sends.append((self.timer.now(), url))
+        if on_sent is not None:
+            on_sent(self.timer.now())
         self.started.append((sent, url))
         self.sent_headers.append((url, dict(headers or {})))
         delay = self.delays.get(url, 0.0)

@@ -77,6 +77,24 @@ async def test_a_site_starts_its_next_page_while_the_last_one_is_still_parsed(la
     assert h.pages.in_flight == 0 and site.sched.in_flight == 0
 
 
+async def test_a_late_send_never_brings_the_next_request_on_its_origin_closer(lanes) -> None:
+    """The server's view: a request that goes out late (a slow connect) pushes the next start
+    on the same origin back, so consecutive sends stay a full charge apart."""
+    h = lanes("limits.origin.rate=2", "limits.site.rate=10")
+    sites = [h.site(f"s{n}.test", ["/a", "/b"], origin="shared") for n in range(3)]
+    for n in range(3):
+        h.fetcher.send_delays[f"http://s{n}.test/robots.txt"] = 0.3
+    for site in sites:
+        h.pages.arm(site)
+    await h.timer.advance(30.0)
+    costs = {e.url: e.context.cost for e in h.events}
+    sends = sorted(h.fetcher.sends)
+    assert len(sends) == 9  # robots.txt and two pages per site
+    for (at, url), (next_at, _next_url) in itertools.pairwise(sends):
+        assert next_at - at >= costs[url] * 0.5 - 1e-9, (url, next_at - at)
+    assert h.pages.spacing.holds + h.stats.missed_slots > 0  # held, or forfeited and rebooked
+
+
 async def test_a_late_wake_up_forfeits_the_slot_and_books_again(lanes) -> None:
     h = lanes("limits.site.rate=1", "limits.site.slot_width=0.05")
     site = h.site("a.test", ["/p"])

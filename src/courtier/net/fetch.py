@@ -105,6 +105,10 @@ _TIMING: ContextVar[dict[str, float] | None] = ContextVar("courtier_fetch_timing
 """The timing record of the request this task is fetching: the SSL object writes the
 handshake's times into it (protocol callbacks run in copies of the task's context, which
 hold the same dict)."""
+_ON_SENT: ContextVar[Callable[[float], None] | None] = ContextVar(
+    "courtier_fetch_on_sent", default=None
+)
+"""Told the wall time the request's headers went out (the caller spaces shared keys by it)."""
 _RESOLVED: ContextVar[tuple[str, float] | None] = ContextVar("courtier_resolved", default=None)
 """(host, seconds) of the last resolution ``TimedResolver`` made in this task."""
 
@@ -140,6 +144,9 @@ async def _note_headers_sent(
     if timing is not None:
         timing["sent"] = time.time()
         timing["sent_pc"] = time.perf_counter()
+        on_sent = _ON_SENT.get()
+        if on_sent is not None:
+            on_sent(timing["sent"])
 
 
 async def _note_connection_start(
@@ -348,9 +355,11 @@ class Fetcher:
         *,
         clock: Callable[[], float] = time.time,
         headers: Mapping[str, str] | None = None,
+        on_sent: Callable[[float], None] | None = None,
     ) -> FetchResult:
         """GET ``url`` from one of ``addresses`` (already approved for ``host``); ``headers``
-        are sent besides the session's (a refresh's If-None-Match, If-Modified-Since)."""
+        are sent besides the session's (a refresh's If-None-Match, If-Modified-Since).
+        ``on_sent`` is called with the wall time the request's headers went out."""
         assert self._session is not None, "Fetcher used outside 'async with'"
         self.resolver.pin(host, addresses)
         dns = _dns_time(host)
@@ -358,6 +367,7 @@ class Fetcher:
         started_pc = time.perf_counter()
         timing: dict[str, float] = {}
         token = _TIMING.set(timing)
+        sent_token = _ON_SENT.set(on_sent)
         try:
             async with self._session.get(
                 url, allow_redirects=False, trace_request_ctx=timing, headers=headers
@@ -404,6 +414,7 @@ class Fetcher:
             )
         finally:
             _TIMING.reset(token)
+            _ON_SENT.reset(sent_token)
 
     def _certificate_of(self, url: str, host: str) -> tuple[dict[str, Any] | None, bytes | None]:
         if not url.startswith("https:"):

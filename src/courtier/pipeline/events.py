@@ -7,7 +7,8 @@ buffers and writes elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from courtier.net.fetch import FetchResult
@@ -35,6 +36,9 @@ class RequestContext:
     origin: str | None = None
     lane: str = ""
     """The scheduling lane (frontier lane for pages, the media key for media)."""
+    sent: Callable[[float], None] | None = field(default=None, compare=False, repr=False)
+    """Told the wall time the request's headers went out (``Launch.sent``: the scheduler
+    spaces the next start on the same shared keys from it)."""
 
 
 @dataclass(frozen=True, slots=True)

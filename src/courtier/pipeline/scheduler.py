@@ -43,6 +43,7 @@ from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Handle, Timer
 from courtier.politeness.gcra import Limit, Refusal, Slot
@@ -75,6 +76,10 @@ def _nothing() -> None:
     pass
 
 
+def _nothing_at(_at: float) -> None:
+    pass
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """A start: the slot it was booked in, when it was booked, when it really started."""
@@ -87,6 +92,9 @@ class Launch:
     on the lane's clocks applied): the lane's own place in flight is free for its next start
     while the crawler keeps, parses and stores this one. The crawl's place (``max_in_flight``)
     is held until the work ends. Calling it again does nothing."""
+    sent: Callable[[float], None] = _nothing_at
+    """Call with the wall time the request's headers went out (``RequestContext.sent``):
+    the next start on the same shared keys is spaced from it (``send_spacing``)."""
 
     @property
     def wait(self) -> float:
@@ -170,6 +178,7 @@ class Scheduler(Generic[L, W]):
         self.max_in_flight = max_in_flight
         self.tasks = tasks
         self.on_lease_lost = on_lease_lost
+        self.spacing = SendSpacing(clocks.policy.params_of)
         self.in_flight = 0
         self.stopping = False
         self._ready: deque[L] = deque()
@@ -315,10 +324,22 @@ class Scheduler(Generic[L, W]):
         slot, work = state.slot, state.work
         assert slot is not None and work is not None
         now = self.timer.now()
+        hold = self.spacing.hold_until(slot.keys, now)
+        if hold > now and (hold <= slot.deadline or self.spacing.all_spaced(slot.keys)):
+            # An earlier request on a shared key went out late: start when it has been out
+            # for its charge. Past the slot's deadline only when every key of the slot is
+            # spaced from real sends (a page: site and origin), so starting late bunches
+            # nothing; a slot with a burst key (media) is forfeited instead.
+            self.spacing.holds += 1
+            state.timer = self.timer.call_at(hold, self._launch, lane)
+            return
         state.slot = None
         state.phase = Phase.IDLE
-        if slot.is_missed(now):
-            self.stats.missed_slots += 1
+        if slot.is_missed(now) or hold > now:
+            if slot.is_missed(now):
+                self.stats.missed_slots += 1
+            else:  # held past its deadline by a late send on a shared burst-free key
+                self.stats.spacing_forfeits += 1
             self.arm(lane)  # the forfeited slot stays consumed: no bunching
             return
         state.work = None
@@ -326,17 +347,21 @@ class Scheduler(Generic[L, W]):
         self.in_flight += 1
         self.kind.started(lane, work, now)
         answered = _Answered(self, lane)
-        launch = Launch(slot, state.booked_at, now, answered)
+        sent = _Sent(self.spacing, slot)
+        launch = Launch(slot, state.booked_at, now, answered, sent)
         task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
         self.tasks.add(task)
         state.running.add(task)
-        task.add_done_callback(partial(self._finished, lane, answered))
+        task.add_done_callback(partial(self._finished, lane, answered, sent))
         self._arm(lane, at_once=True)
 
-    def _finished(self, lane: L, answered: _Answered[L], task: asyncio.Task[None]) -> None:
+    def _finished(
+        self, lane: L, answered: _Answered[L], sent: _Sent, task: asyncio.Task[None]
+    ) -> None:
         self.tasks.discard(task)
         lane.sched.running.discard(task)
         answered.give_back()
+        sent.give_up()
         self.in_flight -= 1
         if not task.cancelled() and task.exception() is not None:
             log.error("work on %s failed", lane.name, exc_info=task.exception())
@@ -384,3 +409,26 @@ class _Answered(Generic[L]):
     def __call__(self) -> None:
         if self.give_back():
             self.scheduler._arm(self.lane, at_once=True)
+
+
+class _Sent:
+    """``Launch.sent`` of one start: its shared keys learn when it went out, once."""
+
+    __slots__ = ("done", "slot", "spacing")
+
+    def __init__(self, spacing: SendSpacing, slot: Slot) -> None:
+        self.spacing = spacing
+        self.slot = slot
+        self.done = False
+        spacing.launched(slot.keys)
+
+    def __call__(self, at: float) -> None:
+        if not self.done:
+            self.done = True
+            self.spacing.sent(self.slot.keys, self.slot.cost, at)
+
+    def give_up(self) -> None:
+        """The work ended: a request that never went out frees its keys."""
+        if not self.done:
+            self.done = True
+            self.spacing.not_sent(self.slot.keys)

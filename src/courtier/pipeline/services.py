@@ -88,7 +88,15 @@ def context_of(
     """What a lane's launched work tells the observer about its request."""
     slot = launch.slot
     return RequestContext(
-        site, kind, slot.keys, slot.cost, launch.wait, launch.late, origin=origin, **more
+        site,
+        kind,
+        slot.keys,
+        slot.cost,
+        launch.wait,
+        launch.late,
+        origin=origin,
+        sent=launch.sent,
+        **more,
     )
 
 

@@ -81,6 +81,9 @@ class CrawlStats:
     """Sites whose home-page headers went into origin inference (no probe request needed)."""
     tls_evidence: int = 0
     """Sites whose https certificate went into origin inference (corroboration)."""
+    spacing_forfeits: int = 0
+    """Slots given up because a late send on one of their shared keys (origin, CDN miss)
+    held them past their deadline (``send_spacing``); not counted as missed slots."""
     origin_retries: int = 0
     """Origin-inference lookups asked again because the first failed (a DNS timeout)."""
     warc_records: Counter[str] = field(default_factory=Counter)
@@ -182,6 +185,7 @@ class CrawlStats:
             "header_evidence": self.header_evidence,
             "tls_evidence": self.tls_evidence,
             "origin_retries": self.origin_retries,
+            "spacing_forfeits": self.spacing_forfeits,
             "warc_records": dict(self.warc_records),
             "warc_bytes": self.warc_bytes,
             "warc_write_ms_per_capture": round(
