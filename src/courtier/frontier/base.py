@@ -281,6 +281,25 @@ class ScheduleUpdate:
     last_modified: str | None = None
     digest: str | None = None
 
+    def written(self, outcome: Outcome) -> tuple[Any, ...]:
+        """The values a store writes for ``outcome`` with this update, in the order of its
+        outcome columns: url id, status, HTTP status, fetched at, lane, fingerprint, refresh
+        interval, unchanged fetches, next due, ETag, Last-Modified, digest."""
+        return (
+            outcome.url_id,
+            int(self.status),
+            outcome.http_status,
+            outcome.fetched_at,
+            int(self.lane),
+            self.fingerprint,
+            self.refresh_interval,
+            self.unchanged_fetches,
+            self.next_due,
+            self.etag,
+            self.last_modified,
+            self.digest,
+        )
+
     def stored(self, importance: Importance, freshlane: bool) -> ScheduleRow:
         """The row this update leaves (a second outcome in one batch builds on it)."""
         return ScheduleRow(

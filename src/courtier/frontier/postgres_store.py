@@ -353,24 +353,7 @@ class PostgresFrontier:
             new = schedule_after(row, outcome, self._policy)
             # Two outcomes for one URL in a batch: the later applies on top of the earlier.
             stored[outcome.url_id] = new.stored(row.importance, row.freshlane)
-            for name, value in zip(
-                _OUTCOME_ARRAYS,
-                (
-                    outcome.url_id,
-                    int(new.status),
-                    outcome.http_status,
-                    outcome.fetched_at,
-                    int(new.lane),
-                    new.fingerprint,
-                    new.refresh_interval,
-                    new.unchanged_fetches,
-                    new.next_due,
-                    new.etag,
-                    new.last_modified,
-                    new.digest,
-                ),
-                strict=True,
-            ):
+            for name, value in zip(_OUTCOME_ARRAYS, new.written(outcome), strict=True):
                 columns[name].append(value)
         latest = _last_per_id(columns)
         cur.execute(

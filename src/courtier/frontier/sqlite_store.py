@@ -415,20 +415,7 @@ class SqliteFrontier:
             stored[outcome.url_id] = new.stored(row.importance, row.freshlane)
             # UPDATE ... FROM applies one source row per URL: the last outcome's, which
             # already built on the earlier ones.
-            updates[outcome.url_id] = [
-                outcome.url_id,
-                int(new.status),
-                outcome.http_status,
-                outcome.fetched_at,
-                int(new.lane),
-                new.fingerprint,
-                new.refresh_interval,
-                new.unchanged_fetches,
-                new.next_due,
-                new.etag,
-                new.last_modified,
-                new.digest,
-            ]
+            updates[outcome.url_id] = list(new.written(outcome))
         if updates:
             self._db.execute(_WRITE_OUTCOMES, (_json(updates.values()),))
 
