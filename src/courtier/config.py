@@ -114,6 +114,10 @@ class FetchSection:
     total_timeout: float = 60.0
     max_body_bytes: int = 8 * 1024 * 1024
     """Largest body kept, counted after decompression (a compression bomb stops here)."""
+    spool_bytes: int = 512 * 1024
+    """A page or media body larger than this is written to a spool file as it arrives
+    (``<out>/spool``) and read there by the parse worker, not held in the crawl's memory
+    (0: never spool)."""
     max_header_bytes: int = 16 * 1024
     """Longest single header line accepted."""
     max_headers: int = 100
@@ -587,6 +591,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "read_timeout": number(above=0, high=3600, unit="seconds"),
         "total_timeout": number(above=0, high=86_400, unit="seconds"),
         "max_body_bytes": whole(1, 1 << 31, unit="bytes"),
+        "spool_bytes": whole(0, 1 << 31, unit="bytes"),
         "max_header_bytes": whole(1024, 1 << 20, unit="bytes"),
         "max_headers": whole(1, 10_000),
         "allowed_types": each(

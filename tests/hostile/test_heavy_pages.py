@@ -187,11 +187,16 @@ def test_bombs_are_cut_at_the_body_limit(heavy):
 @pytest.mark.timeout(90)
 def test_peak_memory_with_many_big_pages_in_flight(heavy):
     """Issue 12, case 7: many 8 MiB bodies (the cap) in flight at once. Recorded: the peak
-    resident memory of the crawl process and of its parse worker (printed with -s)."""
+    resident memory of the crawl process and of its parse worker (printed with -s).
+
+    Bodies past ``fetch.spool_bytes`` go to spool files, read there by the parse worker: the
+    crawl's process grew 26 MiB (441 MiB when every body was held in memory and piped to
+    the worker), and no spool file outlives the crawl."""
     _web, run = heavy
     rss = run.rss
-    assert rss.growth < 1024, str(rss)
+    assert rss.growth < 160, str(rss)
     assert rss.child < 1024, str(rss)
+    assert not (run.out_dir / "spool").exists()
 
 
 @pytest.mark.timeout(90)

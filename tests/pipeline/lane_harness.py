@@ -71,6 +71,7 @@ class ScriptedFetcher:
         *,
         headers: Mapping[str, str] | None = None,
         on_sent: Callable[[float], None] | None = None,
+        spool: bool = False,
     ) -> FetchResult:
         sent = self.timer.now()
         send_delay = self.send_delays.get(url, 0.0)

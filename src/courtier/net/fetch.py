@@ -12,7 +12,8 @@ Rules:
 - Redirects are not followed here: the crawler turns a ``Location`` into new work that goes
   through scope, politeness and the guard again.
 - Limits: connect/read/total timeouts, header line size and count, and a body limit counted
-  after decompression, so a compression bomb stops at the limit.
+  after decompression, so a compression bomb stops at the limit. With a ``Spool``, a body
+  past its threshold is written to a file as it arrives (``courtier.net.spool``).
 - Every failure comes back as a ``FetchResult`` with ``error`` set, never as an exception.
 
 Latency phases (``FetchResult.phases``, seconds, ``time.perf_counter`` durations):
@@ -46,6 +47,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from courtier.config import FetchSection
 from courtier.net.resolve import Resolver
+from courtier.net.spool import Body, Spool, SpooledBody, SpoolWriter
 
 AddressCheck = Callable[[str], bool]
 
@@ -237,6 +239,9 @@ class FetchResult:
     status: int | None
     content_type: str = ""
     body: bytes = b""
+    """The body, unless it was spooled (then empty: see ``spooled``)."""
+    spooled: SpooledBody | None = None
+    """The body's file when it grew past the spool threshold (``courtier.net.spool``)."""
     location: str | None = None
     retry_after: str | None = None
     started_at: float = 0.0
@@ -255,6 +260,16 @@ class FetchResult:
     peercert_der: bytes | None = None
     phases: Phases = Phases()
     """Where the request's time went: DNS, connect, TLS, first byte, total."""
+
+    @property
+    def content(self) -> Body:
+        """The body as held: its bytes, or its spool file (``body_bytes`` reads either)."""
+        return self.body if self.spooled is None else self.spooled
+
+    @property
+    def size(self) -> int:
+        """The body's length in bytes, spooled or not."""
+        return len(self.body) if self.spooled is None else self.spooled.size
 
 
 PeerCertificate = tuple[dict[str, Any], bytes | None]
@@ -304,8 +319,12 @@ def _dns_time(host: str) -> float | None:
 class Fetcher:
     """One aiohttp session for the whole crawl; ``fetch`` never raises."""
 
-    def __init__(self, settings: FetchSection, address_allowed: AddressCheck) -> None:
+    def __init__(
+        self, settings: FetchSection, address_allowed: AddressCheck, spool: Spool | None = None
+    ) -> None:
         self.settings = settings
+        self.spool = spool
+        """Where bodies past its threshold go (None: every body is held in memory)."""
         self.resolver = PinnedResolver()
         self._address_allowed = address_allowed
         self._session: aiohttp.ClientSession | None = None
@@ -356,10 +375,12 @@ class Fetcher:
         clock: Callable[[], float] = time.time,
         headers: Mapping[str, str] | None = None,
         on_sent: Callable[[float], None] | None = None,
+        spool: bool = False,
     ) -> FetchResult:
         """GET ``url`` from one of ``addresses`` (already approved for ``host``); ``headers``
         are sent besides the session's (a refresh's If-None-Match, If-Modified-Since).
-        ``on_sent`` is called with the wall time the request's headers went out."""
+        ``on_sent`` is called with the wall time the request's headers went out. ``spool``:
+        a body past the spool's threshold goes to a file (``FetchResult.spooled``)."""
         assert self._session is not None, "Fetcher used outside 'async with'"
         self.resolver.pin(host, addresses)
         dns = _dns_time(host)
@@ -378,8 +399,11 @@ class Fetcher:
                 peercert, der = self._certificate_of(url, host)
                 content_type = response.headers.get("Content-Type", "")
                 error = None
+                spooled = None
                 if type_allowed(content_type, self.settings.allowed_types):
-                    body, truncated = await self._read_body(response)
+                    body, spooled, truncated = await self._read_body(
+                        response, self.spool if spool else None
+                    )
                 else:
                     response.close()  # not a type we keep: do not download it
                     body, truncated = b"", False
@@ -389,6 +413,7 @@ class Fetcher:
                     status=response.status,
                     content_type=content_type,
                     body=body,
+                    spooled=spooled,
                     location=response.headers.get("Location"),
                     retry_after=response.headers.get("Retry-After"),
                     started_at=started,
@@ -422,15 +447,38 @@ class Fetcher:
         found = self._certificates.get(host)
         return (found[0] or None, found[1]) if found is not None else (None, None)
 
-    async def _read_body(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, spool: Spool | None
+    ) -> tuple[bytes, SpooledBody | None, bool]:
+        """(the body, its spool file if it grew past the spool's threshold, truncated)."""
         limit = self.settings.max_body_bytes
+        threshold = spool.threshold if spool is not None and spool.threshold > 0 else limit
         chunks: list[bytes] = []
+        writer: SpoolWriter | None = None
         size = 0
-        async for chunk in response.content.iter_chunked(64 * 1024):
-            size += len(chunk)
-            if size > limit:
-                chunks.append(chunk[: limit - (size - len(chunk))])
-                response.close()  # stop reading: the rest is never decompressed
-                return b"".join(chunks), True
-            chunks.append(chunk)
-        return b"".join(chunks), False
+        truncated = False
+        try:
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    chunk = chunk[: limit - (size - len(chunk))]
+                    truncated = True
+                if writer is None and size > threshold and spool is not None:
+                    writer = spool.open()
+                    for held in chunks:
+                        writer.write(held)
+                    chunks.clear()
+                if writer is not None:
+                    writer.write(chunk)
+                else:
+                    chunks.append(chunk)
+                if truncated:
+                    response.close()  # stop reading: the rest is never decompressed
+                    break
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        if writer is not None:
+            return b"", writer.close(), truncated
+        return b"".join(chunks), None, truncated

@@ -207,7 +207,7 @@ class RowMaker:
             first_byte_s=first_byte,
             total_s=total,
             reused=phases.reused,
-            bytes=len(result.body) if result is not None else 0,
+            bytes=result.size if result is not None else 0,
             truncated=result.truncated if result is not None else False,
             content_type=content_type or None,
             cache=cache,

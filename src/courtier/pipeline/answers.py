@@ -20,7 +20,6 @@ page says (title, links, encoding, robots directives) comes from the redacted te
 from __future__ import annotations
 
 import enum
-import hashlib
 from typing import Any
 
 from courtier.net.fetch import FetchResult
@@ -66,13 +65,6 @@ def decide(
     return Verdict.DONE
 
 
-def body_fingerprint(result: FetchResult) -> str | None:
-    """Unparsed bodies (images, feeds, text): the raw bytes' MD5."""
-    if result.status is None or not 200 <= result.status < 300 or not result.body:
-        return None
-    return hashlib.md5(result.body, usedforsecurity=False).hexdigest()
-
-
 def document(
     result: FetchResult,
     *,
@@ -89,7 +81,7 @@ def document(
         "fetched_at": round(result.started_at, 3),
         "elapsed_ms": round(result.elapsed * 1000, 1),
         "content_type": result.content_type,
-        "bytes": len(result.body),
+        "bytes": result.size,
     }
     if result.truncated:
         record["truncated"] = True

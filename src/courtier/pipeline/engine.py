@@ -31,6 +31,7 @@ from courtier.frontier.base import FrontierStore, StoredRobots
 from courtier.frontier.surface import decide_depth_cap
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
+from courtier.net.spool import Spool
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.apply import FeedbackWriter
 from courtier.pipeline.archive import archived
@@ -166,8 +167,11 @@ class Engine:
                 fetcher = self._fetcher
                 if fetcher is None:
                     settings = self.config.fetch
+                    spool = Spool(self.out_dir, settings.spool_bytes)
+                    spool.remove_orphans()
+                    stack.callback(spool.close)
                     fetcher = await stack.enter_async_context(
-                        Fetcher(settings, self.address_allowed)
+                        Fetcher(settings, self.address_allowed, spool)
                     )
                 self._wire(fetcher)
                 await self._take_over()

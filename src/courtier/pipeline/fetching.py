@@ -47,6 +47,7 @@ class FetcherLike(Protocol):
         *,
         headers: Mapping[str, str] | None = None,
         on_sent: Callable[[float], None] | None = None,
+        spool: bool = False,
     ) -> FetchResult: ...
 
 
@@ -129,13 +130,15 @@ class GuardedFetch:
             return Answer(url, None, resolution.reason)
         if on_send is not None:
             on_send()
-        on_sent = context.sent
-        if headers:  # a conditional refresh; every other request sends the session's only
-            result = await self.fetcher.fetch(
-                url, host, resolution.addresses, headers=headers, on_sent=on_sent
-            )
-        else:
-            result = await self.fetcher.fetch(url, host, resolution.addresses, on_sent=on_sent)
+        # robots.txt is read from memory (and cut at its own limit); bigger bodies may spool
+        result = await self.fetcher.fetch(
+            url,
+            host,
+            resolution.addresses,
+            headers=headers or None,
+            on_sent=context.sent,
+            spool=not robots,
+        )
         self.stats.record_fetch(result, robots=robots)
         if self.sent is not None and result.sent_at is not None and context.kind in _SPACED:
             await self.sent(context.site, result.sent_at)

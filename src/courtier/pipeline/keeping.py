@@ -27,6 +27,7 @@ from courtier.config import Config
 from courtier.frontier.base import LeasedUrl, Outcome, UrlStatus
 from courtier.net.fetch import FetchResult
 from courtier.net.headers import etag, http_date
+from courtier.net.spool import Body, SpooledBody, body_size
 from courtier.pipeline.archive import Archive, redaction_policy, sent_headers, warc_fields
 from courtier.pipeline.parse import ParsedPage
 from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
@@ -42,8 +43,8 @@ Parse = Callable[..., Awaitable[Any]]
 
 @dataclass(slots=True)
 class Kept:
-    payload: bytes
-    """The body as kept (redacted where it had to be)."""
+    payload: Body
+    """The body as kept (redacted where it had to be), or its spool file."""
     redactions: dict[str, int] = field(default_factory=dict)
     ref: WarcRef | None = None
 
@@ -56,8 +57,10 @@ class Kept:
 
     def fingerprint(self, result: FetchResult) -> str | None:
         """Unparsed bodies: the MD5 of the body as kept (2xx only)."""
-        if result.status is None or not 200 <= result.status < 300 or not self.payload:
+        if result.status is None or not 200 <= result.status < 300 or not body_size(self.payload):
             return None
+        if isinstance(self.payload, SpooledBody):
+            return self.payload.md5  # taken as it was written
         return hashlib.md5(self.payload, usedforsecurity=False).hexdigest()
 
 
@@ -140,11 +143,12 @@ class Keeper:
         the redacted body), ``sent`` the conditional headers of the request, ``item`` the
         leased URL (a revisit refers to its last capture), ``encoded`` the capture when the
         parse worker made it with the page (``read_and_capture``)."""
-        kept = Kept(result.body)
+        kept = Kept(result.content)
         if page is not None:
-            kept.payload = page.payload if page.payload is not None else result.body
+            if page.payload is not None:
+                kept.payload = page.payload
             kept.redactions = page.redactions
-        elif result.body and self.policy.enabled and is_text(result.content_type):
+        elif result.size and self.policy.enabled and is_text(result.content_type):
             redacted = await self._redact(result, site)
             if redacted is None:
                 self.stats.redaction_failures += 1
@@ -191,8 +195,8 @@ class Keeper:
         context = self.context(result, site)
         try:
             if self.parse is None:
-                return redact_body(result.body, context)  # media: a rare, small SVG
-            redacted: RedactedBody = await self.parse(redact_body, result.body, context)
+                return redact_body(result.content, context)  # media: a rare, small SVG
+            redacted: RedactedBody = await self.parse(redact_body, result.content, context)
             return redacted
         except (ParseTimeout, WorkerLost, MemoryError) as exc:
             log.warning("redaction failed (%s): %s is not archived", type(exc).__name__, result.url)

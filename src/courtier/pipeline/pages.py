@@ -396,7 +396,7 @@ class SiteLanes(LaneKindBase):
         """``fn`` on the body in a parse worker; (None, why) when the parse overran its
         budget or killed its worker: the page is kept as fetched, unparsed."""
         try:
-            return await self.parse(fn, result.body, result.url, *more), None
+            return await self.parse(fn, result.content, result.url, *more), None
         except (ParseTimeout, WorkerLost, MemoryError) as exc:
             reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
                 type(exc), "parse-memory"

@@ -30,6 +30,7 @@ from selectolax.lexbor import LexborHTMLParser
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
 from courtier.frontier.traps import pattern_of
+from courtier.net.spool import Body, body_bytes
 from courtier.pipeline.decode import encode_query
 from courtier.politeness.robots_meta import directives, meta_applies
 from courtier.sinks.redact import redact_url
@@ -506,11 +507,11 @@ def _rebuild_sitemap(
     return ParsedSitemap(index, list(map(_new_link, links)), bad_links, error, lastmod)
 
 
-def parse_sitemap_links(body: bytes, base_url: str) -> ParsedSitemap:
+def parse_sitemap_links(content: Body, base_url: str) -> ParsedSitemap:
     """The URLs a sitemap (or sitemap index, gzip or not) lists, canonicalised."""
     result = ParsedSitemap()
     try:
-        sitemap = parse_sitemap(body)
+        sitemap = parse_sitemap(body_bytes(content))
     except SitemapError as exc:
         sitemap, result.error = exc.partial, str(exc)[:300]
     result.index = sitemap.kind is SitemapKind.INDEX

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from courtier.net.spool import SpooledBody
+
 T = TypeVar("T")
 
 LARGE_BYTES = 256 * 1024
@@ -38,7 +40,11 @@ class Job(Generic[T]):
     """Taken as a large job: it holds one of the places large jobs may take."""
 
     def __post_init__(self) -> None:
-        size = sum(len(a) for a in self.args if isinstance(a, bytes | str))
+        size = sum(
+            len(a) if isinstance(a, bytes | str) else a.size
+            for a in self.args
+            if isinstance(a, bytes | str | SpooledBody)
+        )
         self.large = size > LARGE_BYTES
 
     def resolve(self, result: Any = None, error: BaseException | None = None) -> None:

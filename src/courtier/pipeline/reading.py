@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from courtier.net.spool import Body, body_bytes
 from courtier.pipeline.decode import decode, encode_back, parse_text
 from courtier.pipeline.parse import ParsedPage, parse_page
 from courtier.politeness.robots_meta import header_directives
@@ -62,9 +63,10 @@ class RedactedBody:
     redactions: dict[str, int]
 
 
-def read_page(body: bytes, base_url: str, context: ReadContext) -> ParsedPage:
-    """The parsed page (``parse.ParsedPage``) of an HTML body, read in its own encoding, with
-    what must not be kept redacted first."""
+def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
+    """The parsed page (``parse.ParsedPage``) of an HTML body (or its spool file), read in
+    its own encoding, with what must not be kept redacted first."""
+    body = body_bytes(content)
     decoded = decode(body, context.content_type)
     region = region_of(context.host, context.policy.region)
     redacted = redact(decoded.text, context.policy, region)
@@ -79,8 +81,9 @@ def read_page(body: bytes, base_url: str, context: ReadContext) -> ParsedPage:
     return page
 
 
-def redact_body(body: bytes, context: ReadContext) -> RedactedBody:
+def redact_body(content: Body, context: ReadContext) -> RedactedBody:
     """A text body that is not parsed (JSON, XML, plain text, an unparsed page), redacted."""
+    body = body_bytes(content)
     decoded = decode(body, context.content_type)
     redacted = redact(decoded.text, context.policy, region_of(context.host, context.policy.region))
     if not redacted.changed:
@@ -93,12 +96,16 @@ def x_robots_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
 
 
 def read_and_capture(
-    body: bytes, url: str, context: ReadContext, capture: Capture, level: int
+    content: Body, url: str, context: ReadContext, capture: Capture, level: int
 ) -> tuple[ParsedPage, EncodedCapture]:
     """``read_page``, then the page's WARC records as kept: one parse-worker job per page,
-    so the body crosses to the worker once and nothing of the archive is done in the crawl's
-    process but appending."""
+    so the body reaches the worker once and nothing of the archive is done in the crawl's
+    process but appending. The redacted body is in the records, so it does not go back to
+    the crawl's process with the page (``payload`` None)."""
+    body = body_bytes(content)
     page = read_page(body, url, context)
     payload = page.payload if page.payload is not None else body
     kept = replace(capture, payload=payload, redactions=page.redactions)
-    return page, encode_capture(kept, context.policy, level)
+    encoded = encode_capture(kept, context.policy, level)
+    page.payload = None
+    return page, encoded

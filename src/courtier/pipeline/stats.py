@@ -113,7 +113,7 @@ class CrawlStats:
         self.requests += 1
         if robots:
             self.robots_requests += 1
-        self.bytes += len(result.body)
+        self.bytes += result.size
         if result.status is None:
             self.by_status["error"] += 1
             self.fetch_errors[(result.error or "error").split(":", 1)[0]] += 1

@@ -45,6 +45,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from courtier import __version__
+from courtier.net.spool import Body, body_bytes, body_size
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact_url
 
 SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
@@ -63,8 +64,8 @@ class Capture:
     """Wall-clock time the request started."""
     status: int
     response_headers: tuple[tuple[str, str], ...]
-    payload: bytes
-    """The body as kept: decoded and redacted."""
+    payload: Body
+    """The body as kept: decoded and redacted (or its spool file, read where it is encoded)."""
     request_headers: tuple[tuple[str, str], ...] = ()
     truncated: bool = False
     redactions: Mapping[str, int] = field(default_factory=dict)
@@ -144,6 +145,7 @@ def encode_capture(
 ) -> EncodedCapture:
     """The records of ``capture`` (see the module rules), compressed."""
     started = time.perf_counter()
+    payload = body_bytes(capture.payload)  # a spooled body is read here, in the worker
     builder = _builder()
     headers, redactions = _response_headers(capture, policy)
     warc = {"WARC-Date": warc_date(capture.fetched_at)}
@@ -154,7 +156,7 @@ def encode_capture(
         warc["WARC-Courtier-Redactions"] = "; ".join(f"{k}:{n}" for k, n in sorted(counts.items()))
     if capture.truncated:
         warc["WARC-Truncated"] = "length"
-    digest: str | None = payload_digest(capture.payload)
+    digest: str | None = payload_digest(payload)
     status_line = f"{capture.status} {_reason(capture.status)}"
     http = StatusAndHeaders(status_line, headers, protocol="HTTP/1.1")
     if capture.not_modified or (
@@ -167,8 +169,8 @@ def encode_capture(
         record = builder.create_warc_record(
             capture.url,
             "response",
-            payload=io.BytesIO(capture.payload),
-            length=len(capture.payload),
+            payload=io.BytesIO(payload),
+            length=len(payload),
             http_headers=http,
             warc_headers_dict=warc,
         )
@@ -309,7 +311,7 @@ def _response_headers(
         else:
             headers.append((name, redacted.text))
     if not capture.not_modified:
-        headers.append(("Content-Length", str(len(capture.payload))))
+        headers.append(("Content-Length", str(body_size(capture.payload))))
     return headers, counts
 
 

@@ -1,0 +1,147 @@
+"""Bodies too big to hold in memory, kept in a spool file until their page is done.
+
+A crawl has hundreds of requests in flight; with the body cap at 8 MiB, holding every body
+in the crawl's process (and a pickled copy on its way to a parse worker) lets a few hosts of
+big pages take gigabytes. So a body that grows past ``fetch.spool_bytes`` is written, chunk
+by chunk as it arrives, to a file of its own, and the crawl's process holds only its name:
+a ``SpooledBody``. The parse worker (or the archive's thread) reads the file itself
+(``body_bytes``); the event loop never holds the bytes, and no body crosses a pipe.
+
+Rules:
+- One directory per crawl process: ``<out>/spool/<pid>``, removed when the crawl ends. A
+  directory left by a process that no longer runs (a ``kill -9``) is removed when the next
+  crawl on that output directory starts.
+- A file lives as long as the ``SpooledBody`` its fetch made: it is unlinked when that object
+  is collected (every copy sent to a worker is a name only and unlinks nothing), or at once
+  by ``discard``.
+- The MD5 of the body is taken while it is written, so an unparsed body (an image, a PDF)
+  gets its fingerprint without being read back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import weakref
+from pathlib import Path
+from typing import BinaryIO
+
+
+class SpooledBody:
+    """A response body kept in a file: its name, size and MD5. Pickles as its name only."""
+
+    __slots__ = ("__weakref__", "md5", "path", "size")
+
+    def __init__(self, path: str, size: int, md5: str) -> None:
+        self.path = path
+        self.size = size
+        self.md5 = md5
+
+    def read(self) -> bytes:
+        with open(self.path, "rb") as file:
+            return file.read()
+
+    def __reduce__(self) -> tuple[type[SpooledBody], tuple[str, int, str]]:
+        return (SpooledBody, (self.path, self.size, self.md5))
+
+    def __repr__(self) -> str:
+        return f"SpooledBody({self.path!r}, {self.size} bytes)"
+
+
+Body = bytes | SpooledBody
+"""A body as the crawl's process holds it: the bytes, or the file that has them."""
+
+
+def body_bytes(body: Body) -> bytes:
+    """The bytes of a body (read from its file where it was spooled)."""
+    return body.read() if isinstance(body, SpooledBody) else body
+
+
+def body_size(body: Body) -> int:
+    return body.size if isinstance(body, SpooledBody) else len(body)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def discard(body: Body) -> None:
+    """Remove a spooled body's file now (nothing for bytes)."""
+    if isinstance(body, SpooledBody):
+        _unlink(body.path)
+
+
+class SpoolWriter:
+    """One body being written to its spool file; ``close`` gives its ``SpooledBody``."""
+
+    def __init__(self, file: BinaryIO, path: str) -> None:
+        self._file = file
+        self._path = path
+        self._md5 = hashlib.md5(usedforsecurity=False)
+        self._size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self._file.write(chunk)
+        self._md5.update(chunk)
+        self._size += len(chunk)
+
+    def close(self) -> SpooledBody:
+        self._file.close()
+        body = SpooledBody(self._path, self._size, self._md5.hexdigest())
+        weakref.finalize(body, _unlink, self._path)
+        return body
+
+    def abort(self) -> None:
+        """The fetch failed: drop what was written."""
+        with contextlib.suppress(OSError):
+            self._file.close()
+        _unlink(self._path)
+
+
+class Spool:
+    """Where a crawl's process keeps the bodies it spools (see the module's rules)."""
+
+    def __init__(self, out_dir: Path, threshold: int) -> None:
+        self.threshold = threshold
+        """A body larger than this many bytes is spooled (0: never)."""
+        self.root = out_dir / "spool"
+        self.directory = self.root / str(os.getpid())
+        self._made = False
+        self._count = 0
+
+    def open(self) -> SpoolWriter:
+        if not self._made:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._made = True
+        self._count += 1
+        path = self.directory / f"{self._count}.body"
+        return SpoolWriter(open(path, "wb"), str(path))
+
+    def close(self) -> None:
+        """Remove this process's spool directory (bodies still named are gone with it)."""
+        if self._made:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self._made = False
+        with contextlib.suppress(OSError):
+            self.root.rmdir()  # only when no other process spools here
+
+    def remove_orphans(self) -> None:
+        """Remove the directories of processes that no longer run (killed mid-crawl)."""
+        with contextlib.suppress(OSError):
+            for entry in self.root.iterdir():
+                pid = int(entry.name) if entry.name.isdigit() else None
+                if pid is not None and pid != os.getpid() and not _running(pid):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it runs
+        return True
+    return True
