@@ -62,6 +62,10 @@ class MediaItem:
     """The seed site whose page embeds it: the customer whose origin a cache miss reaches."""
     source: MediaSource
     redirects: int = 0
+    customer_origin: str | None = None
+    """The referrer's origin when the item was offered: a worker of a shared crawl may hand
+    the referrer's site to another worker (its lane, and the live answer, go with it) while
+    the item still waits here, and its miss still reaches that origin."""
 
 
 MediaWork = MediaItem | RobotsWork
@@ -127,9 +131,17 @@ class MediaLanes(LaneKindBase):
 
     # -- intake -------------------------------------------------------------------------
 
-    def offer(self, fetch_url: str | Url, referrer: str, redirects: int = 0) -> bool:
+    def offer(
+        self,
+        fetch_url: str | Url,
+        referrer: str,
+        redirects: int = 0,
+        customer_origin: str | None = None,
+    ) -> bool:
         """Queue a media URL a page of ``referrer`` embeds. False: not a media host's URL.
-        A parsed ``Url`` (a page's image link) is taken as it is, not parsed again."""
+        A parsed ``Url`` (a page's image link) is taken as it is, not parsed again.
+        ``customer_origin``: the referrer's origin if it is no longer known here (a redirect
+        of an item offered earlier)."""
         if isinstance(fetch_url, Url):
             url = fetch_url
         else:
@@ -153,7 +165,9 @@ class MediaLanes(LaneKindBase):
                 name, url.site, url.scheme, backoff=BackoffState(interval=interval)
             )
         self.hosts.setdefault(url.site, MediaHost())
-        lane.queue.append(MediaItem(url, referrer, source, redirects))
+        lane.queue.append(
+            MediaItem(url, referrer, source, redirects, self.origin_of(referrer) or customer_origin)
+        )
         self.queued += 1
         self.arm(lane)
         return True
@@ -211,9 +225,12 @@ class MediaLanes(LaneKindBase):
             item.url,
             rules=self.rules,
             cache_miss_expected=lane.observations.miss_expected,
-            customer_origin=self.origin_of(item.referrer),
+            customer_origin=self._customer_origin(item),
             service_caches=service is not ServiceBehaviour.STORE,
         )
+
+    def _customer_origin(self, item: MediaItem) -> str | None:
+        return self.origin_of(item.referrer) or item.customer_origin
 
     def spacing(self, key: str) -> float:
         """Seconds between requests a media host's ``site:`` key asks for: its Crawl-delay,
@@ -313,7 +330,9 @@ class MediaLanes(LaneKindBase):
         except UrlError:
             self.stats.refused["invalid-location"] += 1
             return
-        if not self.offer(target.fetch_url, item.referrer, item.redirects + 1):
+        if not self.offer(
+            target.fetch_url, item.referrer, item.redirects + 1, item.customer_origin
+        ):
             self.stats.refused["redirect-out-of-scope"] += 1
 
     async def _charge_unexpected_miss(
@@ -326,7 +345,7 @@ class MediaLanes(LaneKindBase):
             return
         if self.hosts[item.url.site].service.behaviour is ServiceBehaviour.STORE:
             return
-        origin = self.origin_of(item.referrer)
+        origin = self._customer_origin(item)
         if origin is None:
             return
         await self.feedback.clocks.charge(self.feedback.origin_limit(origin), self.image_cost)
