@@ -164,3 +164,11 @@ def test_a_spooled_capture_is_encoded_like_the_bytes_and_the_page_comes_back_lig
     assert page.redactions and page.payload is None  # the redacted body is in the records
     assert encoded.digest != from_file.digest  # and they hold the redacted one
     assert isinstance(pickle.loads(pickle.dumps(body)), SpooledBody)
+
+
+async def test_a_threshold_of_0_never_spools_not_even_a_truncated_body(tmp_path, server):
+    pool = Spool(tmp_path, 0)
+    async with Fetcher(settings(), lambda address: True, pool) as fetcher:
+        url = f"http://s.test:{server}/bomb"
+        result = await fetcher.fetch(url, "s.test", ("127.0.0.1",), spool=True)
+    assert result.truncated and result.spooled is None and len(result.body) == LIMIT

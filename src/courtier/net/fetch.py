@@ -452,7 +452,8 @@ class Fetcher:
     ) -> tuple[bytes, SpooledBody | None, bool]:
         """(the body, its spool file if it grew past the spool's threshold, truncated)."""
         limit = self.settings.max_body_bytes
-        threshold = spool.threshold if spool is not None and spool.threshold > 0 else limit
+        if spool is not None and spool.threshold <= 0:
+            spool = None  # 0: never spool
         chunks: list[bytes] = []
         writer: SpoolWriter | None = None
         size = 0
@@ -463,7 +464,7 @@ class Fetcher:
                 if size > limit:
                     chunk = chunk[: limit - (size - len(chunk))]
                     truncated = True
-                if writer is None and size > threshold and spool is not None:
+                if writer is None and spool is not None and size > spool.threshold:
                     writer = spool.open()
                     for held in chunks:
                         writer.write(held)
