@@ -30,6 +30,7 @@ from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.robots_fetch import RobotsCache
 from courtier.pipeline.scheduler import Scheduler
 from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
@@ -122,6 +123,8 @@ class Lanes:
         self.saved_robots: list[StoredRobots] = []
         self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now, self)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), self.stats)
+        self.spacing = SendSpacing(self.clocks.policy.params_of)
+        """One record of real sends for pages, media and robots.txt hops (as the engine)."""
         self.robots = RobotsCache()
         self.frontier = FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16)
         self.sites: dict[str, SiteLane] = {}
@@ -144,6 +147,9 @@ class Lanes:
                 self.stats,
                 lambda site: None,
                 lambda: False,
+                spacing=self.spacing,
+                origin_of=self._hop_origin,
+                origin_limit=self.feedback.origin_limit,
             ),
             self._save_robots,
         )
@@ -182,7 +188,15 @@ class Lanes:
             stats=self.stats,
             max_in_flight=max_in_flight,
             tasks=self.tasks,
+            spacing=self.spacing,
         )
+
+    async def _hop_origin(self, site: str, host: str) -> str | None:
+        """A hop's origin: the seed lane's, else the scripted origin of its site."""
+        lane = self.sites.get(site)
+        if lane is not None and lane.booked_origin is not None:
+            return lane.booked_origin
+        return self.origins.get(site)
 
     @staticmethod
     async def _parse(fn: Callable[..., Any], *args: Any) -> Any:

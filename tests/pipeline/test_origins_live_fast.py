@@ -111,3 +111,28 @@ async def test_a_failed_lookup_is_asked_again_together_and_joins_its_server() ->
 async def test_a_host_that_keeps_failing_books_on_the_server_it_shares() -> None:
     origins, _dns = await _origins_of({"t1.test": 10})
     assert origins["t1.test"] == origins["t0.test"] == "addr:10.0.0.5"
+
+
+async def test_a_robots_txt_hop_to_a_host_outside_the_seed_finds_the_server_it_shares() -> None:
+    """A robots.txt redirect hop to a host no lane books on: its origin is the inferred one,
+    else that of a placed host sharing an address, else none (its site key alone)."""
+    table = WORLD | {"outsider.test": ("10.0.0.5",), "elsewhere.test": ("10.9.9.9",)}
+    inference = OriginInference(FlakyDns(table, {}))
+    await inference.add(sorted(WORLD))
+    live = LiveOrigins(
+        inference,
+        guard=TableGuard(table),  # type: ignore[arg-type]
+        clocks=Clocks(),  # type: ignore[arg-type]
+        frontier=Frontier(),  # type: ignore[arg-type]
+        stats=CrawlStats(),
+        hosts=lambda: WORLD,
+        sites=lambda: [],
+        arm=lambda lane: None,
+        backoff=BackoffParams(1.0, 60.0, 3600.0, 10),
+        timer=Timer(),  # type: ignore[arg-type]
+        recheck_every=300.0,
+        tasks=set(),
+    )
+    assert await live.origin_for("t2.test") == "addr:10.0.0.5"
+    assert await live.origin_for("outsider.test") == "addr:10.0.0.5"
+    assert await live.origin_for("elsewhere.test") is None

@@ -241,6 +241,32 @@ async def test_robots_txt_redirect_hops_are_booked_on_the_host_they_reach(lanes)
     assert len(hops) == 20 and {e.context.keys for e in hops} == {("site:innocent.test",)}
 
 
+async def test_robots_txt_hops_to_one_platforms_hosts_are_booked_on_its_origin(lanes) -> None:
+    """20 seeds whose robots.txt redirect to 20 different tenants of one platform: each hop
+    is a first request to its own host (no site key spaces them), so only the platform's
+    origin key keeps them at its rate."""
+
+    def script(url: str):
+        if "tenant" in url:
+            return 200, [], b"User-agent: *\nAllow: /\n"
+        if url.endswith("/robots.txt"):
+            n = url.split("/")[2].removeprefix("hostile").removesuffix(".test")
+            return 301, [("Location", f"http://tenant{n}.test/robots.txt")], b""
+        return allow_all(url)
+
+    h = lanes("limits.site.rate=1", "limits.origin.rate=2", script=script)
+    h.origins.update({f"tenant{n}.test": "platform" for n in range(20)})
+    for n in range(20):
+        h.pages.arm(h.site(f"hostile{n}.test", []))
+    await h.timer.advance(30.0)
+    hops = sorted((e.at, e.context.keys) for e in h.events if e.context.kind == "robots-hop")
+    assert len(hops) == 20
+    assert all(keys[1:] == ("origin:platform",) for _at, keys in hops)
+    starts = [at for at, _keys in hops]
+    # 2 units/s, a robots.txt hop costs 1: 0.5 s apart (all 20 at once before).
+    assert all(b - a >= 0.5 - 1e-9 for a, b in itertools.pairwise(starts)), starts
+
+
 async def test_every_request_is_reported_with_its_keys_and_wait(lanes) -> None:
     h = lanes("limits.origin.rate=1", "limits.site.rate=100")
     site = h.site("a.test", ["/item/1"], origin="o1")

@@ -59,6 +59,7 @@ from courtier.pipeline.recovery import (
 from courtier.pipeline.robots_fetch import RobotsCache
 from courtier.pipeline.scheduler import Scheduler
 from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed_store
+from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats, sample_loop_lag
@@ -152,6 +153,7 @@ class Engine:
         self.lock, limiter = backends.lock, backends.limiter
         self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
+        self.spacing = SendSpacing(self.clocks.policy.params_of)
         crawl = self.config.crawl
         self.parser = ParsePool(crawl.parse_workers or None, timeout=crawl.parse_timeout)
         self.sink = archived(self.config, self.out_dir, self._sink or DocumentSink(self.out_dir))
@@ -218,9 +220,19 @@ class Engine:
 
     def _wire(self, fetcher: FetcherLike) -> None:
         config, stats, timer = self.config, self.stats, self.timer
-        hops = HopBooker(config, self.clocks, timer, stats, self._interval_of, self._is_stopping)
-        fetch = GuardedFetch(self.guard, fetcher, stats, time.time, self.observer, hops.sent)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), stats)
+        hops = HopBooker(
+            config,
+            self.clocks,
+            timer,
+            stats,
+            self._interval_of,
+            self._is_stopping,
+            spacing=self.spacing,
+            origin_of=self._hop_origin,
+            origin_limit=self.feedback.origin_limit,
+        )
+        fetch = GuardedFetch(self.guard, fetcher, stats, time.time, self.observer, hops.sent)
         self.origins = LiveOrigins(
             self.inference,
             guard=self.guard,
@@ -324,6 +336,7 @@ class Engine:
             max_in_flight=max_in_flight,
             tasks=self.tasks,
             on_lease_lost=self._lease_lost,
+            spacing=self.spacing,
         )
         scheduler.stopping = self._stopping
         return scheduler
@@ -410,6 +423,9 @@ class Engine:
     def _origin_of(self, site: str) -> str | None:
         lane = self.sites.get(site)
         return None if lane is None else lane.booked_origin
+
+    async def _hop_origin(self, site: str, host: str) -> str | None:
+        return self._origin_of(site) or await self.origins.origin_for(host)
 
     # -- background loops ---------------------------------------------------------------
 

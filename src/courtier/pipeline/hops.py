@@ -4,21 +4,54 @@ Every request's real start raises its site's key (``sent``), so a hop to a host 
 the last request that really went there, whoever sent it.
 
 A robots.txt that redirects sends the next request to another host (or the same one): that
-request is booked on the ``site:`` key of the host it goes to, at that site's own interval
-(a seed site's current one, else the configured site interval), and sent only inside its
-slot, so robots.txt files that all redirect to one innocent host cannot make it a target.
+request is booked on the keys of the host it goes to, like a page's: the ``site:`` key at
+that site's own interval (a seed site's current one, else the configured site interval) and,
+when the host's origin is known (a seed site's, an inferred host's, or that of a placed host
+sharing one of its addresses), that origin's key. It is sent only inside its slot and, on
+an origin key, no sooner than the crawl's last real send there allows (``send_spacing``,
+shared with the lanes): robots.txt files that all redirect to one innocent host, or to many
+hosts of one platform, cannot make it a target.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from courtier.config import Config
 from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Timer, sleep_until
 from courtier.politeness.gcra import KeyParams, Limit, Refusal
+
+HOP_COST = 1.0
+"""A robots.txt hop costs what a robots.txt request does."""
+
+
+class HopSlot:
+    """A booked hop: its keys, its origin, and what its send tells the shared keys."""
+
+    __slots__ = ("_done", "_spacing", "keys", "origin")
+
+    def __init__(self, keys: tuple[str, ...], origin: str | None, spacing: SendSpacing) -> None:
+        self.keys = keys
+        self.origin = origin
+        self._spacing = spacing
+        self._done = False
+        spacing.launched(keys)
+
+    def sent(self, at: float) -> None:
+        """The hop's headers went out at ``at`` (``RequestContext.sent``)."""
+        if not self._done:
+            self._done = True
+            self._spacing.sent(self.keys, HOP_COST, at)
+
+    def ended(self) -> None:
+        """The hop's fetch is over: if it never went out, its keys are free again."""
+        if not self._done:
+            self._done = True
+            self._spacing.not_sent(self.keys)
 
 
 class HopBooker:
@@ -30,6 +63,10 @@ class HopBooker:
         stats: CrawlStats,
         interval_of: Callable[[str], float | None],
         stopping: Callable[[], bool],
+        *,
+        spacing: SendSpacing | None = None,
+        origin_of: Callable[[str, str], Awaitable[str | None]] | None = None,
+        origin_limit: Callable[[str], Limit] | None = None,
     ) -> None:
         self.config = config
         self.clocks = clocks
@@ -37,6 +74,11 @@ class HopBooker:
         self.stats = stats
         self.interval_of = interval_of
         self.stopping = stopping
+        self.spacing = spacing or SendSpacing(clocks.policy.params_of)
+        """Shared with the lanes' schedulers: one record of real sends per key."""
+        self.origin_of = origin_of
+        """(site, host) -> the origin a request there reaches (None: unknown)."""
+        self.origin_limit = origin_limit
 
     async def sent(self, site: str, sent_at: float) -> None:
         """A request to ``site`` went out at ``sent_at``: nothing else (a robots.txt hop from
@@ -45,20 +87,37 @@ class HopBooker:
         spacing = self.interval_of(site) or default
         await self.clocks.raise_floors({f"site:{site}": sent_at + spacing}, durable=False)
 
-    async def __call__(self, site: str) -> bool:
-        """Book one request on ``site:<site>`` and wait for its slot; False when the crawl
-        stops first (then nothing may be sent)."""
+    async def __call__(self, site: str, host: str) -> HopSlot | None:
+        """Book one request to ``host`` (of ``site``) on its site and origin keys and wait
+        for its slot; None when the crawl stops first (then nothing may be sent)."""
         interval = self.interval_of(site) or self.config.site_interval
         params = self.config.limits.site
-        limit = Limit(f"site:{site}", KeyParams(interval, params.burst, params.slot_width, False))
+        site_params = KeyParams(interval, params.burst, params.slot_width, False)
+        limits = [Limit(f"site:{site}", site_params)]
+        origin = None
+        if self.origin_of is not None and self.origin_limit is not None:
+            origin = await self.origin_of(site, host)
+            if origin is not None:
+                limits.append(self.origin_limit(origin))
+        keys = tuple(limit.key for limit in limits)
         while not self.stopping():
-            booking = await self.clocks.book((limit,), 1.0, max_lead=math.inf)
+            booking = await self.clocks.book(tuple(limits), HOP_COST, max_lead=math.inf)
             if isinstance(booking, Refusal):
                 await sleep_until(self.timer, booking.not_before)
                 continue
             self.stats.slots += 1
             await sleep_until(self.timer, booking.start)
-            if not booking.is_missed(self.timer.now()):
-                return not self.stopping()
-            self.stats.missed_slots += 1
-        return False
+            if booking.is_missed(self.timer.now()):
+                self.stats.missed_slots += 1
+                continue
+            # Site and origin keys are both spaced from real sends: holding past the slot's
+            # deadline for a late send there bunches nothing.
+            hold = self.spacing.hold_until(keys, self.timer.now())
+            while hold > self.timer.now() and not self.stopping():
+                self.spacing.holds += 1
+                await sleep_until(self.timer, hold)
+                hold = self.spacing.hold_until(keys, self.timer.now())
+            if self.stopping():
+                return None
+            return HopSlot(keys, origin, self.spacing)
+        return None

@@ -150,6 +150,24 @@ class LiveOrigins:
             self.stats.origin_retries += len(batch)
             await self._apply(await self.inference.retry(batch))
 
+    async def origin_for(self, host: str) -> str | None:
+        """The origin a request to ``host`` reaches when no lane here books on it (a
+        robots.txt redirect hop): the inferred one, else that of a placed host sharing one of
+        its addresses (or, without inference, what its address set implies); None when the
+        guard refuses it or nothing is known."""
+        inference = self.inference
+        if inference is not None and not inference.failed(host):
+            inferred = inference.origin_of(host)
+            if inferred is not None:
+                return inferred
+        async with self._lookups:
+            resolution = await self.guard.resolve(host)
+        if not resolution.allowed:
+            return None
+        if inference is not None:
+            return inference.origin_sharing(resolution.addresses)
+        return guess_origin(None, resolution.addresses)
+
     def _resolved(self, lane: SiteLane, origin: str | None) -> None:
         lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
         self.arm(lane)

@@ -5,8 +5,9 @@ Rules:
   are fetched by one lane at a time, and the other lanes on that host wait for them.
 - The first request is booked by the lane that needs the rules. Up to ``max_redirects``
   redirect hops are followed (RFC 9309: at least five), and every hop is booked on the
-  ``site:`` key of the host it goes to before it is sent, so robots.txt files that all
-  redirect to one innocent host cannot make it a target. A chain that does not end in time,
+  keys of the host it goes to (its ``site:`` key, and its origin's when known: ``hops.py``)
+  before it is sent, so robots.txt files that all redirect to one innocent host, or to
+  the hosts of one platform, cannot make it a target. A chain that does not end in time,
   or a ``Location`` that is no URL, ends at that 3xx answer (RFC 9309: "unavailable").
 - The answer becomes rules by ``politeness.robots.rules_from_response``: 2xx parsed, 4xx
   allow all, 429, 5xx and no answer disallow all until asked again (at the Retry-After when
@@ -24,14 +25,15 @@ from courtier.config import Config
 from courtier.frontier.base import StoredRobots
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
+from courtier.pipeline.hops import HOP_COST, HopSlot
 from courtier.politeness.robots import RobotsRules, rules_from_response
 from courtier.url import UrlError, parse_url
 
 Get = Callable[[str, str, RequestContext], Awaitable[Answer]]
 """(fetch URL, its host, why) -> the answer."""
-BookHop = Callable[[str], Awaitable[bool]]
-"""Book a redirect hop on the ``site:`` key of this site and wait for its slot (False:
-the crawl is stopping, do not send it)."""
+BookHop = Callable[[str, str], Awaitable[HopSlot | None]]
+"""(site, host): book a redirect hop on the keys of the host it goes to and wait for its
+slot (None: the crawl is stopping, do not send it)."""
 
 
 @dataclass(slots=True)
@@ -99,12 +101,23 @@ async def fetch_robots(
             hop = parse_url(location, url)
         except UrlError:
             return answer
-        if not await book_hop(hop.site):
+        slot = await book_hop(hop.site, hop.host)
+        if slot is None:
             return answer
         url, host = hop.fetch_url, hop.host
-        keys = (f"site:{hop.site}",)
-        hop_context = RequestContext(hop.site, "robots-hop", keys, 1.0, redirects=n + 1)
-        answer = await get(url, host, hop_context)
+        hop_context = RequestContext(
+            hop.site,
+            "robots-hop",
+            slot.keys,
+            HOP_COST,
+            redirects=n + 1,
+            origin=slot.origin,
+            sent=slot.sent,
+        )
+        try:
+            answer = await get(url, host, hop_context)
+        finally:
+            slot.ended()
     return answer
 
 

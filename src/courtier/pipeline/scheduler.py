@@ -170,6 +170,7 @@ class Scheduler(Generic[L, W]):
         max_in_flight: int,
         tasks: set[asyncio.Task[None]],
         on_lease_lost: Callable[[L], None] | None = None,
+        spacing: SendSpacing | None = None,
     ) -> None:
         self.kind = kind
         self.clocks = clocks
@@ -178,7 +179,9 @@ class Scheduler(Generic[L, W]):
         self.max_in_flight = max_in_flight
         self.tasks = tasks
         self.on_lease_lost = on_lease_lost
-        self.spacing = SendSpacing(clocks.policy.params_of)
+        self.spacing = spacing or SendSpacing(clocks.policy.params_of)
+        """Real sends per shared key: one for the crawl (pages, media and robots.txt hops
+        book the same origins), else this scheduler's own."""
         self.in_flight = 0
         self.stopping = False
         self._ready: deque[L] = deque()

@@ -26,6 +26,7 @@ from courtier.pipeline.feedback import Answered, Effects
 from courtier.pipeline.fetching import Answer, GuardedFetch
 from courtier.pipeline.parse_pool import ParseTimeout, PoolClosed, WorkerLost
 from courtier.pipeline.robots_fetch import (
+    BookHop,
     Get,
     RobotsCache,
     fetch_robots,
@@ -63,8 +64,8 @@ class LaneServices:
     feedback: FeedbackWriter
     stats: CrawlStats
     write_document: Callable[[dict[str, Any]], None]
-    book_hop: Callable[[str], Awaitable[bool]]
-    """Book a request on ``site:<site>`` and wait for its slot (robots.txt redirect hops)."""
+    book_hop: BookHop
+    """Book a request on the keys of a host and wait for its slot (robots.txt redirect hops)."""
     save_robots: Callable[[StoredRobots], Awaitable[None]]
     """Make a robots.txt answer durable (a restart uses it until it expires)."""
     archive: Archive | None = None
