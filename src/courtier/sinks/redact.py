@@ -36,6 +36,8 @@ import phonenumbers
 from ahocorasick_rs import AhoCorasick
 from publicsuffixlist import PublicSuffixList
 
+from courtier.pickling import positional_pickle
+
 EMAIL: Final = "email"
 PHONE: Final = "phone"
 
@@ -154,6 +156,7 @@ _GLUED_AFTER: Final = frozenset("_/%-") | _GLUED_BEFORE - frozenset("=#&.:+")
 _DATE = re.compile(r"\d{4}[./\-]\d{1,2}[./\-]\d{1,2}|\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}")
 
 
+@positional_pickle
 @dataclass(frozen=True, slots=True)
 class RedactionPolicy:
     """Which kinds are redacted (``[redact]``); ``region`` reads national phone formats."""
