@@ -19,7 +19,7 @@ from aiohttp import web
 
 from courtier.config import FetchSection
 from courtier.net.fetch import Fetcher
-from courtier.net.spool import Spool, SpooledBody, body_bytes, body_size, discard
+from courtier.net.spool import Spool, SpooledBody, body_bytes, body_size, discard, file_md5
 from courtier.pipeline.parse_jobs import LARGE_BYTES, Job
 from courtier.pipeline.reading import ReadContext, read_and_capture, read_page
 from courtier.sinks.warc import Capture, encode_capture
@@ -78,7 +78,7 @@ async def test_a_body_past_the_threshold_is_in_a_file_not_in_memory(tmp_path, se
     assert spooled is not None and spooled.size == len(BIG) == result.size
     assert Path(spooled.path).parent == pool.directory
     assert spooled.read() == BIG and body_bytes(result.content) == BIG
-    assert spooled.md5 == hashlib.md5(BIG).hexdigest()
+    assert file_md5(spooled) == hashlib.md5(BIG).hexdigest()
 
 
 async def test_a_small_body_and_a_body_not_to_spool_stay_in_memory(tmp_path, server):
@@ -172,3 +172,13 @@ async def test_a_threshold_of_0_never_spools_not_even_a_truncated_body(tmp_path,
         url = f"http://s.test:{server}/bomb"
         result = await fetcher.fetch(url, "s.test", ("127.0.0.1",), spool=True)
     assert result.truncated and result.spooled is None and len(result.body) == LIMIT
+
+
+async def test_an_unparsed_spooled_body_is_fingerprinted_like_its_bytes(tmp_path, server):
+    from courtier.pipeline.keeping import Kept
+
+    _pool, result = await _fetch(tmp_path, server, "/big")
+    assert result.spooled is not None
+    expected = hashlib.md5(BIG).hexdigest()
+    assert await Kept(result.content).fingerprint(result) == expected
+    assert await Kept(BIG).fingerprint(result) == expected

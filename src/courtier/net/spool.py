@@ -14,8 +14,9 @@ Rules:
 - A file lives as long as the ``SpooledBody`` its fetch made: it is unlinked when that object
   is collected (every copy sent to a worker is a name only and unlinks nothing), or at once
   by ``discard``.
-- The MD5 of the body is taken while it is written, so an unparsed body (an image, a PDF)
-  gets its fingerprint without being read back.
+- Nothing is computed over a body as it is written (an MD5 of every 8 MiB page would cost
+  the event loop ~16 ms a page); whoever needs its digest reads the file, off the loop
+  (``file_md5``).
 """
 
 from __future__ import annotations
@@ -30,21 +31,20 @@ from typing import BinaryIO
 
 
 class SpooledBody:
-    """A response body kept in a file: its name, size and MD5. Pickles as its name only."""
+    """A response body kept in a file: its name and size. Pickles as its name only."""
 
-    __slots__ = ("__weakref__", "md5", "path", "size")
+    __slots__ = ("__weakref__", "path", "size")
 
-    def __init__(self, path: str, size: int, md5: str) -> None:
+    def __init__(self, path: str, size: int) -> None:
         self.path = path
         self.size = size
-        self.md5 = md5
 
     def read(self) -> bytes:
         with open(self.path, "rb") as file:
             return file.read()
 
-    def __reduce__(self) -> tuple[type[SpooledBody], tuple[str, int, str]]:
-        return (SpooledBody, (self.path, self.size, self.md5))
+    def __reduce__(self) -> tuple[type[SpooledBody], tuple[str, int]]:
+        return (SpooledBody, (self.path, self.size))
 
     def __repr__(self) -> str:
         return f"SpooledBody({self.path!r}, {self.size} bytes)"
@@ -61,6 +61,13 @@ def body_bytes(body: Body) -> bytes:
 
 def body_size(body: Body) -> int:
     return body.size if isinstance(body, SpooledBody) else len(body)
+
+
+def file_md5(body: SpooledBody) -> str:
+    """The MD5 hex digest of a spooled body (blocking: run it in a thread; hashlib lets go
+    of the GIL while it hashes)."""
+    with open(body.path, "rb") as file:
+        return hashlib.file_digest(file, lambda: hashlib.md5(usedforsecurity=False)).hexdigest()
 
 
 def _unlink(path: str) -> None:
@@ -80,17 +87,15 @@ class SpoolWriter:
     def __init__(self, file: BinaryIO, path: str) -> None:
         self._file = file
         self._path = path
-        self._md5 = hashlib.md5(usedforsecurity=False)
         self._size = 0
 
     def write(self, chunk: bytes) -> None:
         self._file.write(chunk)
-        self._md5.update(chunk)
         self._size += len(chunk)
 
     def close(self) -> SpooledBody:
         self._file.close()
-        body = SpooledBody(self._path, self._size, self._md5.hexdigest())
+        body = SpooledBody(self._path, self._size)
         weakref.finalize(body, _unlink, self._path)
         return body
 

@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
@@ -27,7 +28,7 @@ from courtier.config import Config
 from courtier.frontier.base import LeasedUrl, Outcome, UrlStatus
 from courtier.net.fetch import FetchResult
 from courtier.net.headers import etag, http_date
-from courtier.net.spool import Body, SpooledBody, body_size
+from courtier.net.spool import Body, SpooledBody, body_size, file_md5
 from courtier.pipeline.archive import Archive, redaction_policy, sent_headers, warc_fields
 from courtier.pipeline.parse import ParsedPage
 from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
@@ -55,12 +56,13 @@ class Kept:
             fields["redacted"] = dict(sorted(self.redactions.items()))
         return fields
 
-    def fingerprint(self, result: FetchResult) -> str | None:
-        """Unparsed bodies: the MD5 of the body as kept (2xx only)."""
+    async def fingerprint(self, result: FetchResult) -> str | None:
+        """Unparsed bodies: the MD5 of the body as kept (2xx only; a spooled body's is taken
+        in a thread, off the event loop)."""
         if result.status is None or not 200 <= result.status < 300 or not body_size(self.payload):
             return None
         if isinstance(self.payload, SpooledBody):
-            return self.payload.md5  # taken as it was written
+            return await asyncio.to_thread(file_md5, self.payload)
         return hashlib.md5(self.payload, usedforsecurity=False).hexdigest()
 
 

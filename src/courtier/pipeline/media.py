@@ -315,7 +315,7 @@ class MediaLanes(LaneKindBase):
         if cache is not None:
             extra["cache"] = cache.value
         kept = await self.keeper.keep(result, item.url.site)
-        md5 = kept.fingerprint(result)
+        md5 = await kept.fingerprint(result)
         if md5 is not None:
             extra["md5"] = md5
         extra |= kept.fields()

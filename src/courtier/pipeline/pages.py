@@ -318,7 +318,7 @@ class SiteLanes(LaneKindBase):
         kept = await self.keeper.keep(
             result, item.site, page=page, sent=sent, item=item, encoded=encoded
         )
-        fingerprint = page.fingerprint if page is not None else kept.fingerprint(result)
+        fingerprint = page.fingerprint if page is not None else await kept.fingerprint(result)
         self.frontier.record(outcome_of(item, result, UrlStatus.DONE, fingerprint, kept))
         if parse_error:
             notes["parse_error"] = parse_error
