@@ -20,6 +20,7 @@ from aiohttp import web
 from courtier.config import FetchSection
 from courtier.net.fetch import Fetcher
 from courtier.net.spool import Spool, SpooledBody, body_bytes, body_size, discard, file_md5
+from courtier.pipeline.keeping import Kept
 from courtier.pipeline.parse_jobs import LARGE_BYTES, Job
 from courtier.pipeline.reading import ReadContext, read_and_capture, read_page
 from courtier.sinks.warc import Capture, encode_capture
@@ -175,8 +176,6 @@ async def test_a_threshold_of_0_never_spools_not_even_a_truncated_body(tmp_path,
 
 
 async def test_an_unparsed_spooled_body_is_fingerprinted_like_its_bytes(tmp_path, server):
-    from courtier.pipeline.keeping import Kept
-
     _pool, result = await _fetch(tmp_path, server, "/big")
     assert result.spooled is not None
     expected = hashlib.md5(BIG).hexdigest()
