@@ -257,7 +257,7 @@ def _phases(body: bytes, repeat: int) -> None:
     from selectolax.lexbor import LexborHTMLParser
 
     from courtier.frontier.fingerprint import tree_fingerprint
-    from courtier.pipeline.parse import nesting_cut
+    from courtier.pipeline.nesting import nesting_cut
 
     def timed(fn: Callable[[], object]) -> float:
         best = float("inf")

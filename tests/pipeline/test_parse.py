@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from courtier.frontier.fingerprint import html_fingerprint
-from courtier.pipeline.parse import MAX_DEPTH, nesting_cut, parse_page
+from courtier.pipeline.nesting import MAX_DEPTH, nesting_cut
+from courtier.pipeline.parse import parse_page
 
 BASE = "https://shop.example/garden/spades"
 
