@@ -12,8 +12,8 @@ scope?"), so a page nested ``d`` deep costs ``O(nodes * d)``: 100,000 nested ``<
 took two minutes. So before parsing, ``nesting.nesting_cut`` estimates the nesting with a
 linear scan of the bytes, and a page that nests deeper than ``MAX_DEPTH`` (browsers stop
 nesting at about 512 too) is parsed only up to the tag that goes past it:
-``ParsedPage.truncated`` says ``"depth"``. The time budget of the parse pool (``courtier.pipeline.parse_pool``) is the
-backstop for whatever the estimate misses.
+``ParsedPage.truncated`` says ``"depth"``. The time budget of the parse pool
+(``courtier.pipeline.parse_pool``) is the backstop for whatever the estimate misses.
 """
 
 from __future__ import annotations
