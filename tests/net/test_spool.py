@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import gzip
 import hashlib
+import io
 import os
 import pickle
 import subprocess
@@ -19,7 +20,15 @@ from aiohttp import web
 
 from courtier.config import FetchSection
 from courtier.net.fetch import Fetcher
-from courtier.net.spool import Spool, SpooledBody, body_bytes, body_size, discard, file_md5
+from courtier.net.spool import (
+    Spool,
+    SpooledBody,
+    SpoolWriter,
+    body_bytes,
+    body_size,
+    discard,
+    file_md5,
+)
 from courtier.pipeline.keeping import Kept
 from courtier.pipeline.parse_jobs import LARGE_BYTES, Job
 from courtier.pipeline.reading import ReadContext, read_and_capture, read_page
@@ -181,3 +190,54 @@ async def test_an_unparsed_spooled_body_is_fingerprinted_like_its_bytes(tmp_path
     expected = hashlib.md5(BIG).hexdigest()
     assert await Kept(result.content).fingerprint(result) == expected
     assert await Kept(BIG).fingerprint(result) == expected
+
+
+class _FailingFile(io.RawIOBase):
+    """A spool file on a disk that fills up after ``room`` bytes (part of a write fits)."""
+
+    def __init__(self, path: str, room: int) -> None:
+        self._real = open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
+        self._room = room
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:  # type: ignore[override]
+        if self._room <= 0:
+            raise OSError(28, "No space left on device")
+        part = bytes(data[: self._room])
+        self._real.write(part)
+        self._room -= len(part)
+        return len(part)
+
+    def close(self) -> None:
+        self._real.close()
+        super().close()
+
+
+async def test_a_full_disk_keeps_the_body_in_memory_whole(tmp_path, server, monkeypatch):
+    pool = Spool(tmp_path, THRESHOLD)
+    made: list[str] = []
+
+    def opener(self):  # the spool's own open, on a disk with 300 KiB free
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = str(self.directory / f"{len(made)}.body")
+        made.append(path)
+        return SpoolWriter(_FailingFile(path, 300 * 1024), path)
+
+    monkeypatch.setattr(Spool, "open", opener)
+    async with Fetcher(settings(), lambda address: True, pool) as fetcher:
+        url = f"http://s.test:{server}/big"
+        result = await fetcher.fetch(url, "s.test", ("127.0.0.1",), spool=True)
+    assert result.status == 200 and result.spooled is None
+    assert result.body == BIG  # nothing lost, nothing doubled
+    assert not any(_exists(path) for path in made)
+
+
+async def test_a_spool_that_cannot_be_made_keeps_bodies_in_memory(tmp_path, server):
+    (tmp_path / "spool").write_text("a file where the spool directory should be")
+    pool = Spool(tmp_path, THRESHOLD)
+    async with Fetcher(settings(), lambda address: True, pool) as fetcher:
+        url = f"http://s.test:{server}/big"
+        result = await fetcher.fetch(url, "s.test", ("127.0.0.1",), spool=True)
+    assert result.body == BIG and result.spooled is None and pool.failures == 1

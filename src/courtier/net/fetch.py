@@ -465,13 +465,11 @@ class Fetcher:
                     chunk = chunk[: limit - (size - len(chunk))]
                     truncated = True
                 if writer is None and spool is not None and size > spool.threshold:
-                    writer = spool.open()
-                    for held in chunks:
-                        writer.write(held)
-                    chunks.clear()
-                if writer is not None:
-                    writer.write(chunk)
-                else:
+                    writer = spool.start(chunks)
+                    spool = None if writer is None else spool  # it failed: keep in memory
+                if writer is not None and not writer.write(chunk):
+                    chunks, writer = writer.take_back(), None  # the disk failed us, not the server
+                if writer is None:
                     chunks.append(chunk)
                 if truncated:
                     response.close()  # stop reading: the rest is never decompressed

@@ -14,6 +14,8 @@ Rules:
 - A file lives as long as the ``SpooledBody`` its fetch made: it is unlinked when that object
   is collected (every copy sent to a worker is a name only and unlinks nothing), or at once
   by ``discard``.
+- A spool that cannot be written (a full disk) is no reason to fail a fetch: the body goes
+  on in memory, as it would without a spool (``Spool.failures`` counts it, with a warning).
 - Nothing is computed over a body as it is written (an MD5 of every 8 MiB page would cost
   the event loop ~16 ms a page); whoever needs its digest reads the file, off the loop
   (``file_md5``).
@@ -23,11 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
+import logging
 import os
 import shutil
 import weakref
 from pathlib import Path
-from typing import BinaryIO
+
+log = logging.getLogger("courtier.net.spool")
 
 
 class SpooledBody:
@@ -84,14 +89,37 @@ def discard(body: Body) -> None:
 class SpoolWriter:
     """One body being written to its spool file; ``close`` gives its ``SpooledBody``."""
 
-    def __init__(self, file: BinaryIO, path: str) -> None:
+    def __init__(self, file: io.RawIOBase, path: str) -> None:
         self._file = file
         self._path = path
         self._size = 0
 
-    def write(self, chunk: bytes) -> None:
-        self._file.write(chunk)
+    def write(self, chunk: bytes) -> bool:
+        """False: the file could not be written (``take_back`` what it holds; the chunk
+        counts as not written, whatever part of it reached the file)."""
+        view = memoryview(chunk)
+        try:
+            while view:  # unbuffered: a write may take part of the chunk
+                view = view[self._file.write(view) or 0 :]
+        except OSError as exc:
+            log.warning("spool file %s: %s; the body stays in memory", self._path, exc)
+            return False
         self._size += len(chunk)
+        return True
+
+    def take_back(self) -> list[bytes]:
+        """What was written, read back, and the file removed: writing failed. (A body that
+        cannot be read back either ends the fetch with an error, ``OSError``.)"""
+        with contextlib.suppress(OSError):
+            self._file.close()
+        try:
+            with open(self._path, "rb") as file:
+                held = file.read(self._size)
+        finally:
+            _unlink(self._path)
+        if len(held) != self._size:
+            raise OSError(f"spool file {self._path}: {len(held)} of {self._size} bytes read back")
+        return [held]
 
     def close(self) -> SpooledBody:
         self._file.close()
@@ -116,6 +144,8 @@ class Spool:
         self.directory = self.root / str(os.getpid())
         self._made = False
         self._count = 0
+        self.failures = 0
+        """Bodies kept in memory because the spool could not be written."""
 
     def open(self) -> SpoolWriter:
         if not self._made:
@@ -123,7 +153,24 @@ class Spool:
             self._made = True
         self._count += 1
         path = self.directory / f"{self._count}.body"
-        return SpoolWriter(open(path, "wb"), str(path))
+        return SpoolWriter(open(path, "wb", buffering=0), str(path))
+
+    def start(self, held: list[bytes]) -> SpoolWriter | None:
+        """A writer with ``held`` (the body so far) written, which is then emptied; None
+        when the spool cannot be written (``held`` is left as it was)."""
+        try:
+            writer = self.open()
+        except OSError as exc:
+            self.failures += 1
+            log.warning("spool %s: %s; bodies stay in memory", self.directory, exc)
+            return None
+        for chunk in held:
+            if not writer.write(chunk):
+                self.failures += 1
+                writer.abort()
+                return None
+        held.clear()
+        return writer
 
     def close(self) -> None:
         """Remove this process's spool directory (bodies still named are gone with it)."""
