@@ -56,7 +56,9 @@ class Feeder:
                     await self._give_back([item.id for item in items])
                     continue
                 lane.refill_requested = False
-                lane.store_empty = len(items) < self.config.crawl.queue_per_site
+                short = len(items) < self.config.crawl.queue_per_site
+                lane.store_empty = short and not lane.fed_while_refilling
+                lane.fed_while_refilling = False
                 lane.queue.extend(items)
                 self.pages.arm(lane)
 
@@ -81,7 +83,11 @@ class Feeder:
         self.stats.new_urls += written
         for site in fed:
             lane = self.sites.get(site)
-            if lane is not None and lane.store_empty:
+            if lane is None:
+                continue
+            if lane.refill_requested:
+                lane.fed_while_refilling = True  # the refill out now may miss them
+            elif lane.store_empty:
                 lane.store_empty = False
                 if not lane.queue:
                     self.site_lanes.request_refill(lane)

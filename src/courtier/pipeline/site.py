@@ -64,6 +64,9 @@ class SiteLane:
     """Why the guard last refused this site's host, if it did."""
     refill_requested: bool = False
     store_empty: bool = False
+    fed_while_refilling: bool = False
+    """New URLs of the site reached the store while a refill was out: that refill may have
+    looked before they were there, so its coming back short does not make the store empty."""
     attempts: Counter[int] = field(default_factory=Counter)
     discovered: int = 0
     """URLs ever discovered on the site (surface mode; eviction does not lower it)."""
