@@ -25,8 +25,6 @@ from courtier.net.spool import (
     SpooledBody,
     SpoolWriter,
     body_bytes,
-    body_size,
-    discard,
     file_md5,
 )
 from courtier.pipeline.keeping import Kept
@@ -119,17 +117,6 @@ async def test_the_file_goes_with_the_result_and_the_directory_with_the_spool(tm
     assert pool.directory.is_dir()
     pool.close()
     assert not pool.root.exists()
-
-
-def test_discard_removes_the_file_at_once(tmp_path):
-    pool = Spool(tmp_path, 1)
-    writer = pool.open()
-    writer.write(b"abc")
-    body = writer.close()
-    assert body_size(body) == 3 and body_bytes(body) == b"abc"
-    discard(body)
-    assert not os.path.exists(body.path)
-    discard(b"bytes are nothing to discard")
 
 
 def test_a_dead_process_spool_is_removed_and_a_live_one_kept(tmp_path):
@@ -231,6 +218,7 @@ async def test_a_full_disk_keeps_the_body_in_memory_whole(tmp_path, server, monk
         result = await fetcher.fetch(url, "s.test", ("127.0.0.1",), spool=True)
     assert result.status == 200 and result.spooled is None
     assert result.body == BIG  # nothing lost, nothing doubled
+    assert pool.failures == 1 and len(made) == 1  # one try, then memory
     assert not any(_exists(path) for path in made)
 
 

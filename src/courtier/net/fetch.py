@@ -468,7 +468,9 @@ class Fetcher:
                     writer = spool.start(chunks)
                     spool = None if writer is None else spool  # it failed: keep in memory
                 if writer is not None and not writer.write(chunk):
-                    chunks, writer = writer.take_back(), None  # the disk failed us, not the server
+                    assert spool is not None
+                    spool.failures += 1  # the disk failed us, not the server: go on in memory
+                    chunks, writer, spool = writer.take_back(), None, None
                 if writer is None:
                     chunks.append(chunk)
                 if truncated:

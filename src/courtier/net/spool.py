@@ -12,8 +12,7 @@ Rules:
   directory left by a process that no longer runs (a ``kill -9``) is removed when the next
   crawl on that output directory starts.
 - A file lives as long as the ``SpooledBody`` its fetch made: it is unlinked when that object
-  is collected (every copy sent to a worker is a name only and unlinks nothing), or at once
-  by ``discard``.
+  is collected (every copy sent to a worker is a name only and unlinks nothing).
 - A spool that cannot be written (a full disk) is no reason to fail a fetch: the body goes
   on in memory, as it would without a spool (``Spool.failures`` counts it, with a warning).
 - Nothing is computed over a body as it is written (an MD5 of every 8 MiB page would cost
@@ -78,12 +77,6 @@ def file_md5(body: SpooledBody) -> str:
 def _unlink(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
-
-
-def discard(body: Body) -> None:
-    """Remove a spooled body's file now (nothing for bytes)."""
-    if isinstance(body, SpooledBody):
-        _unlink(body.path)
 
 
 class SpoolWriter:
