@@ -126,8 +126,9 @@ async def test_an_expired_lease_of_a_hung_holder_is_taken(dsn: str) -> None:
         conn.execute(f"UPDATE {LEASES} SET expires_at = 0")
         conn.execute("UPDATE courtier_workers SET heartbeat_at = 0 WHERE id = 'w-hung'")
     await rescuer.start()
-    await rescuer.beat()  # ends the hung session ...
-    await rescuer.beat()  # ... and takes its shards
+    # One beat ends the hung session, waits for it to be gone and takes every shard (it
+    # used to take them a beat later, when the session had gone by then: it had not always).
+    await rescuer.beat()
     assert len(rescuer.held) == SHARDS
     assert hung._conn is not None
     with pytest.raises(psycopg.OperationalError):

@@ -45,6 +45,8 @@ log = logging.getLogger("courtier.pipeline.engine")
 WORKERS: Final = "courtier_workers"
 _LOCK_SPACE: Final = 0x636F7572  # advisory lock class id ("cour"); objid = the shard
 _NOW: Final = "extract(epoch FROM clock_timestamp())"
+_TERMINATE_WAIT_MS: Final = 2000
+"""How long ending a hung holder's session may wait for it to be gone (its locks freed)."""
 
 _SCHEMA: Final = f"""
 CREATE TABLE IF NOT EXISTS {LEASES} (
@@ -229,9 +231,13 @@ class ShardKeeper:
         cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
         row = await cursor.fetchone()
         if not (row and row[0]):
-            if expired:
-                await self._end_hung_holder(conn, shard)
-            return None
+            if not expired:
+                return None
+            await self._end_hung_holder(conn, shard)  # waits for its session to be gone
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
+            row = await cursor.fetchone()
+            if not (row and row[0]):
+                return None
         # The advisory lock is ours: the last holder's session is gone (or never was), so
         # the shard is ours whatever its row says; a new token fences the old holder out.
         cursor = await conn.execute(
@@ -244,14 +250,16 @@ class ShardKeeper:
 
     async def _end_hung_holder(self, conn: psycopg.AsyncConnection[Any], shard: int) -> None:
         """The lease expired but its holder's session still holds the lock: a worker that
-        stopped renewing. Ending that session frees the shard for the next round."""
+        stopped renewing. Ending that session frees the shard (and its others) at once."""
         # Only while the lease is still expired, checked in the same statement: another
-        # worker may have taken the shard since we looked, and its session is alive.
+        # worker may have taken the shard since we looked, and its session is alive. A
+        # session ends some time after it is told to (its locks with it): wait for that
+        # (PostgreSQL 14's timeout argument), or the lock is still held when we try again.
         await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+            "SELECT pg_terminate_backend(pid, %s) FROM pg_locks WHERE locktype = 'advisory' "
             "AND classid = %s AND objid = %s AND granted AND pid <> pg_backend_pid() "
             f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %s AND expires_at < {_NOW})",
-            (_LOCK_SPACE, shard, shard),
+            (_TERMINATE_WAIT_MS, _LOCK_SPACE, shard, shard),
         )
         log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
 
