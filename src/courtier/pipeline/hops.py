@@ -30,7 +30,13 @@ HOP_COST = 1.0
 
 
 class HopSlot:
-    """A booked hop: its keys, its origin, and what its send tells the shared keys."""
+    """A booked hop: its keys, its origin, and what its send tells the shared keys.
+
+    Unlike a lane's launch, a hop is not counted unsent while its fetch resolves and
+    connects: it goes to a host no lane may have resolved yet (hostile DNS answers slowly),
+    and every start on its origin would wait for it meanwhile. Its real send still spaces
+    the next start there; a start that overtakes it is short by at most one robots.txt
+    request's charge."""
 
     __slots__ = ("_done", "_spacing", "keys", "origin")
 
@@ -39,19 +45,16 @@ class HopSlot:
         self.origin = origin
         self._spacing = spacing
         self._done = False
-        spacing.launched(keys)
 
     def sent(self, at: float) -> None:
         """The hop's headers went out at ``at`` (``RequestContext.sent``)."""
         if not self._done:
             self._done = True
-            self._spacing.sent(self.keys, HOP_COST, at)
+            self._spacing.sent(self.keys, HOP_COST, at, launched=False)
 
     def ended(self) -> None:
-        """The hop's fetch is over: if it never went out, its keys are free again."""
-        if not self._done:
-            self._done = True
-            self._spacing.not_sent(self.keys)
+        """The hop's fetch is over (sent or not)."""
+        self._done = True
 
 
 class HopBooker:

@@ -80,9 +80,12 @@ class SendSpacing:
         for key, _params in self.watched(keys):
             self._unsent[key] += 1
 
-    def sent(self, keys: Iterable[str], cost: float, at: float) -> None:
+    def sent(self, keys: Iterable[str], cost: float, at: float, *, launched: bool = True) -> None:
+        """A request on ``keys`` went out at ``at`` (``launched``: it was counted unsent by
+        ``launched``; a robots.txt hop is not, see ``hops.py``)."""
         for key, params in self.watched(keys):
-            self._release(key)
+            if launched:
+                self._release(key)
             charge = (cost if params.weighted else 1.0) * params.interval
             self._ready_at[key] = max(self._ready_at.get(key, at), at + charge)
 
