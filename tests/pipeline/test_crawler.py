@@ -367,7 +367,9 @@ async def test_a_restart_starts_no_site_before_its_interval(tmp_path, loopback_w
     count = len(loopback_web.hits)
     second = make_crawler(tmp_path, loopback_web, duration=3.0, hosts=hosts, interval=2.0)
     stats = await second.run()
-    assert stats.restored_clocks >= len(hosts)
+    # Every host the first run asked has its site clock back (a host it never reached in
+    # its 1.6 s, under load, has none to restore).
+    assert stats.restored_clocks >= len(ended)
     for host in ended:
         later = [t for t, h, _p in loopback_web.hits[count:] if h == host]
         # Start-up takes well under the 2 s interval: only the saved clocks keep this gap.
