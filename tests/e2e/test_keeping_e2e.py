@@ -27,6 +27,7 @@ from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.site import read_seeds
 from key_samples import KEYS
+from loopback import serving
 
 INTERVAL = 0.2
 ETAG = '"v1"'
@@ -102,15 +103,8 @@ async def loopback_web() -> AsyncIterator[Web]:
             return _html(f"<title>more</title><a href='/api.json'>api</a> {EMAIL}", "utf-8")
         return web.Response(status=418, text="never fetched")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    state.port = runner.addresses[0][1]
-    yield state
-    await runner.cleanup()
+    async with serving(handler) as state.port:
+        yield state
 
 
 HOSTS = ("latin.test", "cyr.test", "sjis.test", "bare.test", "www.bare.test", "etag.test")

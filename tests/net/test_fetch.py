@@ -18,6 +18,7 @@ from courtier.config import FetchSection
 from courtier.net.fetch import Fetcher, TimedResolver, type_allowed
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
+from loopback import serving
 
 BOMB_SIZE = 64 * 1024 * 1024
 LIMIT = 1024 * 1024
@@ -47,15 +48,8 @@ async def server(bombs: dict[str, bytes]) -> AsyncIterator[tuple[int, list[str]]
             return web.Response(text="x", headers={"X-Long": "a" * 40000})
         return web.Response(text="<html>ok</html>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    yield port, seen
-    await runner.cleanup()
+    async with serving(handler) as port:
+        yield port, seen
 
 
 def settings() -> FetchSection:

@@ -31,6 +31,7 @@ from courtier.pipeline.keeping import Kept
 from courtier.pipeline.parse_jobs import LARGE_BYTES, Job
 from courtier.pipeline.reading import ReadContext, read_and_capture, read_page
 from courtier.sinks.warc import Capture, encode_capture
+from loopback import serving
 
 BIG = (b"<html><body>" + b"<p><a href='/x'>spooled</a></p>" * 40_000)[: 900 * 1024]
 THRESHOLD = 256 * 1024
@@ -48,14 +49,8 @@ async def server() -> AsyncIterator[int]:
             return web.Response(body=zeros, headers=headers)
         return web.Response(text="<html>small</html>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    yield runner.addresses[0][1]
-    await runner.cleanup()
+    async with serving(handler) as port:
+        yield port
 
 
 def settings() -> FetchSection:

@@ -24,6 +24,7 @@ from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.site import read_seeds
 from courtier.url import host_of_site
+from loopback import serving
 
 INTERVAL = 0.2
 TOLERANCE = 0.03
@@ -135,15 +136,8 @@ async def loopback_web() -> AsyncIterator[Web]:
             return _page()
         return web.Response(status=418, text="should never be fetched")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    state.port = runner.addresses[0][1]
-    yield state
-    await runner.cleanup()
+    async with serving(handler) as state.port:
+        yield state
 
 
 def make_crawler(

@@ -4,7 +4,7 @@ the inference already named (the cause of an origin over budget at 2,000 sites).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from courtier.net.guard import Resolution
@@ -69,25 +69,34 @@ class Timer:
 WORLD = {f"t{i}.test": ("10.0.0.5",) for i in range(4)} | {"solo.test": ("10.0.0.7",)}
 
 
-async def _origins_of(failing: dict[str, int]) -> tuple[dict[str, str | None], FlakyDns]:
-    dns = FlakyDns(WORLD, failing)
-    inference = OriginInference(dns)
-    lanes = {host: SiteLane(host, host) for host in WORLD}
-    armed: list[str] = []
-    live = LiveOrigins(
+def _live(
+    inference: OriginInference,
+    table: Mapping[str, tuple[str, ...]],
+    lanes: Iterable[SiteLane],
+    arm: Callable[[SiteLane], None],
+) -> LiveOrigins:
+    return LiveOrigins(
         inference,
-        guard=TableGuard(WORLD),  # type: ignore[arg-type]
+        guard=TableGuard(table),  # type: ignore[arg-type]
         clocks=Clocks(),  # type: ignore[arg-type]
         frontier=Frontier(),  # type: ignore[arg-type]
         stats=CrawlStats(),
         hosts=lambda: WORLD,
-        sites=lambda: lanes.values(),
-        arm=lambda lane: armed.append(lane.host),
+        sites=lambda: lanes,
+        arm=arm,
         backoff=BackoffParams(1.0, 60.0, 3600.0, 10),
         timer=Timer(),  # type: ignore[arg-type]
         recheck_every=300.0,
         tasks=set(),
     )
+
+
+async def _origins_of(failing: dict[str, int]) -> tuple[dict[str, str | None], FlakyDns]:
+    dns = FlakyDns(WORLD, failing)
+    inference = OriginInference(dns)
+    lanes = {host: SiteLane(host, host) for host in WORLD}
+    armed: list[str] = []
+    live = _live(inference, WORLD, lanes.values(), lambda lane: armed.append(lane.host))
     runner = asyncio.create_task(live.run())
     for lane in lanes.values():
         live.look_up(lane)
@@ -119,20 +128,7 @@ async def test_a_robots_txt_hop_to_a_host_outside_the_seed_finds_the_server_it_s
     table = WORLD | {"outsider.test": ("10.0.0.5",), "elsewhere.test": ("10.9.9.9",)}
     inference = OriginInference(FlakyDns(table, {}))
     await inference.add(sorted(WORLD))
-    live = LiveOrigins(
-        inference,
-        guard=TableGuard(table),  # type: ignore[arg-type]
-        clocks=Clocks(),  # type: ignore[arg-type]
-        frontier=Frontier(),  # type: ignore[arg-type]
-        stats=CrawlStats(),
-        hosts=lambda: WORLD,
-        sites=lambda: [],
-        arm=lambda lane: None,
-        backoff=BackoffParams(1.0, 60.0, 3600.0, 10),
-        timer=Timer(),  # type: ignore[arg-type]
-        recheck_every=300.0,
-        tasks=set(),
-    )
+    live = _live(inference, table, [], lambda lane: None)
     assert await live.origin_for("t2.test") == "addr:10.0.0.5"
     assert await live.origin_for("outsider.test") == "addr:10.0.0.5"
     assert await live.origin_for("elsewhere.test") is None

@@ -38,23 +38,16 @@ class HopSlot:
     the next start there; a start that overtakes it is short by at most one robots.txt
     request's charge."""
 
-    __slots__ = ("_done", "_spacing", "keys", "origin")
+    __slots__ = ("_spacing", "keys", "origin")
 
     def __init__(self, keys: tuple[str, ...], origin: str | None, spacing: SendSpacing) -> None:
         self.keys = keys
         self.origin = origin
         self._spacing = spacing
-        self._done = False
 
     def sent(self, at: float) -> None:
         """The hop's headers went out at ``at`` (``RequestContext.sent``)."""
-        if not self._done:
-            self._done = True
-            self._spacing.sent(self.keys, HOP_COST, at, launched=False)
-
-    def ended(self) -> None:
-        """The hop's fetch is over (sent or not)."""
-        self._done = True
+        self._spacing.sent(self.keys, HOP_COST, at, launched=False)
 
 
 class HopBooker:

@@ -114,10 +114,7 @@ async def fetch_robots(
             origin=slot.origin,
             sent=slot.sent,
         )
-        try:
-            answer = await get(url, host, hop_context)
-        finally:
-            slot.ended()
+        answer = await get(url, host, hop_context)
     return answer
 
 
