@@ -43,6 +43,7 @@ from courtier.pipeline.events import Observer
 from courtier.pipeline.feeding import Feeder
 from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.gc_pacing import GcPacing
 from courtier.pipeline.hops import HopBooker
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.origins_live import LiveOrigins, infer_early
@@ -109,6 +110,7 @@ class Engine:
         self.cluster_spec = cluster
         self.cluster: Cluster | None = None
         self.stats = CrawlStats()
+        self.gc_pacing = GcPacing(pauses=self.stats.gc_pauses)
         self.sites: dict[str, SiteLane] = {}
         self.scope: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
@@ -352,11 +354,13 @@ class Engine:
             self.feeder.refill_loop(),
             sample_loop_lag(self.stats),
             self.pages.booker(),
+            self.gc_pacing.run(),
         ]
         if self.media is not None:
             loops.append(self.media_scheduler.booker())
         if self.cluster is not None:
             loops.append(self.cluster.keeper.run())
+        self.gc_pacing.start()
         background = [asyncio.create_task(coro) for coro in loops]
         for lane in list(self.sites.values()):
             self.site_lanes.request_refill(lane)
@@ -370,6 +374,7 @@ class Engine:
             # Ended before the shards go back: a shard the keeper was taking while we cancel
             # would otherwise be held after stop() gave the others back, its URLs leased.
             await asyncio.gather(*background, return_exceptions=True)
+            self.gc_pacing.stop()
             if self.cluster is not None:
                 await self.cluster.keeper.stop()
 

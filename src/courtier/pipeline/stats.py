@@ -43,6 +43,8 @@ class CrawlStats:
     """Origins paused because several of their sites answered 429/503."""
     """Bookings refused because a key was booked more than the maximum lead ahead."""
     lag_samples: list[float] = field(default_factory=list)
+    gc_pauses: list[float] = field(default_factory=list)
+    """Seconds each paced full garbage collection stopped the process (``GcPacing``)."""
     recent_lag: RecentLag = field(default_factory=lambda: RecentLag())
     links_found: int = 0
     bad_links: int = 0
@@ -160,6 +162,8 @@ class CrawlStats:
             "restored_clocks": self.restored_clocks,
             "loop_lag_p99_ms": round(self.lag_quantile(0.99) * 1000, 2),
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
+            "gc_full_collections": len(self.gc_pauses),
+            "gc_full_pause_max_ms": round(max(self.gc_pauses, default=0.0) * 1000, 2),
             "links_found": self.links_found,
             "bad_links": self.bad_links,
             "new_urls": self.new_urls,

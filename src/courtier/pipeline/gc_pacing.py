@@ -1,0 +1,93 @@
+"""Python's garbage collector, paced for a crawl: short pauses, and a full one rarely.
+
+CPython's cyclic collector stops the whole process while it scans. Left to itself in a crawl
+of 2,000 sites it ran a full (oldest-generation) collection 13 times in 40 s, each 20-420 ms
+long as the heap grew (400,000 tracked objects: lanes, clocks, leased URLs, observation
+state), and those pauses were most of the event loop's p99 lag: every timer due during one
+fires late, so slots are missed (docs/benchmarks.md, session 7).
+
+Rules:
+- At the start of a crawl everything alive (modules, configuration, the seed's lanes) is
+  collected once and then frozen (``gc.freeze``): automatic collections never scan it again.
+- The youngest generation is collected after ``YOUNG_THRESHOLD`` allocations (the default
+  is 700): most of a request's objects die by reference counting before then, so far fewer
+  survivors are promoted and later rescanned.
+- Every ``full_every`` seconds the frozen objects are thawed, the whole heap is collected
+  (cycles that formed among frozen objects are reclaimed here, so nothing leaks for longer
+  than that) and what survives is frozen again: one long pause per period, not dozens.
+- The collector is process-wide: the first pacing started saves its thresholds and the last
+  one stopped restores them and thaws the heap, so engines run one after another (tests) or
+  side by side (a cluster in one process) leave it as they found it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from dataclasses import dataclass, field
+
+log = logging.getLogger("courtier.pipeline.gc_pacing")
+
+YOUNG_THRESHOLD = 20_000
+"""Allocations (less deallocations) of tracked objects between young collections."""
+FULL_EVERY = 300.0
+"""Seconds between full collections of the thawed heap."""
+
+_active = 0
+_saved_thresholds: tuple[int, int, int] | None = None
+
+
+@dataclass
+class GcPacing:
+    """The crawl's collector schedule (see the module docs); ``pauses`` are the full ones."""
+
+    full_every: float = FULL_EVERY
+    young_threshold: int = YOUNG_THRESHOLD
+    pauses: list[float] = field(default_factory=list)
+    """Seconds each full collection (``full``) stopped the process."""
+    _started: bool = False
+
+    def start(self) -> None:
+        global _active, _saved_thresholds
+        if self._started:
+            return
+        self._started = True
+        if _active == 0:
+            _saved_thresholds = gc.get_threshold()
+        _active += 1
+        _, older, oldest = gc.get_threshold()
+        gc.set_threshold(self.young_threshold, older, oldest)
+        self.full()
+
+    def full(self) -> float:
+        """Thaw, collect everything, freeze what survives; the pause, in seconds."""
+        began = time.perf_counter()
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        pause = time.perf_counter() - began
+        self.pauses.append(pause)
+        return pause
+
+    async def run(self) -> None:
+        """A full collection every ``full_every`` seconds, for ever (cancel it to stop)."""
+        while True:
+            await asyncio.sleep(self.full_every)
+            pause = self.full()
+            frozen = gc.get_freeze_count()
+            log.debug("full collection: %.0f ms, %d objects frozen", pause * 1000, frozen)
+
+    def stop(self) -> None:
+        """Give the collector back as it was (when no other pacing is running)."""
+        global _active, _saved_thresholds
+        if not self._started:
+            return
+        self._started = False
+        _active -= 1
+        if _active == 0:
+            gc.unfreeze()
+            if _saved_thresholds is not None:
+                gc.set_threshold(*_saved_thresholds)
+            _saved_thresholds = None
