@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -197,3 +198,29 @@ async def test_a_host_whose_lookup_failed_is_looked_up_again_and_joins_its_serve
     assert [(c.site, c.new) for c in result.changes if c.site == "t1.test"] == [
         ("t1.test", "addr:10.0.0.5")
     ]
+
+
+async def test_a_large_seed_is_clustered_on_a_thread_with_the_same_result(monkeypatch) -> None:
+    import courtier.origins.infer as infer
+
+    inline = OriginInference(TableDns(WORLD), address_allowed=_allowed)
+    expected = await inline.add(WORLD)
+    monkeypatch.setattr(infer, "CLUSTER_IN_THREAD", 0)
+    threads: list[object] = []
+    real_to_thread = infer.asyncio.to_thread
+
+    async def counting_to_thread(fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.append(fn)
+        return await real_to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(infer.asyncio, "to_thread", counting_to_thread)
+    threaded = OriginInference(TableDns(WORLD), address_allowed=_allowed)
+    hosts = list(WORLD)
+    # Two calls at once: the later one's facts win, whatever thread finishes first.
+    first, second = await asyncio.gather(threaded.add(hosts[:3]), threaded.add(hosts))
+    assert len(threads) == 2
+    assert {s: a.origin for s, a in second.assignments.items()} == {
+        s: a.origin for s, a in expected.assignments.items()
+    }
+    assert threaded.assignments.keys() == set(WORLD)
+    assert set(first.assignments) <= set(WORLD)
