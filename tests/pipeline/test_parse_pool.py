@@ -210,3 +210,12 @@ def test_arguments_are_checked() -> None:
         ParsePool(0, timeout=1)
     with pytest.raises(ValueError):
         ParsePool(1, timeout=0)
+
+
+async def test_workers_run_at_the_niceness_asked_above_the_crawl() -> None:
+    """The event loop comes first on busy cores: workers yield the CPU by ``nice``."""
+    ours = os.nice(0)
+    async with ParsePool(1, timeout=5, warm_up=None, nice=7) as nice:
+        assert await nice.run(os.nice, 0) == min(19, ours + 7)
+    async with ParsePool(1, timeout=5, warm_up=None) as plain:
+        assert await plain.run(os.nice, 0) == ours

@@ -157,7 +157,9 @@ class Engine:
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.spacing = SendSpacing(self.clocks.policy.params_of)
         crawl = self.config.crawl
-        self.parser = ParsePool(crawl.parse_workers or None, timeout=crawl.parse_timeout)
+        self.parser = ParsePool(
+            crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
+        )
         self.sink = archived(self.config, self.out_dir, self._sink or DocumentSink(self.out_dir))
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
         for sig in signals:

@@ -16,6 +16,8 @@ as a parse timeout and the crawl goes on.
 - An exception raised by ``fn`` is raised by ``run`` (with the worker's traceback as its
   ``__cause__``). A worker that dies during a job (a crash, the kernel's out-of-memory killer)
   resolves the job to ``WorkerLost`` and is replaced.
+- ``nice``: added to each worker's niceness (Linux and other POSIX systems), so that on
+  busy cores the parent's event loop runs first and parsing takes what is left.
 - ``max_memory_bytes``: how much a job may grow its worker's address space (``RLIMIT_AS``,
   set after the warm-up; Linux and other POSIX systems). A job that needs more gets
   ``MemoryError`` (raised by ``run``) and its worker is replaced, not left fragmented.
@@ -132,6 +134,7 @@ class ParsePool:
         timeout: float,
         max_memory_bytes: int | None = None,
         warm_up: Callable[[], object] | None = warm_up_parse,
+        nice: int = 0,
     ) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be positive")
@@ -140,6 +143,7 @@ class ParsePool:
             raise ValueError("a pool needs at least one worker")
         self.timeout = timeout
         self.max_memory_bytes = max_memory_bytes
+        self.nice = nice
         self._warm_up = warm_up
         self._context = multiprocessing.get_context("spawn")
         self._jobs = JobQueue(count)
@@ -335,7 +339,7 @@ class ParsePool:
             parent, child = self._context.Pipe()
             process = self._context.Process(
                 target=worker_main,
-                args=(child, self._warm_up, self.max_memory_bytes),
+                args=(child, self._warm_up, self.max_memory_bytes, self.nice),
                 name=f"courtier-parse-{slot.index}",
                 daemon=True,
             )

@@ -8,6 +8,7 @@ space budget is set after the warm-up, so it limits what one job may add.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -17,11 +18,17 @@ from multiprocessing.connection import Connection
 
 
 def worker_main(
-    conn: Connection, warm_up: Callable[[], object] | None, max_memory_bytes: int | None
+    conn: Connection,
+    warm_up: Callable[[], object] | None,
+    max_memory_bytes: int | None,
+    nice: int = 0,
 ) -> None:
     """A worker process: warm up, say ready, then answer jobs until the pipe closes."""
     # The parent handles Ctrl-C and stops the workers; BLAS threads are of no use here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nice > 0:
+        with contextlib.suppress(AttributeError, OSError):  # no nice() here: run as we are
+            os.nice(nice)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
