@@ -135,7 +135,7 @@ class _TimedRequest(aiohttp.ClientRequest):
     """Notes when the request's headers went out, and whether a kept-alive connection
     carried it. (aiohttp's trace signals would do it too, but with any trace config
     aiohttp builds a parameter object and awaits a signal at a dozen points of every
-    request: an eighth of the event loop's time at 2,000 sites, docs/benchmarks.md.)"""
+    request: 3-5% of a loopback fetch's CPU, docs/benchmarks.md, session 7.)"""
 
     async def send(self, conn: Any) -> aiohttp.ClientResponse:
         response = await super().send(conn)
