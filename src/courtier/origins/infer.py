@@ -188,11 +188,11 @@ class OriginInference:
                 assignments = await asyncio.to_thread(cluster, facts, self._rules)
             previous = {site: a.origin for site, a in self._assignments.items()}
             self._assignments = assignments
-        changes = origin_changes(previous, self._assignments)
+        changes = origin_changes(previous, assignments)
         for change in changes:
             if change.old is not None:
                 logger.info("origin changed: %s", change.describe())
-        return InferenceResult(dict(self._assignments), tuple(changes), self.recheck_at(), probed)
+        return InferenceResult(dict(assignments), tuple(changes), self.recheck_at(), probed)
 
     @staticmethod
     def _indeterminate(facts: DnsFacts, shared: Counter[str]) -> bool:

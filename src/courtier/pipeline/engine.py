@@ -362,11 +362,11 @@ class Engine:
             loops.append(self.media_scheduler.booker())
         if self.cluster is not None:
             loops.append(self.cluster.keeper.run())
-        self.gc_pacing.start()
         background = [asyncio.create_task(coro) for coro in loops]
-        for lane in list(self.sites.values()):
-            self.site_lanes.request_refill(lane)
         try:
+            self.gc_pacing.start()  # before the tasks first run; the finally gives it back
+            for lane in list(self.sites.values()):
+                self.site_lanes.request_refill(lane)
             await self._wait_for_end()
             await self._drain()
             await self._save_floors()

@@ -82,6 +82,13 @@ Lost = Callable[[int, bool], Awaitable[None]]
 taken from us and nothing more may be booked for it)."""
 
 
+async def _try_lock(conn: psycopg.AsyncConnection[Any], shard: int) -> bool:
+    """Take the shard's advisory lock for this session, if no other session holds it."""
+    cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
+    row = await cursor.fetchone()
+    return bool(row and row[0])
+
+
 class ShardKeeper:
     def __init__(
         self,
@@ -228,15 +235,11 @@ class ShardKeeper:
     async def _try_take(
         self, conn: psycopg.AsyncConnection[Any], shard: int, expired: bool
     ) -> int | None:
-        cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
-        row = await cursor.fetchone()
-        if not (row and row[0]):
+        if not await _try_lock(conn, shard):
             if not expired:
                 return None
             await self._end_hung_holder(conn, shard)  # waits for its session to be gone
-            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
-            row = await cursor.fetchone()
-            if not (row and row[0]):
+            if not await _try_lock(conn, shard):
                 return None
         # The advisory lock is ours: the last holder's session is gone (or never was), so
         # the shard is ours whatever its row says; a new token fences the old holder out.
