@@ -30,7 +30,7 @@ import psutil
 
 from courtier.simweb.audit import AuditReport, OriginFigures, audit_records
 from courtier.simweb.log import read_log
-from courtier.simweb.process import SimWebProcess
+from courtier.simweb.process import SERVER_NICE, SimWebProcess
 from courtier.simweb.world import SIZE_PRESETS, WorldParams, params_for_total
 
 BENCH = Path(__file__).resolve().parent
@@ -225,7 +225,7 @@ def run(
         config = load(None, settings)
         site_interval, allow_media = config.site_interval, config.media.fetch
     out = workdir / crawler
-    with SimWebProcess(workdir / "simweb", params) as web:
+    with SimWebProcess(workdir / "simweb", params, nice=SERVER_NICE) as web:
         if crawler == "courtier":
             command = [
                 sys.executable, "-m", "courtier", "crawl", "--seeds", str(web.seeds_path),

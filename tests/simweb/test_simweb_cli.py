@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import urllib.request
 from pathlib import Path
 
@@ -145,3 +146,13 @@ def test_process_serves_dns_and_http_and_flushes_its_log_on_sigterm(tmp_path: Pa
 def test_process_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
     with pytest.raises(SimWebError, match="exited"):
         SimWebProcess(tmp_path, WorldParams(n_standalone=0)).start()
+
+
+def test_process_runs_ahead_of_its_caller_when_allowed(tmp_path: Path) -> None:
+    """The demo and the benchmarks raise the server's priority (its stamps are the audit's
+    ground truth); unprivileged, the request is refused and the server keeps ours."""
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    with SimWebProcess(tmp_path, WorldParams(seed=4), nice=-5) as web:
+        pid = int(str(web.info["pid"]))
+        expected = -5 if os.geteuid() == 0 else ours
+        assert os.getpriority(os.PRIO_PROCESS, pid) == expected

@@ -23,7 +23,7 @@ from courtier.cli.crawl import (
 from courtier.cli.options import add_config_arguments, load_config, seconds, whole
 from courtier.inputs import InputError, prepare_directory
 from courtier.simweb.audit import audit
-from courtier.simweb.process import SimWebError, SimWebProcess
+from courtier.simweb.process import SERVER_NICE, SimWebError, SimWebProcess
 from courtier.simweb.report import print_report, write_json
 from courtier.simweb.world import SIZE_PRESETS
 
@@ -85,7 +85,7 @@ def handle(args: argparse.Namespace) -> int:
     shutil.rmtree(out / "requests", ignore_errors=True)  # the last demo's request log
     shutil.rmtree(out / "warc", ignore_errors=True)  # and its WARC files
     try:
-        with SimWebProcess(out / "simweb", params) as web:
+        with SimWebProcess(out / "simweb", params, nice=SERVER_NICE) as web:
             console.print(
                 f"simulated web: {len(web.world.seed_hosts)} seed sites, DNS {web.dns}, "
                 f"allowed net {web.allow_net}, HTTP port {web.port}"

@@ -29,6 +29,7 @@ from typing import Any
 from rich.console import Console
 
 from courtier.cli.options import seconds, whole
+from courtier.gc_pacing import GcPacing
 from courtier.simweb.audit import DEFAULT_TOLERANCE, audit
 from courtier.simweb.report import print_report, write_json
 from courtier.simweb.server import SimWeb
@@ -168,22 +169,31 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    # A server process for as long as the run: its request stamps are the audit's ground
+    # truth, so the collector must not stop it for a full scan of the world mid-run (no
+    # periodic full collection either: the world and the page cache are what lives long).
+    pacing = GcPacing()
     async with SimWeb(world, block=block, port=port, log_path=log_path) as web:
-        seeds = "".join(f"{url}\n" for url in web.seed_urls())
-        await asyncio.to_thread(seeds_path.write_text, seeds)
-        info = {**web.info(), "seeds": str(seeds_path), "pid": os.getpid()}
-        if info_path is not None:
-            await asyncio.to_thread(_write_atomically, info_path, json.dumps(info, indent=1) + "\n")
-        print(json.dumps(info), flush=True)
-        log.warning(
-            "simweb: %d sites (%d seed) on %s port %d, DNS %s; SIGTERM to stop",
-            len(world.sites),
-            len(world.seed_hosts),
-            web.allow_net,
-            web.port,
-            info["dns"],
-        )
-        await stop.wait()
+        pacing.start()
+        try:
+            seeds = "".join(f"{url}\n" for url in web.seed_urls())
+            await asyncio.to_thread(seeds_path.write_text, seeds)
+            info = {**web.info(), "seeds": str(seeds_path), "pid": os.getpid()}
+            if info_path is not None:
+                text = json.dumps(info, indent=1) + "\n"
+                await asyncio.to_thread(_write_atomically, info_path, text)
+            print(json.dumps(info), flush=True)
+            log.warning(
+                "simweb: %d sites (%d seed) on %s port %d, DNS %s; SIGTERM to stop",
+                len(world.sites),
+                len(world.seed_hosts),
+                web.allow_net,
+                web.port,
+                info["dns"],
+            )
+            await stop.wait()
+        finally:
+            pacing.stop()
         count = web.requests_logged
     log.warning("simweb: stopped after %d requests; log in %s", count, log_path)
 

@@ -29,6 +29,7 @@ from typing import Any
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore, StoredRobots
 from courtier.frontier.surface import decide_depth_cap
+from courtier.gc_pacing import GcPacing
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.net.spool import Spool
@@ -43,7 +44,6 @@ from courtier.pipeline.events import Observer
 from courtier.pipeline.feeding import Feeder
 from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
-from courtier.pipeline.gc_pacing import GcPacing
 from courtier.pipeline.hops import HopBooker
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.origins_live import LiveOrigins, infer_early

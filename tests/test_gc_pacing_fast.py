@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from courtier.pipeline.gc_pacing import GcPacing
+from courtier.gc_pacing import GcPacing
 
 
 class _Node:

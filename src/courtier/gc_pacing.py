@@ -28,7 +28,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-log = logging.getLogger("courtier.pipeline.gc_pacing")
+log = logging.getLogger("courtier.gc_pacing")
 
 YOUNG_THRESHOLD = 20_000
 """Allocations (less deallocations) of tracked objects between young collections."""
