@@ -164,3 +164,66 @@ def test_header_bytes_that_are_no_utf8_do_not_break_the_record(tmp_path: Path):
     files.close()
     _, _warc, http, body = records(tmp_path / ref.file)[1]
     assert body == HTML and http.get_header("X-Odd") is not None
+
+
+def test_appends_are_written_at_flush_and_their_offsets_hold(tmp_path: Path):
+    files = WarcFiles(tmp_path)
+    refs = [files.write(capture(payload=HTML + bytes([n]))) for n in range(3)]
+    path = tmp_path / f"{refs[0].file}.open"
+    assert path.stat().st_size == 0  # gathered, not written yet
+    files.flush()
+    data = path.read_bytes()
+    assert len(data) > refs[-1].offset + refs[-1].length  # the last request record follows
+    for n, ref in enumerate(refs):
+        with path.open("rb") as stream:
+            stream.seek(ref.offset)
+            record = next(iter(ArchiveIterator(stream)))
+            assert record.content_stream().read() == HTML + bytes([n])
+    files.close()
+
+
+def test_a_megabyte_of_appends_is_written_without_waiting_for_flush(tmp_path: Path):
+    from courtier.sinks.warc import FLUSH_BYTES
+
+    files = WarcFiles(tmp_path, level=0)
+    big = bytes(range(256)) * 1024  # 256 KB, stored (level 0) as it is
+    refs = [files.write(capture(payload=big)) for _ in range(5)]
+    path = tmp_path / f"{refs[0].file}.open"
+    assert path.stat().st_size >= FLUSH_BYTES
+    files.close()
+
+
+class _FullDisk:
+    """A file whose writes fail as on a full disk."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+
+    def write(self, data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    def close(self) -> None:
+        self.real.close()  # type: ignore[attr-defined]
+
+
+def test_a_failed_write_finishes_the_file_and_never_misplaces_a_later_record(tmp_path: Path):
+    import pytest
+
+    files = WarcFiles(tmp_path)
+    kept = files.write(capture(payload=b"kept"))
+    files.flush()
+    lost = [files.write(capture(payload=b"lost")) for _ in range(2)]
+    files._file = _FullDisk(files._file)  # type: ignore[assignment]
+    with pytest.raises(OSError, match="No space"):
+        files.flush()
+    assert files.lost_records == 2
+    first = tmp_path / kept.file
+    assert first.exists()  # finished as it was: the lost records' offsets lie past its end
+    assert all(ref.offset >= first.stat().st_size for ref in lost)
+    after = files.write(capture(payload=b"after"))
+    files.close()
+    assert after.file != kept.file
+    with (tmp_path / after.file).open("rb") as stream:
+        stream.seek(after.offset)
+        assert next(iter(ArchiveIterator(stream))).content_stream().read() == b"after"
+    assert [r[3] for r in records(first) if r[0] == "response"] == [b"kept"]

@@ -12,8 +12,13 @@ Rules:
   the files. A lane awaits its capture's ``WarcRef``, which also bounds what waits in
   memory by the requests in flight (``crawl.max_in_flight``). A pool that cannot encode a
   capture (over its budget, a lost worker) leaves it to the thread.
-- A write that fails (a full disk) is logged, counted (``warc_errors``) and the crawl goes
-  on: its document has no ``warc`` field.
+- The files gather appends and write them in one go (``WarcFiles.flush``); the documents
+  that name them are held too, and a flush writes the records first, then the documents:
+  no document ever reaches the disk before the record it names (a kill -9 loses both or
+  neither). Every ``crawl.flush_interval``, or at ``HELD_DOCUMENTS``.
+- A write that fails (a full disk) is logged, counted (``warc_errors``, one per capture
+  lost) and the crawl goes on: a capture whose append failed has no ``warc`` field in its
+  document; the captures of a failed flush point past the end of their (finished) file.
 - The files are finished (renamed from ``.open``) when the sink is closed at the end of a
   run; ``ArchivingSink`` is the engine's document sink with the archive beside it.
 """
@@ -108,18 +113,27 @@ class Archive:
 
     def append(self, encoded: EncodedCapture, stats: CrawlStats) -> WarcRef | None:
         """Append an encoded capture; None when that failed."""
+        lost = self.files.lost_records
         try:
             ref = self.files.append(encoded)
         except (OSError, ValueError) as exc:  # a full disk
-            self._failure(exc, stats)
+            self._failure(exc, stats, max(1, self.files.lost_records - lost))
             return None
         stats.warc_records[ref.record] += 1
         stats.warc_bytes += ref.length
         stats.warc_seconds += ref.seconds
         return ref
 
-    def _failure(self, exc: Exception, stats: CrawlStats) -> None:
-        stats.warc_errors += 1
+    def flush(self, stats: CrawlStats) -> None:
+        """Write the gathered appends."""
+        lost = self.files.lost_records
+        try:
+            self.files.flush()
+        except OSError as exc:
+            self._failure(exc, stats, self.files.lost_records - lost)
+
+    def _failure(self, exc: Exception, stats: CrawlStats, captures: int = 1) -> None:
+        stats.warc_errors += captures
         if not self._failed:
             log.error("WARC write failed (%s): documents go on without WARC records", exc)
         self._failed = True
@@ -133,32 +147,55 @@ class Archive:
             log.error("cannot finish the WARC file: %s", exc)
 
 
-class ArchivingSink:
-    """The document sink, with the archive beside it: closing it finishes both."""
+HELD_DOCUMENTS = 2_000
+"""Documents held for the archive's next write before one is forced."""
 
-    def __init__(self, sink: Sink, archive: Archive | None) -> None:
+
+class ArchivingSink:
+    """The document sink, with the archive beside it: closing it finishes both. Documents
+    are held until the records they name are written (see the module rules)."""
+
+    def __init__(self, sink: Sink, archive: Archive | None, stats: CrawlStats) -> None:
         self.sink = sink
         self.archive = archive
+        self.stats = stats
+        self._held: list[dict[str, Any]] = []
 
     def write(self, record: dict[str, Any]) -> None:
-        self.sink.write(record)
+        if self.archive is None:
+            self.sink.write(record)
+            return
+        self._held.append(record)
+        if len(self._held) >= HELD_DOCUMENTS:
+            self._write_held()
+
+    def _write_held(self) -> None:
+        if self.archive is not None:
+            self.archive.flush(self.stats)
+        held, self._held = self._held, []
+        for record in held:
+            self.sink.write(record)
 
     def flush(self) -> None:
+        self._write_held()
         self.sink.flush()
 
     def close(self) -> None:
         try:
-            if self.archive is not None:
-                self.archive.close()
+            self._write_held()
         finally:
-            self.sink.close()
+            try:
+                if self.archive is not None:
+                    self.archive.close()
+            finally:
+                self.sink.close()
 
 
-def archived(config: Config, out_dir: Path, sink: Sink) -> ArchivingSink:
+def archived(config: Config, out_dir: Path, sink: Sink, stats: CrawlStats) -> ArchivingSink:
     """``sink`` with ``OUT/warc/`` beside it when ``[warc] enabled``."""
     settings = config.warc
     if not settings.enabled:
-        return ArchivingSink(sink, None)
+        return ArchivingSink(sink, None, stats)
     files = WarcFiles(
         out_dir / "warc",
         prefix=settings.prefix,
@@ -171,7 +208,7 @@ def archived(config: Config, out_dir: Path, sink: Sink) -> ArchivingSink:
         },
         policy=redaction_policy(config),
     )
-    return ArchivingSink(sink, Archive(files))
+    return ArchivingSink(sink, Archive(files), stats)
 
 
 def warc_fields(ref: WarcRef | None) -> dict[str, Any]:

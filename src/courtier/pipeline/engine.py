@@ -160,7 +160,9 @@ class Engine:
         self.parser = ParsePool(
             crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
         )
-        self.sink = archived(self.config, self.out_dir, self._sink or DocumentSink(self.out_dir))
+        self.sink = archived(
+            self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats
+        )
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
         for sig in signals:
             # Not the main thread (e.g. under a test runner's thread): no signal handling.
