@@ -219,3 +219,20 @@ async def test_workers_run_at_the_niceness_asked_above_the_crawl() -> None:
         assert await nice.run(os.nice, 0) == min(19, ours + 7)
     async with ParsePool(1, timeout=5, warm_up=None) as plain:
         assert await plain.run(os.nice, 0) == ours
+
+
+async def test_waiting_counts_the_jobs_no_worker_has_taken_yet() -> None:
+    async with ParsePool(1, timeout=2.0, warm_up=None) as single:
+        await single.ready()
+        assert single.waiting == 0
+        jobs = [asyncio.ensure_future(single.run(time.sleep, 0.4)) for _ in range(4)]
+        # One running and one sent behind it (PIPELINE): two wait until the first is done.
+        seen = []
+        for _ in range(70):  # up to 0.35 s, inside the first job's 0.4 s
+            seen.append(single.waiting)
+            if seen[-1] == 2:
+                break
+            await asyncio.sleep(0.005)
+        assert seen[-1] == 2, seen
+        await asyncio.gather(*jobs)
+        assert single.waiting == 0

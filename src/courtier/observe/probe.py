@@ -101,6 +101,9 @@ def engine_probe(engine: Any, clock: Callable[[], float] = time.time) -> Probe:
                 lanes[lane.sched.phase.value] += 1
         if scheduler is not None:
             in_flight["media"] = int(scheduler.in_flight)
+        parser = getattr(engine, "parser", None)
+        if parser is not None:
+            queues["parse"] = int(parser.waiting)  # pages and captures holding their places
         return CrawlSample(clock(), stats_copy(engine.stats), in_flight, queues, dict(lanes))
 
     return probe

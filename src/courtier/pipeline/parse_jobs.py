@@ -75,6 +75,10 @@ class JobQueue:
         """Slot threads waiting for a job (their worker has none)."""
         self.closed = False
 
+    def __len__(self) -> int:
+        """Jobs waiting for a worker (a snapshot: other threads take them as it is read)."""
+        return len(self._small) + len(self._large)
+
     def put(self, job: Job[Any]) -> None:
         with self._cond:
             (self._large if job.large else self._small).append(job)

@@ -166,6 +166,13 @@ class ParsePool:
     def workers(self) -> int:
         return len(self._slots)
 
+    @property
+    def waiting(self) -> int:
+        """Jobs queued for a worker, not sent to one yet. A crawl whose places in flight
+        are mostly here is bound by parsing (at 2,000 sites: ~520 of its 512 + media places,
+        waiting ~1 s each; docs/benchmarks.md, session 8)."""
+        return len(self._jobs)
+
     async def ready(self) -> None:
         """Wait until every worker has started and warmed up once (or the pool closed)."""
         await asyncio.to_thread(self._all_warm.wait)
