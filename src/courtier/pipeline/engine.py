@@ -63,7 +63,7 @@ from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
-from courtier.pipeline.stats import CrawlStats, sample_loop_lag
+from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
 from courtier.pipeline.timer import LoopTimer, Timer
 from courtier.politeness.limiter.base import Limiter
 from courtier.sinks.documents import DocumentSink, Sink
@@ -347,6 +347,9 @@ class Engine:
         scheduler.stopping = self._stopping
         return scheduler
 
+    def _load(self) -> tuple[int, int, int]:
+        return self.parser.waiting, self.pages.in_flight, self.pages.max_in_flight
+
     async def _crawl(self) -> None:
         loops: list[Coroutine[Any, Any, None]] = [
             self.origins.run(),
@@ -357,6 +360,7 @@ class Engine:
             ),
             self.feeder.refill_loop(),
             sample_loop_lag(self.stats),
+            sample_load(self.stats, self._load),
             self.pages.booker(),
             self.gc_pacing.run(),
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,14 @@ class CrawlStats:
     lag_samples: list[float] = field(default_factory=list)
     gc_pauses: list[float] = field(default_factory=list)
     """Seconds each paced full garbage collection stopped the process (``GcPacing``)."""
+    load_samples: int = 0
+    """Samples taken by ``sample_load`` (one a second)."""
+    parse_queue_total: int = 0
+    """Jobs waiting for a parse worker, summed over the samples."""
+    parse_queue_max: int = 0
+    places_full: int = 0
+    """Samples that found every place in flight of the site lanes taken: with a long parse
+    queue, the crawl is bound by parsing (docs/benchmarks.md, session 8)."""
     recent_lag: RecentLag = field(default_factory=lambda: RecentLag())
     links_found: int = 0
     bad_links: int = 0
@@ -122,6 +131,12 @@ class CrawlStats:
         else:
             self.by_status[f"{result.status // 100}xx"] += 1
 
+    def record_load(self, parse_waiting: int, in_flight: int, places: int) -> None:
+        self.load_samples += 1
+        self.parse_queue_total += parse_waiting
+        self.parse_queue_max = max(self.parse_queue_max, parse_waiting)
+        self.places_full += in_flight >= places
+
     def record_lag(self, lag: float) -> None:
         if len(self.lag_samples) < 200_000:
             self.lag_samples.append(max(0.0, lag))
@@ -138,6 +153,7 @@ class CrawlStats:
 
     def as_dict(self) -> dict[str, Any]:
         rate = self.requests / self.elapsed if self.elapsed else 0.0
+        samples = max(1, self.load_samples)  # no samples: the totals are 0 too
         return {
             "elapsed_s": round(self.elapsed, 2),
             "seed_sites": self.seed_sites,
@@ -164,6 +180,9 @@ class CrawlStats:
             "loop_lag_max_ms": round(max(self.lag_samples, default=0.0) * 1000, 2),
             "gc_full_collections": len(self.gc_pauses),
             "gc_full_pause_max_ms": round(max(self.gc_pauses, default=0.0) * 1000, 2),
+            "parse_queue_mean": round(self.parse_queue_total / samples, 1),
+            "parse_queue_max": self.parse_queue_max,
+            "places_full_share": round(self.places_full / samples, 3),
             "links_found": self.links_found,
             "bad_links": self.bad_links,
             "new_urls": self.new_urls,
@@ -234,6 +253,16 @@ class RecentLag:
                 break
             worst = max(worst, lag)
         return worst
+
+
+async def sample_load(
+    stats: CrawlStats, load: Callable[[], tuple[int, int, int]], period: float = 1.0
+) -> None:
+    """Sample, for ever, what bounds the crawl: ``load()`` gives the jobs waiting for a parse
+    worker, the site lanes' requests in flight and their places (``crawl.max_in_flight``)."""
+    while True:
+        await asyncio.sleep(period)
+        stats.record_load(*load())
 
 
 async def sample_loop_lag(stats: CrawlStats, period: float = 0.05) -> None:
