@@ -169,8 +169,7 @@ class ParsePool:
     @property
     def waiting(self) -> int:
         """Jobs queued for a worker, not sent to one yet. A crawl whose places in flight
-        are mostly here is bound by parsing (at 2,000 sites: ~520 of its 512 + media places,
-        waiting ~1 s each; docs/benchmarks.md, session 8)."""
+        are mostly here is bound by parsing (docs/benchmarks.md, session 8)."""
         return len(self._jobs)
 
     async def ready(self) -> None:

@@ -268,7 +268,7 @@ class WarcFiles:
         """Write what the appends gathered (see the module rules on failure)."""
         if not self._pending or self._file is None:
             return
-        data = b"".join(self._pending) if len(self._pending) > 1 else self._pending[0]
+        data = b"".join(self._pending)
         records = self._pending_records
         self._pending.clear()
         self._pending_bytes = self._pending_records = 0
@@ -281,7 +281,7 @@ class WarcFiles:
                 view = view[written:]
         except OSError:
             self.lost_records += records
-            self._finish()
+            self._close_file()
             raise
 
     def _finish(self) -> None:
