@@ -160,6 +160,22 @@ async def test_sites_of_one_origin_share_its_budget(lanes) -> None:
     assert starts[-1] - starts[0] >= 5.0 - 1e-9
 
 
+async def test_sites_a_saturated_origin_refused_ask_again_one_at_a_time(lanes) -> None:
+    """Thirty sites on an origin booked up to its lead: the refused ones wait in the origin's
+    line, so a slot costs a booking and at most one refusal, not one per waiting site."""
+    h = lanes("limits.origin.rate=4", "limits.site.rate=100", "politeness.max_lead=1")
+    sites = [h.site(f"s{n}.test", ["/item/1", "/item/2"], origin="o1") for n in range(30)]
+    for site in sites:
+        h.pages.arm(site)
+    await h.timer.advance(60.0)
+    starts = sorted(t for t, _u in h.fetcher.started)
+    assert len(starts) == 90  # robots.txt and two pages each
+    # 30 robots.txt (1 unit) and 60 pages (2 units) at 4 units/s: the origin's rate binds.
+    assert starts[-1] - starts[0] >= 150 / 4 - 1.0 - 1e-9
+    assert h.stats.lead_refusals <= 30 + 2 * h.stats.slots, h.stats.lead_refusals
+    assert h.pages.key_waits.lines() == 0
+
+
 async def test_a_media_429_pauses_its_lane_and_pushes_back_on_the_origin(lanes) -> None:
     answers = iter([(429, [("Retry-After", "5"), ("X-Cache", "MISS")], b"")])
 

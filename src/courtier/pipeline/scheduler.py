@@ -16,7 +16,8 @@ Theory of operation:
 - Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
   other ``Limiter`` backend is booked by one task (``booker``) that awaits
   ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again
-  at its ``not_before``; work for a saturated key waits unbooked.
+  at its ``not_before``; work for a saturated key waits unbooked, in that key's line
+  (``key_waits``: the lanes it refused ask again one at a time, not all at once).
 - A lane's place in flight (``max_in_flight(lane)``: one connection per site) is taken at
   the start and given back when the server has answered (``Launch.answered``), not when the
   work ends: under load, keeping, parsing and storing a page took seconds during which the
@@ -43,6 +44,7 @@ from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.key_waits import KeyWaits
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Handle, Timer
@@ -187,6 +189,8 @@ class Scheduler(Generic[L, W]):
         self._ready: deque[L] = deque()
         self._to_book: deque[L] = deque()
         self._booker_wake = asyncio.Event()
+        self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake)
+        """Lanes a saturated key refused, in that key's line (``key_waits``)."""
 
     # -- arming -------------------------------------------------------------------------
 
@@ -305,9 +309,14 @@ class Scheduler(Generic[L, W]):
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
         state = lane.sched
         if isinstance(booking, Refusal):
-            # A saturated key: nothing consumed; the work waits until booking can succeed.
+            # A saturated key: nothing consumed; the work waits in the key's line until
+            # booking can succeed (one lane asks at a time, not every lane the key refused).
             self.stats.lead_refusals += 1
-            self._wait(lane, booking.not_before)
+            if not booking.keys:
+                self._wait(lane, booking.not_before)
+                return
+            state.phase = Phase.WAITING
+            state.timer = self.key_waits.wait(lane, booking.keys[0], booking.not_before)
             return
         self.stats.slots += 1
         state.slot, state.booked_at = booking, booked_at

@@ -1,0 +1,104 @@
+"""Lanes a saturated key refused wait in that key's line: on fake time, no sockets."""
+
+from __future__ import annotations
+
+import pytest
+
+from courtier.pipeline.key_waits import KeyWaits
+from courtier.pipeline.timer import FakeTimer
+
+
+class Asker:
+    """Lanes that ask a key with one slot every ``interval`` seconds, as a limiter with no
+    lead would answer: the first to ask after a slot opened books, later ones are refused."""
+
+    def __init__(self, timer: FakeTimer, interval: float) -> None:
+        self.timer = timer
+        self.interval = interval
+        self.next_free = timer.now()
+        self.asked: list[tuple[float, str]] = []
+        self.booked: list[tuple[float, str]] = []
+        self.waits: KeyWaits[str] = KeyWaits(timer, self.ask)
+        self.places: dict[str, object] = {}
+        self.gone: set[str] = set()
+
+    def ask(self, lane: str) -> None:
+        now = self.timer.now()
+        self.asked.append((now, lane))
+        if lane in self.gone:
+            return  # it has no work any more: it leaves the line
+        if now >= self.next_free:
+            self.booked.append((now, lane))
+            self.next_free = now + self.interval
+        else:
+            self.places[lane] = self.waits.wait(lane, "origin:o", self.next_free)
+
+
+async def test_a_slot_costs_one_booking_and_at_most_one_refusal_however_many_wait() -> None:
+    timer = FakeTimer()
+    asker = Asker(timer, interval=1.0)
+    lanes = [f"s{n}" for n in range(50)]
+    for lane in lanes:
+        asker.ask(lane)
+    await timer.advance(49.5)
+    assert [lane for _t, lane in asker.booked] == lanes  # served in the order refused
+    starts = [t for t, _lane in asker.booked]
+    assert starts == pytest.approx([timer.now() - 49.5 + n for n in range(50)])
+    # 50 first asks, then per slot one booking and one refused probe of the next in line.
+    assert len(asker.asked) <= 50 + 2 * 49
+    assert asker.waits.lines() == 0 and asker.waits.waiting() == 0
+
+
+async def test_without_a_line_every_refused_lane_asks_at_every_slot() -> None:
+    """What the line saves: each lane on its own timer at the refusal's not_before."""
+    timer = FakeTimer()
+    asked = 0
+    next_free = timer.now()
+
+    def ask(lane: int) -> None:
+        nonlocal asked, next_free
+        asked += 1
+        now = timer.now()
+        if now >= next_free:
+            next_free = now + 1.0
+        else:
+            timer.call_at(next_free, ask, lane)
+
+    for lane in range(50):
+        ask(lane)
+    await timer.advance(49.5)
+    assert asked > 1000  # ~N^2/2: the herd the line removes
+
+
+async def test_a_cancelled_place_is_skipped_and_the_next_lane_is_woken() -> None:
+    timer = FakeTimer()
+    asker = Asker(timer, interval=1.0)
+    for lane in ("a", "b", "c"):
+        asker.ask(lane)
+    asker.places["b"].cancel()  # type: ignore[attr-defined]
+    await timer.advance(5.0)
+    assert [lane for _t, lane in asker.booked] == ["a", "c"]
+    assert all(lane != "b" for _t, lane in asker.asked[3:])
+
+
+async def test_a_lane_that_leaves_hands_its_turn_to_the_next_at_once() -> None:
+    timer = FakeTimer()
+    asker = Asker(timer, interval=1.0)
+    for lane in ("a", "b", "c"):
+        asker.ask(lane)
+    asker.gone.add("b")  # its work went away while it waited
+    start = timer.now()
+    await timer.advance(5.0)
+    assert [(t - start, lane) for t, lane in asker.booked] == [(0.0, "a"), (1.0, "c")]
+
+
+async def test_an_earlier_not_before_moves_the_lines_timer_earlier() -> None:
+    timer = FakeTimer()
+    woken: list[tuple[float, str]] = []
+    waits: KeyWaits[str] = KeyWaits(timer, lambda lane: woken.append((timer.now(), lane)))
+    start = timer.now()
+    waits.wait("late", "k", start + 5.0)
+    waits.wait("early", "k", start + 1.0)
+    await timer.advance(1.0)
+    # The line's head asks at the earliest time any refusal gave; the next at once after.
+    assert woken == [(start + 1.0, "late"), (start + 1.0, "early")]
