@@ -54,13 +54,16 @@ T = TypeVar("T")
 
 log = logging.getLogger("courtier.pipeline.parse_pool")
 
-PIPELINE = 2
-"""Jobs a worker may hold: the next one is sent before it answers the last, so it takes it
-up at once, not after the parent's thread got the GIL back to read the answer and send more
-(under a busy event loop that wait was most of a small page's turn). 4 was tried: 700
-requests/s at 2,000 sites instead of 610-670, but loop lag p99 rose to ~320 ms and one run of
-two put an origin 1 unit over its 1 s budget (docs/benchmarks.md, session 5: origin keys are
-spaced by booked slots, so a late send compresses the next gap)."""
+PIPELINE = 8
+"""Jobs a worker may hold: the next ones are sent before it answers the last, so it takes
+one up at once, not after the parent's thread got the GIL back to read the answer and send
+more (under a busy event loop each of those waits can take the 5 ms switch interval, longer
+than a small page's parse). Measured at 2,000 sites (docs/benchmarks.md, session 9): with 2
+the workers waited for their next job 28% of the time while ~500 jobs were queued and 8-9%
+of the machine's CPU was idle; with 8 they waited 11%, idle 2-3%, 508-523 requests/s
+against 424-501 in interleaved pairs, loop lag unchanged. The price: jobs sent behind one
+that overruns its budget wait for it (then go to the next worker), so a hostile page delays
+up to ``PIPELINE - 1`` pages by at most the budget; none is lost."""
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 
