@@ -102,3 +102,34 @@ async def test_an_earlier_not_before_moves_the_lines_timer_earlier() -> None:
     await timer.advance(1.0)
     # The line's head asks at the earliest time any refusal gave; the next at once after.
     assert woken == [(start + 1.0, "late"), (start + 1.0, "early")]
+
+
+async def test_a_lane_about_to_book_on_a_busy_key_joins_its_line_unasked() -> None:
+    timer = FakeTimer()
+    woken: list[str] = []
+    busy_while_asking: list[str | None] = []
+    waits: KeyWaits[str] = KeyWaits(timer, woken.append)
+    start = timer.now()
+    assert waits.busy(["site:a", "origin:o"], start) is None  # no line yet
+    waits.wait("a", "origin:o", start + 2.0)
+    assert waits.busy(["site:b", "origin:o"], start) == "origin:o"
+    waits.join("b", "origin:o")  # no timer moved: the line still turns at start + 2
+    await timer.advance(1.0)
+    assert woken == []
+
+    def ask(lane: str) -> None:
+        # The woken lane is never sent back to its own line: it has no timer while it asks.
+        busy_while_asking.append(waits.busy(["origin:o"], timer.now()))
+        woken.append(lane)
+
+    waits.wake = ask
+    await timer.advance(1.0)
+    assert woken == ["a", "b"] and busy_while_asking == [None, None]
+    assert waits.busy(["origin:o"], timer.now()) is None and waits.lines() == 0
+
+
+async def test_a_line_due_now_is_not_busy() -> None:
+    timer = FakeTimer()
+    waits: KeyWaits[str] = KeyWaits(timer, lambda lane: None)
+    waits.wait("a", "k", timer.now())
+    assert waits.busy(["k"], timer.now()) is None  # due: asking may succeed

@@ -173,6 +173,7 @@ async def test_sites_a_saturated_origin_refused_ask_again_one_at_a_time(lanes) -
     # 30 robots.txt (1 unit) and 60 pages (2 units) at 4 units/s: the origin's rate binds.
     assert starts[-1] - starts[0] >= 150 / 4 - 1.0 - 1e-9
     assert h.stats.lead_refusals <= 30 + 2 * h.stats.slots, h.stats.lead_refusals
+    assert h.stats.line_joins > 0  # sites done with a page joined the line unasked
     assert h.pages.key_waits.lines() == 0
 
 

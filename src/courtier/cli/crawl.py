@@ -244,7 +244,10 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             "missed slots (rebook rate)",
             f"{data['missed_slots']} of {data['slots']} ({data['rebook_rate']:.2%})",
         ),
-        ("bookings refused for lead", data["lead_refusals"]),
+        (
+            "bookings refused for lead / lanes that joined a key's line unasked",
+            f"{data['lead_refusals']} / {data['line_joins']}",
+        ),
         (
             "latency slowdowns / origin pauses",
             f"{sum(data['latency_slowdowns'].values())} / {data['origin_pauses']}",

@@ -86,7 +86,7 @@ class _Sampled(Collector):
         yield _counter(
             "courtier_booking_refusals",
             "Bookings refused, by reason",
-            [(("lead",), c("lead_refusals"))],
+            [(("lead",), c("lead_refusals")), (("line",), c("line_joins"))],
             ["reason"],
         )
         yield _counter(

@@ -281,6 +281,8 @@ class Scheduler(Generic[L, W]):
         try:
             limits, cost = self.kind.booking(lane, state.work)
             booked_at = self.timer.now()
+            if self._join_line(lane, limits, booked_at):
+                return True
             booking = self.clocks.book_now(
                 limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
             )
@@ -299,12 +301,26 @@ class Scheduler(Generic[L, W]):
         assert state.work is not None
         limits, cost = self.kind.booking(lane, state.work)
         booked_at = self.timer.now()
+        if self._join_line(lane, limits, booked_at):
+            return
         booking = await self.clocks.book(
             limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
         )
         if self.stopping or state.phase is not Phase.BOOKING:
             return
         self._booked(lane, booking, booked_at, at_once=False)
+
+    def _join_line(self, lane: L, limits: tuple[Limit, ...], now: float) -> bool:
+        """A key of ``limits`` has lanes waiting for a later time: this one would only be
+        refused, so it joins that line unasked (True)."""
+        key = self.key_waits.busy((limit.key for limit in limits), now)
+        if key is None:
+            return False
+        self.stats.line_joins += 1
+        state = lane.sched
+        state.phase = Phase.WAITING
+        state.timer = self.key_waits.join(lane, key)
+        return True
 
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
         state = lane.sched

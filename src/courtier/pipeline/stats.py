@@ -29,6 +29,9 @@ class CrawlStats:
     missed_slots: int = 0
     """Slots forfeited because the request could not start inside them (then rebooked)."""
     lead_refusals: int = 0
+    """Bookings the limiter refused: a key was booked up to ``politeness.max_lead``."""
+    line_joins: int = 0
+    """Lanes that joined a saturated key's line without asking (``key_waits``)."""
     latency_slowdowns: Counter[str] = field(default_factory=Counter)
     """Rate cuts by latency feedback, per key type (site, origin)."""
     origin_pauses: int = 0
@@ -170,6 +173,7 @@ class CrawlStats:
             "missed_slots": self.missed_slots,
             "rebook_rate": round(self.rebook_rate, 5),
             "lead_refusals": self.lead_refusals,
+            "line_joins": self.line_joins,
             "latency_slowdowns": dict(self.latency_slowdowns),
             "origin_pauses": self.origin_pauses,
             "origin_backoffs": dict(self.origin_backoffs),
