@@ -61,9 +61,11 @@ more (under a busy event loop each of those waits can take the 5 ms switch inter
 than a small page's parse). Measured at 2,000 sites (docs/benchmarks.md, session 9): with 2
 the workers waited for their next job 28% of the time while ~500 jobs were queued and 8-9%
 of the machine's CPU was idle; with 8 they waited 11%, idle 2-3%, 508-523 requests/s
-against 424-501 in interleaved pairs, loop lag unchanged. The price: jobs sent behind one
-that overruns its budget wait for it (then go to the next worker), so a hostile page delays
-up to ``PIPELINE - 1`` pages by at most the budget; none is lost."""
+against 424-501 in interleaved pairs. The prices: with no CPU left idle the event loop
+waits for a core more often (loop lag p99 and missed slots rose against the session's
+start; ``crawl.parse_nice`` trades that back), and jobs sent behind one that overruns its
+budget wait for it (then go to the next worker), so a hostile page delays up to
+``PIPELINE - 1`` pages by at most the budget; none is lost."""
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 
