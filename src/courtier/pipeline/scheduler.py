@@ -234,8 +234,12 @@ class Scheduler(Generic[L, W]):
         return self.in_flight < self.max_in_flight
 
     def _wait(self, lane: L, until: float) -> None:
+        self._waiting(lane, self.timer.call_at(until, self._wake, lane))
+
+    def _waiting(self, lane: L, wake: Handle) -> None:
+        """The lane waits for ``wake`` (its own timer, or its place in a key's line)."""
         lane.sched.phase = Phase.WAITING
-        lane.sched.timer = self.timer.call_at(until, self._wake, lane)
+        lane.sched.timer = wake
 
     def _wake(self, lane: L) -> None:
         lane.sched.timer = None
@@ -317,9 +321,7 @@ class Scheduler(Generic[L, W]):
         if key is None:
             return False
         self.stats.line_joins += 1
-        state = lane.sched
-        state.phase = Phase.WAITING
-        state.timer = self.key_waits.join(lane, key)
+        self._waiting(lane, self.key_waits.join(lane, key))
         return True
 
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
@@ -331,8 +333,7 @@ class Scheduler(Generic[L, W]):
             if not booking.keys:
                 self._wait(lane, booking.not_before)
                 return
-            state.phase = Phase.WAITING
-            state.timer = self.key_waits.wait(lane, booking.keys[0], booking.not_before)
+            self._waiting(lane, self.key_waits.wait(lane, booking.keys[0], booking.not_before))
             return
         self.stats.slots += 1
         state.slot, state.booked_at = booking, booked_at
