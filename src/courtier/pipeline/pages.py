@@ -43,7 +43,7 @@ from courtier.pipeline.fetching import Answer
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.keeping import Keeper, Kept, outcome_of
 from courtier.pipeline.parse import ParsedPage, parse_sitemap_links
-from courtier.pipeline.parse_pool import ParseTimeout, WorkerLost
+from courtier.pipeline.parse_pool import ParseTimeout, PoolClosed, WorkerLost
 from courtier.pipeline.reading import read_and_capture, read_page
 from courtier.pipeline.scheduler import Launch, Wait
 from courtier.pipeline.scope import ScopeRules, site_owner
@@ -394,7 +394,7 @@ class SiteLanes(LaneKindBase):
         self, fn: Callable[..., T], result: FetchResult, *more: Any
     ) -> tuple[T | None, str | None]:
         """``fn`` on the body in a parse worker; (None, why) when the parse overran its
-        budget or killed its worker: the page is kept as fetched, unparsed."""
+        budget, killed its worker or raised: the page is kept as fetched, unparsed."""
         try:
             return await self.parse(fn, result.content, result.url, *more), None
         except (ParseTimeout, WorkerLost, MemoryError) as exc:
@@ -404,6 +404,12 @@ class SiteLanes(LaneKindBase):
             self.stats.parse_failures[reason] += 1
             log.warning("%s: %s", reason, result.url)
             return None, reason
+        except PoolClosed:
+            raise
+        except Exception:  # the reader's bug or an input it cannot take: not the crawl's end
+            self.stats.parse_failures["parse-error"] += 1
+            log.exception("parse-error: %s", result.url)
+            return None, "parse-error"
 
 
 def _take(lane: SiteLane, index: int) -> LeasedUrl:

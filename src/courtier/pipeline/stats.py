@@ -77,7 +77,7 @@ class CrawlStats:
     shards_given: int = 0
     """Shard leases taken and given back or lost (scale-out crawls)."""
     parse_failures: Counter[str] = field(default_factory=Counter)
-    """Pages kept unparsed: parse-timeout, parse-crash, parse-memory."""
+    """Pages kept unparsed: parse-timeout, parse-crash, parse-memory, parse-error."""
     elapsed: float = 0.0
     store_counts: dict[str, int] = field(default_factory=dict)
     top_horizon: list[tuple[str, int]] = field(default_factory=list)

@@ -1,0 +1,42 @@
+"""A page whose reading raises in the worker is kept unparsed; the crawl goes on."""
+
+import asyncio
+
+import pytest
+
+from courtier.net.fetch import FetchResult
+from courtier.pipeline.pages import SiteLanes
+from courtier.pipeline.parse_pool import ParseTimeout, PoolClosed
+from courtier.pipeline.stats import CrawlStats
+
+
+def _lanes(error: BaseException) -> SiteLanes:
+    async def parse(fn, *args, **kwargs):
+        raise error
+
+    lanes = object.__new__(SiteLanes)
+    lanes.stats, lanes.parse = CrawlStats(), parse
+    return lanes
+
+
+def _result() -> FetchResult:
+    return FetchResult("http://a.test/", 200, "text/html", b"<p>x</p>")
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (ParseTimeout("slow"), "parse-timeout"),
+        (UnicodeEncodeError("ascii", "é", 0, 1, "no"), "parse-error"),
+        (RuntimeError("a bug in the reader"), "parse-error"),
+    ],
+)
+def test_a_failed_parse_is_counted_and_the_page_kept_unparsed(error, reason):
+    lanes = _lanes(error)
+    assert asyncio.run(lanes._parse(print, _result())) == (None, reason)
+    assert lanes.stats.parse_failures == {reason: 1}
+
+
+def test_a_closed_pool_is_no_parse_failure():
+    with pytest.raises(PoolClosed):
+        asyncio.run(_lanes(PoolClosed("closed"))._parse(print, _result()))
