@@ -71,6 +71,12 @@ class CrawlSection:
     """Requests in flight over all sites at once (Little's law: rate x seconds per fetch);
     a fetch counts until its page is parsed. Above it nothing new is booked (booked slots
     are still honoured)."""
+    start_rate: float = 3000.0
+    """Bookings a second the crawl may make (``start_burst`` at once; 0: no limit). It
+    spreads the start (every seed's robots.txt due at one instant) over a few hundred
+    milliseconds instead of one long turn of the event loop. At 2,000 sites on 2 cores
+    (~800 requests/s) only the start meets it; raise it for a machine that books more."""
+    start_burst: int = 100
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""
     parse_workers: int = 0
@@ -573,6 +579,8 @@ _FRACTION = number(above=0, high=1)
 RULES: dict[type, dict[str, Rule]] = {
     CrawlSection: {
         "max_in_flight": whole(1, 1_000_000),
+        "start_rate": number(low=0, high=1_000_000, unit="bookings per second"),
+        "start_burst": whole(1, 1_000_000),
         "max_depth": whole(0, 10_000),
         "parse_workers": whole(0, 256),
         "parse_timeout": number(above=0, high=600, unit="seconds"),

@@ -33,6 +33,7 @@ from courtier.pipeline.seeding import new_lane
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import OriginStatus, SiteLane
+from courtier.pipeline.start_gate import StartGate
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import FakeTimer, sleep_until
 from courtier.politeness.limiter import MemoryLimiter
@@ -189,6 +190,7 @@ class Lanes:
             max_in_flight=max_in_flight,
             tasks=self.tasks,
             spacing=self.spacing,
+            start_gate=StartGate(self.config.crawl.start_rate, self.config.crawl.start_burst),
         )
 
     async def _hop_origin(self, site: str, host: str) -> str | None:

@@ -147,6 +147,25 @@ async def test_the_capacity_gate_holds_booking_but_never_forfeits_a_booked_slot(
     assert h.stats.missed_slots == 0
 
 
+async def test_the_start_gate_spreads_a_crowd_of_first_bookings_and_forfeits_none(lanes) -> None:
+    """Three hundred sites armed at one instant, each on an origin of its own: at most the
+    gate's burst starts at once and the rest follow at its rate, in the order they came."""
+    h = lanes("crawl.start_rate=1000", "crawl.start_burst=20", "limits.site.rate=100")
+    sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(300)]
+    for site in sites:
+        h.pages.arm(site)
+    await h.timer.advance(2.0)
+    robots = [(t, u) for t, u in h.fetcher.started if u.endswith("/robots.txt")]
+    assert len(robots) == 300
+    began = robots[0][0]
+    for t, _u in robots:
+        started_by_t = sum(1 for other, _ in robots if other <= t)
+        assert started_by_t <= 20 + (t - began) * 1000 + 1e-6
+    assert robots[-1][0] - began == pytest.approx(280 / 1000, abs=0.01)
+    assert [u for _t, u in robots] == sorted(u for _t, u in robots)  # first come, first go
+    assert h.stats.gate_holds >= 280 and h.stats.missed_slots == 0
+
+
 async def test_sites_of_one_origin_share_its_budget(lanes) -> None:
     h = lanes("limits.origin.rate=2", "limits.site.rate=100")
     sites = [h.site(f"s{n}.test", ["/item/1"], origin="o1") for n in range(4)]

@@ -51,6 +51,11 @@ class KeyClocks:
         self.booked_keys.update(limit.key for limit in limits)
         return await self.limiter.book(limits, cost, max_lead=max_lead, fence=fence)
 
+    @property
+    def books_now(self) -> bool:
+        """``book_now`` books (the limiter books in this thread)."""
+        return isinstance(self.limiter, MemoryLimiter)
+
     def book_now(
         self, limits: Sequence[Limit], cost: float, *, max_lead: float, fence: Fence | None = None
     ) -> Booking | None:

@@ -63,6 +63,7 @@ from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
+from courtier.pipeline.start_gate import StartGate
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
 from courtier.pipeline.timer import LoopTimer, Timer
 from courtier.politeness.limiter.base import Limiter
@@ -343,6 +344,7 @@ class Engine:
             tasks=self.tasks,
             on_lease_lost=self._lease_lost,
             spacing=self.spacing,
+            start_gate=StartGate(self.config.crawl.start_rate, self.config.crawl.start_burst),
         )
         scheduler.stopping = self._stopping
         return scheduler

@@ -46,6 +46,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.key_waits import KeyWaits
 from courtier.pipeline.send_spacing import SendSpacing
+from courtier.pipeline.start_gate import StartGate
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Handle, Timer
 from courtier.politeness.gcra import Limit, Refusal, Slot
@@ -173,6 +174,7 @@ class Scheduler(Generic[L, W]):
         tasks: set[asyncio.Task[None]],
         on_lease_lost: Callable[[L], None] | None = None,
         spacing: SendSpacing | None = None,
+        start_gate: StartGate | None = None,
     ) -> None:
         self.kind = kind
         self.clocks = clocks
@@ -191,6 +193,10 @@ class Scheduler(Generic[L, W]):
         self._booker_wake = asyncio.Event()
         self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake)
         """Lanes a saturated key refused, in that key's line (``key_waits``)."""
+        self.start_gate = start_gate or StartGate(0, 1)
+        """How many bookings a second may start (``start_gate``); lanes it holds back wait
+        among the ready ones."""
+        self._gate_timer: Handle | None = None
 
     # -- arming -------------------------------------------------------------------------
 
@@ -247,12 +253,26 @@ class Scheduler(Generic[L, W]):
         self._arm(lane, at_once=True)
 
     def _release(self) -> None:
-        """Capacity freed: ready lanes book, oldest first."""
+        """Capacity freed (or the start gate reopened): ready lanes book, oldest first."""
         while self._ready and self.has_capacity() and not self.stopping:
+            if self._gate_timer is not None:
+                return  # the gate's own timer releases them
+            now = self.timer.now()
+            if not self.start_gate.open(now):
+                self._reopen_later(now)
+                return
             lane = self._ready.popleft()
             if lane.sched.phase is Phase.READY:
                 lane.sched.phase = Phase.IDLE
                 self._arm(lane, at_once=True)
+
+    def _reopen_later(self, now: float) -> None:
+        if self._gate_timer is None and not self.stopping:
+            self._gate_timer = self.timer.call_at(self.start_gate.next_at(now), self._reopened)
+
+    def _reopened(self) -> None:
+        self._gate_timer = None
+        self._release()
 
     # -- booking ------------------------------------------------------------------------
 
@@ -287,6 +307,10 @@ class Scheduler(Generic[L, W]):
             booked_at = self.timer.now()
             if self._join_line(lane, limits, booked_at):
                 return True
+            if not self.clocks.books_now:
+                return False
+            if self._held(lane, booked_at):
+                return True
             booking = self.clocks.book_now(
                 limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
             )
@@ -305,7 +329,7 @@ class Scheduler(Generic[L, W]):
         assert state.work is not None
         limits, cost = self.kind.booking(lane, state.work)
         booked_at = self.timer.now()
-        if self._join_line(lane, limits, booked_at):
+        if self._join_line(lane, limits, booked_at) or self._held(lane, booked_at):
             return
         booking = await self.clocks.book(
             limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
@@ -322,6 +346,17 @@ class Scheduler(Generic[L, W]):
             return False
         self.stats.line_joins += 1
         self._waiting(lane, self.key_waits.join(lane, key))
+        return True
+
+    def _held(self, lane: L, now: float) -> bool:
+        """The start gate is shut: the lane waits among the ready ones, unbooked (True).
+        Lanes it holds go first, in order, when it reopens."""
+        if self._gate_timer is None and self.start_gate.take(now):
+            return False
+        self.stats.gate_holds += 1
+        lane.sched.phase = Phase.READY
+        self._ready.append(lane)
+        self._reopen_later(now)
         return True
 
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
@@ -412,6 +447,9 @@ class Scheduler(Generic[L, W]):
         """No new starts: every timer is cancelled, the booker ends."""
         self.stopping = True
         self._booker_wake.set()
+        if self._gate_timer is not None:
+            self._gate_timer.cancel()
+            self._gate_timer = None
         for lane in lanes:
             if lane.sched.timer is not None:
                 lane.sched.timer.cancel()

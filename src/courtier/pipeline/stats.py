@@ -32,6 +32,8 @@ class CrawlStats:
     """Bookings the limiter refused: a key was booked up to ``politeness.max_lead``."""
     line_joins: int = 0
     """Lanes that joined a saturated key's line without asking (``key_waits``)."""
+    gate_holds: int = 0
+    """Lanes the start gate held back (``crawl.start_rate``): they waited unbooked."""
     latency_slowdowns: Counter[str] = field(default_factory=Counter)
     """Rate cuts by latency feedback, per key type (site, origin)."""
     origin_pauses: int = 0
@@ -174,6 +176,7 @@ class CrawlStats:
             "rebook_rate": round(self.rebook_rate, 5),
             "lead_refusals": self.lead_refusals,
             "line_joins": self.line_joins,
+            "gate_holds": self.gate_holds,
             "latency_slowdowns": dict(self.latency_slowdowns),
             "origin_pauses": self.origin_pauses,
             "origin_backoffs": dict(self.origin_backoffs),
