@@ -61,6 +61,44 @@ def test_a_cycle_that_dies_among_frozen_objects_goes_at_the_next_full_collection
         pacing.stop()
 
 
+def test_what_survives_a_young_collection_is_frozen_and_never_scanned_again() -> None:
+    pacing = GcPacing(young_threshold=50)
+    pacing.start()
+    try:
+        kept = [[n] for n in range(500)]  # tracked lists: young collections run meanwhile
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        assert sum(gc.get_count()[1:]) == 0  # the older generations stay empty
+        assert gc.get_objects(generation=1) == [] and gc.get_objects(generation=2) == []
+        assert all(gc.is_tracked(item) for item in kept[:3])
+    finally:
+        pacing.stop()
+    assert gc.callbacks.count(pacing_hook()) == 0
+
+
+def test_a_cycle_that_dies_after_it_was_frozen_goes_at_the_next_full_collection() -> None:
+    pacing = GcPacing(young_threshold=50)
+    pacing.start()
+    try:
+        node = _cycle()()
+        kept = [[n] for n in range(500)]  # young collections run: the live cycle is frozen
+        assert not any(node is o for o in gc.get_objects(generation=0)) and kept
+        ref = weakref.ref(node)
+        del node
+        gc.collect(0)
+        assert ref() is not None
+        pacing.full()
+        assert ref() is None
+    finally:
+        pacing.stop()
+
+
+def pacing_hook():
+    from courtier.gc_pacing import _freeze_survivors
+
+    return _freeze_survivors
+
+
 def test_the_last_pacing_stopped_restores_the_thresholds() -> None:
     before = gc.get_threshold()
     first, second = GcPacing(young_threshold=5_000), GcPacing(young_threshold=6_000)
