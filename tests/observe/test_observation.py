@@ -72,7 +72,7 @@ async def test_rows_are_readable_while_the_crawl_runs(tmp_path: Path):
 
 
 async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
-    stats = CrawlStats(slots=10, missed_slots=1, lead_refusals=2, seed_sites=3)
+    stats = CrawlStats(slots=10, missed_slots=1, lead_refusals=2, gate_holds=5, seed_sites=3)
     stats.bait_links["private"] += 4
 
     def probe() -> CrawlSample:
@@ -87,6 +87,7 @@ async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
         assert total(metrics, "courtier_bookings_total") == 10
         assert total(metrics, "courtier_rebooks_total") == 1
         assert total(metrics, "courtier_booking_refusals_total", reason="lead") == 2
+        assert total(metrics, "courtier_booking_refusals_total", reason="gate") == 5
         assert total(metrics, "courtier_blocked_links_total", reason="private") == 4
         assert total(metrics, "courtier_in_flight_requests", scheduler="pages") == 7
         assert total(metrics, "courtier_queue_depth", queue="pages") == 12

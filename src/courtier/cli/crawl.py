@@ -245,8 +245,9 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             f"{data['missed_slots']} of {data['slots']} ({data['rebook_rate']:.2%})",
         ),
         (
-            "bookings refused for lead / lanes that joined a key's line unasked",
-            f"{data['lead_refusals']} / {data['line_joins']}",
+            "bookings refused for lead / lanes that joined a key's line unasked / held by "
+            "the start gate",
+            f"{data['lead_refusals']} / {data['line_joins']} / {data['gate_holds']}",
         ),
         (
             "latency slowdowns / origin pauses",

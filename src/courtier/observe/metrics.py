@@ -86,7 +86,11 @@ class _Sampled(Collector):
         yield _counter(
             "courtier_booking_refusals",
             "Bookings refused, by reason",
-            [(("lead",), c("lead_refusals")), (("line",), c("line_joins"))],
+            [
+                (("lead",), c("lead_refusals")),
+                (("line",), c("line_joins")),
+                (("gate",), c("gate_holds")),
+            ],
             ["reason"],
         )
         yield _counter(
