@@ -13,6 +13,9 @@ Theory of operation:
   is handled): a slot once booked is always honoured, because a forfeited slot still spends
   its keys (an origin's budget among them). In flight may therefore exceed the cap by the
   slots booked when it was reached.
+- The start gate (``start_gate``) caps bookings a second over the scheduler: a crowd of
+  lanes due at one instant (every seed's robots.txt at the start) waits unbooked among the
+  ready ones and books as it reopens, instead of starting together in one turn of the loop.
 - Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
   other ``Limiter`` backend is booked by one task (``booker``) that awaits
   ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again
