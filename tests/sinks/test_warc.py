@@ -161,12 +161,18 @@ def test_warcio_check_and_index_read_the_files(tmp_path: Path):
     assert f'"offset": "{ref.offset}"' in index
 
 
-def test_header_bytes_that_are_no_utf8_do_not_break_the_record(tmp_path: Path):
-    files = WarcFiles(tmp_path)
-    odd = (("X-Odd", "caf\udce9"), ("Set-Cookie", "name=é"), ("Content-Type", "text/html"))
-    ref = files.write(capture(response_headers=odd))
+def _kept_with_headers(directory: Path, headers: tuple[tuple[str, str], ...]) -> tuple:
+    """The HTTP headers and payload of a response written with ``headers``, as read back."""
+    files = WarcFiles(directory)
+    ref = files.write(capture(response_headers=headers))
     files.close()
-    _, _warc, http, body = records(tmp_path / ref.file)[1]
+    _, _warc, http, body = records(directory / ref.file)[1]
+    return http, body
+
+
+def test_header_bytes_that_are_no_utf8_do_not_break_the_record(tmp_path: Path):
+    odd = (("X-Odd", "caf\udce9"), ("Set-Cookie", "name=é"), ("Content-Type", "text/html"))
+    http, body = _kept_with_headers(tmp_path, odd)
     assert body == HTML and http.get_header("X-Odd") is not None
 
 
@@ -236,11 +242,8 @@ def test_a_failed_write_finishes_the_file_and_never_misplaces_a_later_record(tmp
 def test_a_header_value_warcio_leaves_unencoded_is_percent_encoded_whole(tmp_path: Path):
     # warcio encodes the "name=value" parameters of a value with a ";" and nothing else:
     # "café; q=x" would stay non-ASCII and fail the record.
-    files = WarcFiles(tmp_path)
     odd = (("X-Odd", "café; q=x"), ("Link", "<a>; title=é"), ("Content-Type", "text/html"))
-    ref = files.write(capture(response_headers=odd))
-    files.close()
-    _, _warc, http, body = records(tmp_path / ref.file)[1]
+    http, body = _kept_with_headers(tmp_path, odd)
     assert http.get_header("X-Odd") == "caf%C3%A9; q*=UTF-8''x"
     assert http.get_header("Link") == "<a>; title*=UTF-8''%C3%A9"
     assert body == HTML

@@ -9,9 +9,9 @@ that wait for capacity, unbooked (nothing consumed), and go on as the gate reope
 default rate a crawl that runs at its ceiling never meets it: only a start, or a crowd of
 lanes woken at one instant, is spread over a few hundred milliseconds.
 
-A GCRA, like the politeness clocks: ``next_at`` is computed exactly as ``open`` compares, so
-a timer set for it finds the gate open (a token count rounded at a large clock value would
-leave it a hair short, and a timer set again for the same instant would spin).
+One GCRA key booked with the politeness clocks' own arithmetic (``politeness.gcra``, no
+lead): ``next_at`` is the earliest start that ``take`` compares against, so a timer set for
+it finds the gate open at any clock value.
 
 Pure: the caller passes the time.
 """
@@ -20,35 +20,39 @@ from __future__ import annotations
 
 import math
 
+from courtier.politeness.gcra import KeyParams, Limit, Slot, book, earliest_start
+
+_KEY = "start-gate"
+
 
 class StartGate:
     """At most ``rate`` bookings a second, ``burst`` at once; ``rate`` 0: no gate."""
 
-    __slots__ = ("_interval", "_tat", "_tolerance", "burst", "rate")
+    __slots__ = ("_limits", "_tats", "burst", "rate")
 
     def __init__(self, rate: float, burst: int) -> None:
         if rate < 0 or burst < 1 or not math.isfinite(rate):
             raise ValueError("a start gate needs a finite rate >= 0 and burst >= 1")
         self.rate = rate
         self.burst = burst
-        self._interval = 1.0 / rate if rate else 0.0
-        self._tolerance = (burst - 1) * self._interval
-        self._tat = -math.inf
-        """The theoretical arrival time of the next booking."""
+        interval = 1.0 / rate if rate else 0.0
+        self._limits = (Limit(_KEY, KeyParams(interval=interval, burst=(burst - 1) * interval)),)
+        self._tats: dict[str, float] = {}
 
     def open(self, now: float) -> bool:
         """A booking may start now (without taking it)."""
-        return self.rate == 0 or now >= self._tat - self._tolerance
+        return self.rate == 0 or earliest_start(self._tats, now, self._limits) <= now
 
     def take(self, now: float) -> bool:
         """Take a booking's place; False: the gate is shut until ``next_at(now)``."""
         if self.rate == 0:
             return True
-        if not self.open(now):
+        booking, tats = book(self._tats, now, self._limits, 1.0, max_lead=0.0)
+        if not isinstance(booking, Slot):
             return False
-        self._tat = max(self._tat, now) + self._interval
+        self._tats.update(tats)
         return True
 
     def next_at(self, now: float) -> float:
         """When the gate is open again (``now`` if it is)."""
-        return now if self.rate == 0 else max(now, self._tat - self._tolerance)
+        return now if self.rate == 0 else earliest_start(self._tats, now, self._limits)
