@@ -39,6 +39,8 @@ from typing import Final
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from courtier.ascii_regex import ascii_twin
+
 _DROPPED_TAGS: Final = (
     "script, style, noscript, template, iframe, object, embed, svg, canvas, nav, header, "
     "footer, aside, form, button, select, time"
@@ -136,6 +138,9 @@ _VOLATILE: Final = re.compile(
 # lower-casing keeps every offset and the text has none of the two letters IGNORECASE also
 # matches with an ASCII one ("ı" with "i", "ſ" with "s"); otherwise the text goes to _VOLATILE.
 _VOLATILE_LOWER: Final = re.compile(_VOLATILE.pattern)
+# And for lower-cased text that is all ASCII, its ASCII twin: the same matches,
+# 1.5 times faster (``courtier.ascii_regex``).
+_VOLATILE_ASCII: Final = ascii_twin(_VOLATILE.pattern)
 _FOLDS_TO_ASCII: Final = ("\u0131", "\u017f")
 _HAS_ALNUM: Final = re.compile(r"[^\W_]").search
 """An isalnum() character (in ``re``'s Unicode tables, exactly ``str.isalnum``'s)."""
@@ -211,7 +216,8 @@ def erase_volatile(text: str) -> str:
         return _VOLATILE.sub(" ", text)
     parts: list[str] = []
     done = 0
-    for match in _VOLATILE_LOWER.finditer(lowered):
+    volatile = _VOLATILE_ASCII if lowered.isascii() else _VOLATILE_LOWER
+    for match in volatile.finditer(lowered):
         start, end = match.span()
         parts += (text[done:start], " ")
         done = end

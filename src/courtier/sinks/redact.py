@@ -30,12 +30,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Final
+from typing import Final, NamedTuple
 
 import phonenumbers
 from ahocorasick_rs import AhoCorasick
 from publicsuffixlist import PublicSuffixList
 
+from courtier.ascii_regex import digits_all_ascii, digits_twin
 from courtier.pickling import positional_pickle
 
 EMAIL: Final = "email"
@@ -147,13 +148,25 @@ _RESERVED_TLDS: Final = frozenset({"test", "example", "invalid", "localhost"})
 # A phone number candidate: an optional "+CC" or "(area)", digit groups with separators
 # between them. No look-behind in front, so the scan skips to digits at C speed; the
 # boundaries (not glued to words, paths or parameters) are checked on the few candidates.
-_CANDIDATE = re.compile(r"[+(\d][\d \u00a0.\-/()]{6,}+")
-_PHONE = re.compile(r"\+\d{7,15}+|\+?\(?\d++\)?(?:[ \u00a0.\-/]{1,2}+\(?\d++\)?)++")
+_CANDIDATE = r"[+(\d][\d \u00a0.\-/()]{6,}+"
+_PHONE = r"\+\d{7,15}+|\+?\(?\d++\)?(?:[ \u00a0.\-/]{1,2}+\(?\d++\)?)++"
 _GLUED_BEFORE: Final = frozenset("_/=#&%.:+-") | frozenset(
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
 _GLUED_AFTER: Final = frozenset("_/%-") | _GLUED_BEFORE - frozenset("=#&.:+")
-_DATE = re.compile(r"\d{4}[./\-]\d{1,2}[./\-]\d{1,2}|\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}")
+_DATE = r"\d{4}[./\-]\d{1,2}[./\-]\d{1,2}|\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}"
+
+
+class _PhonePatterns(NamedTuple):
+    candidate: re.Pattern[str]
+    phone: re.Pattern[str]
+    date: re.Pattern[str]
+
+
+_PHONES: Final = _PhonePatterns(*(re.compile(p) for p in (_CANDIDATE, _PHONE, _DATE)))
+# For a text whose digits are all ASCII, the same patterns with ``\d`` spelled ``0-9``:
+# there they find the same, 2.7 times faster (``courtier.ascii_regex``).
+_ASCII_PHONES: Final = _PhonePatterns(*map(digits_twin, (_CANDIDATE, _PHONE, _DATE)))
 
 
 @positional_pickle
@@ -416,18 +429,21 @@ def _emails(text: str, counts: Counter[str]) -> str:
 
 def _phones(text: str, region_code: str, counts: Counter[str]) -> str:
     spans: list[tuple[int, int, str]] = []
-    for region in _CANDIDATE.finditer(text):
+    patterns = _ASCII_PHONES if digits_all_ascii(text) else _PHONES
+    for region in patterns.candidate.finditer(text):
         candidate = region.group(0).rstrip(" \u00a0.-/")
-        if _DATE.fullmatch(candidate) is None and sum(map(str.isdigit, candidate)) >= 7:
-            spans += _phones_in(text, region.start(), region.end(), region_code)
+        if patterns.date.fullmatch(candidate) is None and sum(map(str.isdigit, candidate)) >= 7:
+            spans += _phones_in(text, region.start(), region.end(), region_code, patterns)
     if spans:
         counts[PHONE] += len(spans)
     return _splice(text, spans)
 
 
-def _phones_in(text: str, begin: int, stop: int, region: str) -> list[tuple[int, int, str]]:
+def _phones_in(
+    text: str, begin: int, stop: int, region: str, patterns: _PhonePatterns
+) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
-    for match in _PHONE.finditer(text, begin, stop):
+    for match in patterns.phone.finditer(text, begin, stop):
         start, end = match.span()
         candidate = match.group(0)
         if start and text[start - 1] in _GLUED_BEFORE and text[start - 4 : start].lower() != "tel:":
@@ -436,14 +452,14 @@ def _phones_in(text: str, begin: int, stop: int, region: str) -> list[tuple[int,
             text[end] in _GLUED_AFTER or (text[end] == "." and text[end + 1 : end + 2].isdigit())
         ):
             continue
-        if _is_phone(candidate, region):
+        if _is_phone(candidate, region, patterns.date):
             spans.append((start, end, PHONE))
     return spans
 
 
-def _is_phone(candidate: str, region: str) -> bool:
+def _is_phone(candidate: str, region: str, date: re.Pattern[str]) -> bool:
     digits = sum(map(str.isdigit, candidate))
-    if not 7 <= digits <= 15 or _DATE.fullmatch(candidate):
+    if not 7 <= digits <= 15 or date.fullmatch(candidate):
         return False
     international = candidate.startswith("+")
     if not international and candidate.isdigit():
