@@ -1,13 +1,17 @@
-"""Compressing each record with a window sized to it gives the very same gzip member."""
+"""Compressing each record with a window sized to it gives the very same gzip member; WARC
+dates as WARC 1.1 writes them."""
 
 from __future__ import annotations
 
 import random
 import zlib
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from courtier.sinks.warc import window_bits
+from courtier.sinks.warc import warc_date, window_bits
 
 
 @pytest.mark.parametrize("level", [1, 3, 6])
@@ -27,3 +31,9 @@ def test_window_bits_stay_within_zlibs_range():
     assert window_bits(0) == 9 and window_bits(100) == 9
     assert window_bits(1 << 20) == zlib.MAX_WBITS
     assert window_bits(4000) == 13
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_warc_dates_are_the_strftime_ones(when):
+    expected = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert warc_date(when) == expected

@@ -179,7 +179,8 @@ def encode_capture(
     started = time.perf_counter()
     payload = body_bytes(capture.payload)  # a spooled body is read here, in the worker
     headers, redactions = _response_headers(capture, policy)
-    warc = [("WARC-Date", warc_date(capture.fetched_at))]
+    date = warc_date(capture.fetched_at)
+    warc = [("WARC-Date", date)]
     counts = dict(capture.redactions)
     for kind, n in redactions.items():
         counts[kind] = counts.get(kind, 0) + n
@@ -203,13 +204,15 @@ def encode_capture(
         warc.append(("WARC-Payload-Digest", digest or ""))
         record = _record(warc, "response", record_id, capture.url, http, payload)
         kind = "response"
-    request = _request(capture, record_id)
+    request = _request(capture, record_id, date)
     members = (compress_member(record, level), compress_member(request, level))
     return EncodedCapture(members, digest, kind, time.perf_counter() - started)
 
 
 def warc_date(when: float) -> str:
-    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``when`` as WARC 1.1 writes it (UTC, microseconds); ``isoformat``, as it takes half
+    the time of ``strftime("%Y-%m-%dT%H:%M:%S.%fZ")``."""
+    return datetime.fromtimestamp(when, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 class WarcFiles:
@@ -353,12 +356,12 @@ def _revisit(
     return _record(warc, "revisit", record_id, capture.url, http, b"")
 
 
-def _request(capture: Capture, concurrent_to: str) -> bytes:
+def _request(capture: Capture, concurrent_to: str, date: str) -> bytes:
     target = _target(capture.url)
     host = capture.url.split("/", 3)[2]
     lines = [("Host", host), *capture.request_headers]
     http = StatusAndHeaders(f"GET {target} HTTP/1.1", lines, is_http_request=True)
-    warc = [("WARC-Date", warc_date(capture.fetched_at)), ("WARC-Concurrent-To", concurrent_to)]
+    warc = [("WARC-Date", date), ("WARC-Concurrent-To", concurrent_to)]
     return _record(warc, "request", _record_id(), capture.url, _http_block(http), b"")
 
 
