@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any, Final, Protocol
 
+from courtier.fast_init import fast_init
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
 
@@ -84,6 +85,7 @@ class UrlLane(IntEnum):
     DISCOVERY = 3
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NewUrl:
     canonical: str
@@ -94,6 +96,7 @@ class NewUrl:
     lane: UrlLane = UrlLane.DISCOVERY
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeasedUrl:
     id: int
@@ -147,6 +150,7 @@ class DueUrl:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How one leased URL ended. ``fingerprint`` is the content fingerprint of a successful
@@ -165,6 +169,7 @@ class Outcome:
     not_modified: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HorizonLink:
     canonical: str
@@ -172,6 +177,7 @@ class HorizonLink:
     from_site: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HostEdge:
     """``links`` links seen from pages of host ``src`` to pages of host ``dst``."""

@@ -28,6 +28,8 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from courtier.fast_init import fast_init
+
 
 class Lane(StrEnum):
     DISCOVERY = "discovery"
@@ -69,6 +71,7 @@ def target_discovery_share(
     return policy.floor + (policy.ceiling - policy.floor) * pressure
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SplitState:
     """Per-host split bookkeeping. ``credit`` stays in [-1/2, 1/2)."""
@@ -107,6 +110,7 @@ def decide(
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EmitRate:
     """Requests emitted per second, as an exponentially decayed count with time constant

@@ -45,6 +45,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from courtier.config import FetchSection
+from courtier.fast_init import fast_init
 from courtier.net.resolve import Resolver
 from courtier.net.spool import Body, Spool, SpooledBody, SpoolWriter
 
@@ -166,6 +167,7 @@ class _TimedConnector(aiohttp.TCPConnector):
                 timing["connect_end"] = time.perf_counter()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Phases:
     """Where one request's time went, in seconds (see the module's rules)."""
@@ -209,6 +211,7 @@ def type_allowed(content_type: str, allowed: tuple[str, ...]) -> bool:
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     url: str

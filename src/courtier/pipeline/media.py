@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from courtier.fast_init import fast_init
 from courtier.frontier.dedup import DedupCache
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers import Verdict, decide, document
@@ -55,6 +56,7 @@ MEDIA_MAX_LEAD = 2.0
 unbooked, leaving the origin's near future to its pages."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MediaItem:
     url: Url

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from courtier.fast_init import fast_init
+
 
 @dataclass(frozen=True, slots=True)
 class LatencyParams:
@@ -39,6 +41,7 @@ class LatencyParams:
             raise ValueError("latency feedback: ratio >= 1 and non-negative rise/increase/cooldown")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LatencyState:
     baseline: float | None = None
