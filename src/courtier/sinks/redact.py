@@ -148,13 +148,13 @@ _RESERVED_TLDS: Final = frozenset({"test", "example", "invalid", "localhost"})
 # A phone number candidate: an optional "+CC" or "(area)", digit groups with separators
 # between them. No look-behind in front, so the scan skips to digits at C speed; the
 # boundaries (not glued to words, paths or parameters) are checked on the few candidates.
-_CANDIDATE = r"[+(\d][\d \u00a0.\-/()]{6,}+"
-_PHONE = r"\+\d{7,15}+|\+?\(?\d++\)?(?:[ \u00a0.\-/]{1,2}+\(?\d++\)?)++"
+_CANDIDATE: Final = r"[+(\d][\d \u00a0.\-/()]{6,}+"
+_PHONE: Final = r"\+\d{7,15}+|\+?\(?\d++\)?(?:[ \u00a0.\-/]{1,2}+\(?\d++\)?)++"
 _GLUED_BEFORE: Final = frozenset("_/=#&%.:+-") | frozenset(
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
 _GLUED_AFTER: Final = frozenset("_/%-") | _GLUED_BEFORE - frozenset("=#&.:+")
-_DATE = r"\d{4}[./\-]\d{1,2}[./\-]\d{1,2}|\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}"
+_DATE: Final = r"\d{4}[./\-]\d{1,2}[./\-]\d{1,2}|\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}"
 
 
 class _PhonePatterns(NamedTuple):
