@@ -39,6 +39,7 @@ from courtier.pipeline.stats import CrawlStats
 from courtier.sinks.documents import Sink
 from courtier.sinks.redact import RedactionPolicy
 from courtier.sinks.warc import Capture, EncodedCapture, WarcFiles, WarcRef, encode_capture
+from courtier.sinks.warc_orphans import finish_orphans
 
 log = logging.getLogger("courtier.pipeline.archive")
 
@@ -196,6 +197,8 @@ def archived(config: Config, out_dir: Path, sink: Sink, stats: CrawlStats) -> Ar
     settings = config.warc
     if not settings.enabled:
         return ArchivingSink(sink, None, stats)
+    # A crash left its files open, named by documents as finished: finish them first.
+    finish_orphans(out_dir / "warc")
     files = WarcFiles(
         out_dir / "warc",
         prefix=settings.prefix,

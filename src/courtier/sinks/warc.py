@@ -4,7 +4,8 @@ Rules:
 - **Files.** ``DIR/PREFIX-TIMESTAMP-SERIAL-PID.warc.gz``, written as ``....warc.gz.open`` and
   renamed when finished: when it passed ``max_bytes`` (checked between captures, so a
   request and its response stay together) or when the crawl stops cleanly. A crash leaves
-  the ``.open`` file, readable up to its last whole record. Each file starts with a
+  the ``.open`` file, readable up to its last whole record (the next crawl finishes it:
+  ``courtier.sinks.warc_orphans``). Each file starts with a
   ``warcinfo`` record. Every record is its own gzip member (a reader seeks to any offset).
 - **Records of one fetch.** ``response`` (status line, headers, payload), then ``request``
   (``WARC-Concurrent-To`` the response). A 304 to a conditional request is a ``revisit``

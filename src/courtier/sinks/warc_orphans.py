@@ -1,0 +1,97 @@
+"""WARC files a crashed writer left open, finished when the next crawl starts.
+
+A writer renames ``NAME.open`` to ``NAME`` when it finishes a file (``courtier.sinks.warc``).
+A kill -9 leaves the ``.open`` file, while ``documents.jsonl`` already names records in it by
+the finished name (a document is written after the records it names), so those references
+led nowhere. Before a crawl opens files of its own, each ``.open`` file whose writer is gone
+(the PID in its name is no live process) is cut after its last whole gzip member, which drops
+only a record the writer died while writing (no document names it), and renamed. A file of a
+live writer (another worker writing into the same directory) is left as it is, and so is one
+without a single whole member (nothing in it can be named).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+log = logging.getLogger("courtier.sinks.warc_orphans")
+
+_OPEN_NAME: Final = re.compile(r".+-(\d+)\.warc\.gz\.open")
+_CHUNK: Final = 1 << 20
+
+
+def pid_alive(pid: int) -> bool:
+    """Is there a process ``pid`` (of any user)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = pid_alive) -> list[Path]:
+    """Finish the ``.open`` WARC files in ``directory`` whose writer is gone; the files
+    finished. Call it before this process opens a file there (its own PID is not a writer
+    yet, so a file naming it was left by an earlier process that had the same PID)."""
+    finished: list[Path] = []
+    if not directory.is_dir():
+        return finished
+    for path in sorted(directory.glob("*.warc.gz.open")):
+        match = _OPEN_NAME.fullmatch(path.name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid != os.getpid() and alive(pid):
+            continue
+        target = path.with_name(path.name.removesuffix(".open"))
+        try:
+            end, size = whole_members_end(path), path.stat().st_size
+            if end == 0 or target.exists():
+                log.warning(
+                    "left %s as it is (%s)",
+                    path,
+                    "no whole record" if end == 0 else "its finished name is taken",
+                )
+                continue
+            if end < size:
+                os.truncate(path, end)
+            path.rename(target)
+        except OSError as exc:
+            log.warning("could not finish %s: %s", path, exc)
+            continue
+        log.info(
+            "finished %s, left open by a writer that is gone (%d bytes cut)", target, size - end
+        )
+        finished.append(target)
+    return finished
+
+
+def whole_members_end(path: Path) -> int:
+    """The offset just after the last whole gzip member at the start of ``path``'s bytes
+    (0: none); what follows it is a member cut short, or not gzip at all."""
+    end = consumed = 0
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    with path.open("rb") as file:
+        while chunk := file.read(_CHUNK):
+            while chunk:
+                try:
+                    inflater.decompress(chunk)
+                except zlib.error:
+                    return end
+                if not inflater.eof:
+                    consumed += len(chunk)
+                    break
+                rest = inflater.unused_data
+                consumed += len(chunk) - len(rest)
+                end = consumed
+                inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                chunk = rest
+    return end
