@@ -112,6 +112,13 @@ def test_what_it_cannot_copy_exactly_is_refused_when_the_class_is_made() -> None
         def __post_init__(self, b: int) -> None:
             pass
 
-    for cls in (Mutable, NoSlots, KeywordOnly, NotInInit, WithInitVar):
+    @dataclass(frozen=True, slots=True, init=False)
+    class OwnInit:
+        a: int
+
+        def __init__(self) -> None:
+            object.__setattr__(self, "a", 1)
+
+    for cls in (Mutable, NoSlots, KeywordOnly, NotInInit, WithInitVar, OwnInit):
         with pytest.raises(TypeError, match="fast_init"):
             fast_init(cls)

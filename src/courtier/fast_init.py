@@ -41,6 +41,8 @@ def fast_init(cls: type[T]) -> type[T]:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__}: fast_init is for frozen dataclasses with slots=True")
+    if not params.init:
+        raise TypeError(f"{cls.__name__}: fast_init replaces a generated __init__, not its own")
     namespace: dict[str, Any] = {"__factory": _FACTORY}
     signature: list[str] = []
     body: list[str] = []
