@@ -122,6 +122,9 @@ async def test_large_jobs_never_take_the_last_worker_from_small_ones() -> None:
     """Big pages queued first still leave one worker to the small pages behind them."""
     async with ParsePool(2, timeout=5.0, warm_up=None) as two:
         await two.ready()
+        # Each worker imports this module for its first job (up to a second on a loaded
+        # machine): one job each, before the clock starts (an idle worker takes the next).
+        await asyncio.gather(*(two.run(_sleep_on, b"", 0.2) for _ in range(2)))
         big = b"x" * (LARGE_BYTES + 1)
         started = time.monotonic()
         large = [asyncio.ensure_future(two.run(_sleep_on, big, 1.0)) for _ in range(3)]
