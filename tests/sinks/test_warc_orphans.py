@@ -10,8 +10,9 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
+from courtier.processes import running
 from courtier.sinks.warc import Capture, WarcFiles, compress_member
-from courtier.sinks.warc_orphans import finish_orphans, pid_alive, whole_members_end
+from courtier.sinks.warc_orphans import finish_orphans, whole_members_end
 
 HTML = b"<html><title>t</title>" + b"<p>hello world</p>" * 500
 
@@ -88,6 +89,6 @@ def test_a_file_naming_this_process_is_an_earlier_process_s(tmp_path: Path):
     ]
 
 
-def test_pid_alive():
-    assert pid_alive(os.getpid()) and pid_alive(1)
-    assert not pid_alive(_dead_pid())
+def test_running():
+    assert running(os.getpid()) and running(1)
+    assert not running(_dead_pid())

@@ -31,6 +31,8 @@ import shutil
 import weakref
 from pathlib import Path
 
+from courtier.processes import running
+
 log = logging.getLogger("courtier.net.spool")
 
 
@@ -178,15 +180,5 @@ class Spool:
         with contextlib.suppress(OSError):
             for entry in self.root.iterdir():
                 pid = int(entry.name) if entry.name.isdigit() else None
-                if pid is not None and pid != os.getpid() and not _running(pid):
+                if pid is not None and pid != os.getpid() and not running(pid):
                     shutil.rmtree(entry, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: it runs
-        return True
-    return True

@@ -20,24 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from courtier.processes import running
+
 log = logging.getLogger("courtier.sinks.warc_orphans")
 
 _OPEN_NAME: Final = re.compile(r".+-(\d+)\.warc\.gz\.open")
 _CHUNK: Final = 1 << 20
 
 
-def pid_alive(pid: int) -> bool:
-    """Is there a process ``pid`` (of any user)?"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = pid_alive) -> list[Path]:
+def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = running) -> list[Path]:
     """Finish the ``.open`` WARC files in ``directory`` whose writer is gone; the files
     finished. Call it before this process opens a file there (its own PID is not a writer
     yet, so a file naming it was left by an earlier process that had the same PID)."""
@@ -52,14 +43,13 @@ def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = pid_alive)
         if pid != os.getpid() and alive(pid):
             continue
         target = path.with_name(path.name.removesuffix(".open"))
+        if target.exists():
+            log.warning("left %s as it is: its finished name is taken", path)
+            continue
         try:
             end, size = whole_members_end(path), path.stat().st_size
-            if end == 0 or target.exists():
-                log.warning(
-                    "left %s as it is (%s)",
-                    path,
-                    "no whole record" if end == 0 else "its finished name is taken",
-                )
+            if end == 0:
+                log.warning("left %s as it is: no whole record in it", path)
                 continue
             if end < size:
                 os.truncate(path, end)
