@@ -28,7 +28,7 @@ from courtier.net.spool import (
     file_md5,
 )
 from courtier.pipeline.keeping import Kept
-from courtier.pipeline.parse_jobs import LARGE_BYTES, Job
+from courtier.pipeline.parse_jobs import LARGE_BYTES, is_large
 from courtier.pipeline.reading import ReadContext, read_and_capture, read_page
 from courtier.sinks.warc import Capture, encode_capture
 from loopback import serving
@@ -134,8 +134,8 @@ def test_a_parse_job_of_a_spooled_body_counts_its_size_and_reads_its_file(tmp_pa
     writer = pool.open()
     writer.write(BIG)
     body = writer.close()
-    job = Job(read_page, (body, "http://s.test/", ReadContext("text/html")), {}, None, None)  # type: ignore[arg-type]
-    assert job.large and len(BIG) > LARGE_BYTES
+    assert is_large((body, "http://s.test/", ReadContext("text/html")))
+    assert len(BIG) > LARGE_BYTES
     assert (
         read_page(body, "http://s.test/", ReadContext("text/html")).links
         == read_page(BIG, "http://s.test/", ReadContext("text/html")).links

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 import pytest
+import pytest_asyncio
 
 from courtier.pipeline.parse import ParsedPage, parse_page
 from courtier.pipeline.parse_jobs import LARGE_BYTES
@@ -25,13 +27,15 @@ from courtier.pipeline.parse_pool import (
 
 BUDGET = 0.5
 
+# A pool belongs to the event loop it was made in: the shared one and its tests share one.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-@pytest.fixture(scope="module")
-def pool() -> Iterator[ParsePool]:
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool() -> AsyncIterator[ParsePool]:
     """Two warm workers shared by the tests that leave the pool usable."""
-    shared = ParsePool(2, timeout=BUDGET, max_memory_bytes=512 * 1024 * 1024)
-    yield shared
-    shared.shutdown()
+    async with ParsePool(2, timeout=BUDGET, max_memory_bytes=512 * 1024 * 1024) as shared:
+        yield shared
 
 
 async def test_results_come_back(pool: ParsePool) -> None:
@@ -209,11 +213,14 @@ async def test_close_during_warm_up_does_not_hang() -> None:
     assert time.monotonic() - started < 2.0
 
 
-def test_arguments_are_checked() -> None:
+async def test_arguments_are_checked() -> None:
     with pytest.raises(ValueError):
         ParsePool(0, timeout=1)
     with pytest.raises(ValueError):
         ParsePool(1, timeout=0)
+    # The event loop drives the workers: a pool made where no loop runs would never start.
+    with pytest.raises(RuntimeError, match="running event loop"):
+        await asyncio.to_thread(ParsePool, 1, timeout=1)
 
 
 async def test_workers_run_at_the_niceness_asked_above_the_crawl() -> None:
@@ -240,3 +247,42 @@ async def test_waiting_counts_the_jobs_no_worker_has_taken_yet() -> None:
         assert seen[-1] == 2, seen
         await asyncio.gather(*jobs)
         assert single.waiting == 0
+
+
+async def test_big_arguments_and_answers_cross_whole(pool: ParsePool) -> None:
+    """Megabytes each way: the parent writes without blocking the loop and reads an answer
+    that arrives over many reads, jobs on both sides of it intact."""
+    await pool.ready()
+    big = os.urandom(6 * 1024 * 1024)
+    small = [asyncio.ensure_future(pool.run(math.factorial, n)) for n in range(6)]
+    echoed = asyncio.ensure_future(pool.run(bytes, big))
+    grown = asyncio.ensure_future(pool.run(bytes, 5_000_000))
+    assert await echoed == big
+    assert await grown == bytes(5_000_000)
+    assert await asyncio.gather(*small) == [math.factorial(n) for n in range(6)]
+
+
+async def test_a_worker_killed_while_idle_is_replaced(pool: ParsePool) -> None:
+    await pool.ready()
+    replaced = pool.replaced
+    pids = set(await asyncio.gather(*(pool.run(_pid_after, 0.2) for _ in range(2))))
+    assert len(pids) == 2
+    victim = pids.pop()
+    os.kill(victim, signal.SIGKILL)
+    for _ in range(200):  # its end of the socket closes: noticed by the loop at once
+        if pool.replaced > replaced:
+            break
+        await asyncio.sleep(0.01)
+    assert pool.replaced == replaced + 1
+    seen: set[int] = set()
+    for _ in range(100):  # until the successor has warmed up (a second or more)
+        later = set(await asyncio.gather(*(pool.run(_pid_after, 0.2) for _ in range(2))))
+        seen |= later
+        if len(later) == 2:
+            break
+    assert victim not in seen and len(later) == 2
+
+
+def _pid_after(seconds: float) -> int:
+    time.sleep(seconds)  # long enough that two jobs sent together land on two workers
+    return os.getpid()

@@ -1,23 +1,18 @@
 """The parse pool's jobs and the queue they wait in (``courtier.pipeline.parse_pool``).
 
 Small jobs go first; large ones (``LARGE_BYTES``) run on all workers but one at most. Each
-kind keeps its submission order. The queue is shared by the pool's threads (one per
-worker), so it is guarded by one condition.
+kind keeps its submission order. Only the pool's event loop touches the queue: no lock.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from courtier.net.spool import SpooledBody
-
-T = TypeVar("T")
 
 LARGE_BYTES = 256 * 1024
 """A job with more bytes than this is large (a big page takes a worker for a second or
@@ -26,99 +21,80 @@ small ones, so hosts of ordinary pages keep their pace beside hosts of 8 MiB pag
 sent ahead only behind a small one, and only while no worker is idle."""
 
 
-@dataclass(eq=False)
-class Job(Generic[T]):
-    fn: Callable[..., T]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    future: asyncio.Future[T]
-    loop: asyncio.AbstractEventLoop
+def is_large(args: Iterable[object]) -> bool:
+    """Whether a job's bytes, text and spooled-body arguments pass ``LARGE_BYTES``."""
+    size = 0
+    for arg in args:
+        if isinstance(arg, bytes | str):
+            size += len(arg)
+        elif isinstance(arg, SpooledBody):
+            size += arg.size
+    return size > LARGE_BYTES
 
+
+@dataclass(eq=False, slots=True)
+class Job:
+    payload: bytes
+    """``(fn, args, kwargs)`` pickled: pickled once, when the job is submitted."""
+    future: asyncio.Future[Any]
     large: bool = False
-    """Its bytes and text arguments pass ``LARGE_BYTES`` (a big page: slow to parse)."""
+    """A big page: slow to parse (``is_large``)."""
     counted: bool = False
     """Taken as a large job: it holds one of the places large jobs may take."""
 
-    def __post_init__(self) -> None:
-        size = sum(
-            len(a) if isinstance(a, bytes | str) else a.size
-            for a in self.args
-            if isinstance(a, bytes | str | SpooledBody)
-        )
-        self.large = size > LARGE_BYTES
-
     def resolve(self, result: Any = None, error: BaseException | None = None) -> None:
-        """Settle the future from any thread (a no-op if it was cancelled meanwhile)."""
-
-        def settle() -> None:
-            if self.future.done():
-                return
-            if error is not None:
-                self.future.set_exception(error)
-            else:
-                self.future.set_result(result)
-
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-            self.loop.call_soon_threadsafe(settle)
+        """Settle the future (a no-op if it was cancelled meanwhile)."""
+        if self.future.done():
+            return
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(result)
 
 
 class JobQueue:
     """Jobs waiting for a worker: small ones first; each kind in submission order."""
 
     def __init__(self, workers: int) -> None:
-        self._cond = threading.Condition()
-        self._small: deque[Job[Any]] = deque()
-        self._large: deque[Job[Any]] = deque()
+        self._small: deque[Job] = deque()
+        self._large: deque[Job] = deque()
         self._large_places = max(1, workers - 1)
         self._large_running = 0
-        self.idle = 0
-        """Slot threads waiting for a job (their worker has none)."""
-        self.closed = False
 
     def __len__(self) -> int:
-        """Jobs waiting for a worker (a snapshot: other threads take them as it is read)."""
         return len(self._small) + len(self._large)
 
-    def put(self, job: Job[Any]) -> None:
-        with self._cond:
-            (self._large if job.large else self._small).append(job)
-            self._cond.notify()
+    def put(self, job: Job) -> None:
+        (self._large if job.large else self._small).append(job)
 
-    def take(self, *, block: bool) -> Job[Any] | None:
-        """The next job a worker may take (blocking while there is none if ``block``); None
-        when there is none or the pool is closing (``closed``)."""
-        with self._cond:
-            while not self.closed:
-                if self._small:
-                    return self._small.popleft()
-                if self._large and self._large_running < self._large_places:
-                    job = self._large.popleft()
-                    job.counted = True
-                    self._large_running += 1
-                    return job
-                if not block:
-                    return None
-                self.idle += 1
-                try:
-                    self._cond.wait()
-                finally:
-                    self.idle -= 1
-            return None
+    def take(self) -> Job | None:
+        """The next job a worker may take, or None (none waits, or every place large jobs
+        may take is taken)."""
+        if self._small:
+            return self._small.popleft()
+        if self._large and self._large_running < self._large_places:
+            job = self._large.popleft()
+            job.counted = True
+            self._large_running += 1
+            return job
+        return None
 
-    def release(self, job: Job[Any]) -> None:
-        """A job taken as large is settled: its place goes to the next large one."""
+    def release(self, job: Job) -> None:
+        """A job taken as large is settled (or back in line): its place is free again."""
         if job.counted:
             job.counted = False
-            with self._cond:
-                self._large_running -= 1
-                self._cond.notify_all()
+            self._large_running -= 1
 
-    def close(self) -> list[Job[Any]]:
-        """Wake every waiting thread; the jobs no worker took."""
-        with self._cond:
-            self.closed = True
-            left = [*self._small, *self._large]
-            self._small.clear()
-            self._large.clear()
-            self._cond.notify_all()
+    def requeue(self, jobs: Iterable[Job]) -> None:
+        """Jobs a worker was sent but never started (it went first): back at the head of
+        the line, in their order."""
+        for job in reversed(list(jobs)):
+            self.release(job)
+            (self._large if job.large else self._small).appendleft(job)
+
+    def close(self) -> list[Job]:
+        """Empty the queue: the jobs no worker took."""
+        left = [*self._small, *self._large]
+        self._small.clear()
+        self._large.clear()
         return left

@@ -7,12 +7,14 @@ takes the job (waiting in the queue does not count). A job that overruns gets it
 killed (SIGKILL) and replaced, and resolves to ``ParseTimeout``; the caller records the page
 as a parse timeout and the crawl goes on.
 
-- Workers are started at construction (spawned, not forked: the crawler has threads), and each
-  runs ``warm_up`` (by default a parse of a tiny page: every import done) before it takes a
-  job. ``await pool.ready()`` waits for that.
+- The pool belongs to the event loop it is created in (create it inside a running loop).
+  Workers are started at construction (spawned, not forked: the crawler has threads), and
+  each runs ``warm_up`` (by default a parse of a tiny page: every import done) before it
+  takes a job. ``await pool.ready()`` waits for that.
 - Jobs start in submission order (FIFO) as workers free up, small jobs before large ones,
   and large ones (``LARGE_BYTES``) on all workers but one at most. ``fn`` must be picklable (a
-  top-level function or a builtin), so must its arguments and its result.
+  top-level function or a builtin), so must its arguments and its result; a job that cannot
+  be pickled fails in ``run`` at once.
 - An exception raised by ``fn`` is raised by ``run`` (with the worker's traceback as its
   ``__cause__``). A worker that dies during a job (a crash, the kernel's out-of-memory killer)
   resolves the job to ``WorkerLost`` and is replaced.
@@ -21,13 +23,15 @@ as a parse timeout and the crawl goes on.
 - ``max_memory_bytes``: how much a job may grow its worker's address space (``RLIMIT_AS``,
   set after the warm-up; Linux and other POSIX systems). A job that needs more gets
   ``MemoryError`` (raised by ``run``) and its worker is replaced, not left fragmented.
-- ``close()`` (or ``shutdown()``, synchronous) returns promptly: busy workers are killed, jobs
-  still queued or running resolve to ``PoolClosed``.
+- ``close()`` returns promptly: busy workers are killed, jobs still queued or running
+  resolve to ``PoolClosed``.
 
-In the parent, one thread per worker keeps up to ``PIPELINE`` jobs sent ahead, waits for the
-oldest one's answer with the budget as the timeout (counted from when the worker could take
-it up), and replaces the worker when needed; jobs sent behind one that ended its worker go
-to the next worker. The event loop only awaits futures.
+The event loop drives the workers' sockets itself (a protocol per worker, one timer per busy
+worker for its budget): no thread of the pool's own. A job costs the crawl's process about
+half the CPU it cost when a thread per worker moved it (a condition, a selector per wait, a
+wake-up of the loop per answer; docs/benchmarks.md, session 12), and the loop never waits for
+the GIL behind those threads. Up to ``PIPELINE`` jobs are sent to a worker ahead; jobs sent
+behind one that ended its worker never started: they go back to the head of the line.
 """
 
 from __future__ import annotations
@@ -37,16 +41,16 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import threading
-import time
+import pickle
+import socket
+import struct
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
-from courtier.pipeline.parse_jobs import Job, JobQueue
+from courtier.pipeline.parse_jobs import Job, JobQueue, is_large
 from courtier.pipeline.parse_worker import worker_main
 
 P = ParamSpec("P")
@@ -56,18 +60,26 @@ log = logging.getLogger("courtier.pipeline.parse_pool")
 
 PIPELINE = 8
 """Jobs a worker may hold: the next ones are sent before it answers the last, so it takes
-one up at once, not after the parent's thread got the GIL back to read the answer and send
-more (under a busy event loop each of those waits can take the 5 ms switch interval, longer
-than a small page's parse). Measured at 2,000 sites (docs/benchmarks.md, session 9): with 2
-the workers waited for their next job 28% of the time while ~500 jobs were queued and 8-9%
-of the machine's CPU was idle; with 8 they waited 11%, idle 2-3%, 508-523 requests/s
-against 424-501 in interleaved pairs. The prices: with no CPU left idle the event loop
-waits for a core more often (loop lag p99 and missed slots rose against the session's
-start; ``crawl.parse_nice`` trades that back), and jobs sent behind one that overruns its
-budget wait for it (then go to the next worker), so a hostile page delays up to
-``PIPELINE - 1`` pages by at most the budget; none is lost."""
+one up at once, not after the parent read the answer and sent more (under a busy event loop
+that can take longer than a small page's parse). Measured at 2,000 sites (docs/benchmarks.md,
+session 9): with 2 the workers waited for their next job 28% of the time while ~500 jobs
+were queued and 8-9% of the machine's CPU was idle; with 8 they waited 11%, idle 2-3%,
+508-523 requests/s against 424-501 in interleaved pairs. The prices: with no CPU left idle
+the event loop waits for a core more often (``crawl.parse_nice`` trades that back), and
+jobs sent behind one that overruns its budget wait for it (then go to the next worker), so a
+hostile page delays up to ``PIPELINE - 1`` pages by at most the budget; none is lost."""
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
+_RETRY_LONGEST = 5.0
+"""The longest wait between two attempts to start a worker that keeps failing."""
+
+_SHORT = struct.Struct("!i")
+_LONG = struct.Struct("!Q")
+"""``multiprocessing.connection``'s framing, which the worker reads and writes: a signed
+32-bit length, or -1 and a 64-bit one."""
+_JOINED_HEADER = 64 * 1024
+"""Below this a payload is sent in one write with its header (the copy is cheaper than a
+second system call)."""
 
 
 class ParseTimeout(Exception):
@@ -96,37 +108,104 @@ def warm_up_parse() -> None:
     read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
 
 
-@dataclass(eq=False)
-class _Worker:
-    process: BaseProcess
-    conn: Connection
+def _frame(payload: bytes) -> tuple[bytes, ...]:
+    size = len(payload)
+    if size > 0x7FFFFFFF:
+        return _SHORT.pack(-1) + _LONG.pack(size), payload
+    if size < _JOINED_HEADER:
+        return (_SHORT.pack(size) + payload,)
+    return _SHORT.pack(size), payload
 
-    def kill(self) -> None:
-        """SIGKILL; the pipe's other end closes with the process, which wakes a thread that
-        waits on it. (The pipe itself is closed by the thread that uses it, in ``reap``.)"""
-        with contextlib.suppress(Exception):
+
+class _Worker(asyncio.Protocol):
+    """One worker process and the parent's end of its socket: frames in, jobs out."""
+
+    def __init__(self, pool: ParsePool, index: int, process: BaseProcess) -> None:
+        self.pool = pool
+        self.index = index
+        self.process = process
+        self.transport: asyncio.Transport | None = None
+        self.started: asyncio.Future[str | None] = pool.loop.create_future()
+        """Its first message: None (warmed up), or why it failed."""
+        self.ready = False
+        self.retired = False
+        self.sent: deque[Job] = deque()
+        """Jobs sent, oldest first: the oldest is the one the worker runs."""
+        self.head_since = 0.0
+        """When the worker could take up the oldest job sent (the loop's clock)."""
+        self.timer: asyncio.TimerHandle | None = None
+        self.open = False
+        """Jobs may be sent ahead to it in this dispatch (``ParsePool._fill``)."""
+        self._buffer = bytearray()
+
+    # -- the protocol -------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.retired:
+            return
+        buffer = self._buffer
+        if not buffer and len(data) >= 4:  # most answers come whole, in one read
+            (size,) = _SHORT.unpack_from(data)
+            if len(data) == 4 + size:
+                self.pool._message(self, memoryview(data)[4:])
+                return
+        buffer += data
+        while not self.retired and len(buffer) >= 4:
+            (size,) = _SHORT.unpack_from(buffer)
+            start = 4
+            if size == -1:
+                if len(buffer) < 12:
+                    return
+                (size,) = _LONG.unpack_from(buffer, 4)
+                start = 12
+            if len(buffer) < start + size:
+                return
+            message = bytes(buffer[start : start + size])
+            del buffer[: start + size]
+            self.pool._message(self, memoryview(message))
+
+    def eof_received(self) -> bool:
+        return False  # close our end too: connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.retired:
+            self.pool._lost(self)
+
+    # -- the pool's side ----------------------------------------------------------------
+
+    def send(self, job: Job) -> None:
+        assert self.transport is not None
+        for part in _frame(job.payload):
+            self.transport.write(part)
+        if not self.sent:
+            self.head_since = self.pool.loop.time()
+            if self.timer is None:
+                self.timer = self.pool.loop.call_at(
+                    self.head_since + self.pool.timeout, self.pool._check_budget, self
+                )
+        self.sent.append(job)
+
+    def retire(self) -> list[Job]:
+        """Kill the process, close the socket; the jobs sent and not answered."""
+        self.retired = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        with contextlib.suppress(Exception):  # not started, or gone already
             self.process.kill()
+        if self.transport is not None:
+            self.transport.abort()
+        left = list(self.sent)
+        self.sent.clear()
+        return left
 
     def reap(self) -> None:
-        self.kill()
-        with contextlib.suppress(Exception):
-            self.conn.close()
+        """Wait for the killed process (in a thread: it blocks) so no zombie is left."""
         with contextlib.suppress(Exception):
             self.process.join(5)
-
-
-@dataclass(eq=False)
-class _Slot:
-    """One worker position: its thread, the worker it currently runs, the jobs sent to it
-    (oldest first) and jobs to send again (their worker went before it took them up)."""
-
-    index: int
-    worker: _Worker | None = None
-    thread: threading.Thread | None = None
-    sent: deque[Job[Any]] = field(default_factory=deque)
-    again: deque[Job[Any]] = field(default_factory=deque)
-    head_since: float = 0.0
-    """When the worker could take up the oldest job sent (``time.monotonic``)."""
 
 
 class ParsePool:
@@ -146,30 +225,38 @@ class ParsePool:
         count = workers if workers is not None else (os.cpu_count() or 1)
         if count < 1:
             raise ValueError("a pool needs at least one worker")
+        try:
+            self.loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError("a ParsePool is created inside a running event loop") from None
         self.timeout = timeout
         self.max_memory_bytes = max_memory_bytes
         self.nice = nice
         self._warm_up = warm_up
         self._context = multiprocessing.get_context("spawn")
+        self._count = count
         self._jobs = JobQueue(count)
-        self._lock = threading.Lock()
         self._closed = False
-        self._warm = 0
-        self._all_warm = threading.Event()
+        self._workers: dict[int, _Worker] = {}
+        """Each position's current worker, started or starting."""
+        self._serving: list[_Worker] = []
+        """The workers warmed up and taking jobs."""
+        self._warmed: set[int] = set()
+        self._all_warm = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._dispatch_due = False
+        self._starts: set[asyncio.Task[None]] = set()
+        self._reaping: set[asyncio.Future[None]] = set()
         self.timeouts = 0
         """Jobs that overran the budget (each killed and replaced a worker)."""
         self.replaced = 0
         """Workers replaced (after a timeout, a crash or a MemoryError)."""
-        self._slots = [_Slot(index) for index in range(count)]
-        for slot in self._slots:
-            slot.thread = threading.Thread(
-                target=self._serve, args=(slot,), name=f"courtier-parse-{slot.index}", daemon=True
-            )
-            slot.thread.start()
+        for index in range(count):
+            self._start(index)
 
     @property
     def workers(self) -> int:
-        return len(self._slots)
+        return self._count
 
     @property
     def waiting(self) -> int:
@@ -179,7 +266,7 @@ class ParsePool:
 
     async def ready(self) -> None:
         """Wait until every worker has started and warmed up once (or the pool closed)."""
-        await asyncio.to_thread(self._all_warm.wait)
+        await self._all_warm.wait()
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` in a worker, within the time budget.
@@ -187,33 +274,34 @@ class ParsePool:
         Raises ``ParseTimeout``, ``WorkerLost``, ``PoolClosed``, or what ``fn`` raised."""
         if self._closed:
             raise PoolClosed("the parse pool is closed")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        job = Job(fn, args, kwargs, future, loop)
-        self._jobs.put(job)
-        if self._closed:  # closed while we queued: the drain may have missed this job
-            job.future.cancel()
-            raise PoolClosed("the parse pool is closed")
-        return await job.future
+        payload = pickle.dumps((fn, args, kwargs), pickle.HIGHEST_PROTOCOL)
+        future: asyncio.Future[T] = self.loop.create_future()
+        self._jobs.put(Job(payload, future, is_large(args)))
+        self._dispatch_soon()
+        return await future
 
     async def close(self) -> None:
         """Stop every worker now (busy ones are killed) and fail what is left."""
-        self.shutdown(wait=False)
-        await asyncio.to_thread(self._join_threads)
-
-    def shutdown(self, wait: bool = True) -> None:
-        """``close`` for synchronous callers; ``wait`` joins the pool's threads."""
-        with self._lock:
-            already, self._closed = self._closed, True
-            workers = [slot.worker for slot in self._slots if slot.worker is not None]
-        if not already:
-            for worker in workers:
-                worker.kill()  # a blocked thread wakes up on the closed pipe
-            for job in self._jobs.close():
-                job.resolve(error=PoolClosed("the parse pool was closed"))
+        if not self._closed:
+            self._closed = True
+            closed = PoolClosed("the parse pool was closed")
+            left = self._jobs.close()
+            for worker in list(self._workers.values()):
+                left += worker.retire()
+                if not worker.started.done():
+                    worker.started.set_result("the pool closed")
+            self._serving.clear()
+            self._closing.set()
+            for job in left:
+                job.resolve(error=closed)
             self._all_warm.set()
-        if wait:
-            self._join_threads()
+        # A start in progress ends at once now (it kills what it started); then every
+        # process is reaped.
+        await asyncio.gather(*self._starts, *self._reaping, return_exceptions=True)
+        workers = list(self._workers.values())
+        self._workers.clear()
+        for worker in workers:
+            await asyncio.to_thread(worker.reap)
 
     async def __aenter__(self) -> ParsePool:
         return self
@@ -221,171 +309,211 @@ class ParsePool:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    def _join_threads(self) -> None:
-        for slot in self._slots:
-            if slot.thread is not None and slot.thread is not threading.current_thread():
-                slot.thread.join()
-            if slot.worker is not None:
-                slot.worker.reap()
+    # -- sending jobs -------------------------------------------------------------------
 
-    # -- the slot threads ---------------------------------------------------------------
+    def _dispatch_soon(self) -> None:
+        """Dispatch once this turn of the loop is over: the jobs and answers of one turn are
+        sent out together."""
+        if not self._dispatch_due:
+            self._dispatch_due = True
+            self.loop.call_soon(self._dispatch)
 
-    def _serve(self, slot: _Slot) -> None:
-        first = True
+    def _dispatch(self) -> None:
+        self._dispatch_due = False
         try:
-            while not self._closed:
-                if slot.worker is None:
-                    if self._start_worker(slot) is None:  # closed while starting
-                        return
-                    if first:
-                        first = False
-                        with self._lock:
-                            self._warm += 1
-                            if self._warm == len(self._slots):
-                                self._all_warm.set()
-                if not self._fill(slot):
-                    return
-                if slot.sent:
-                    self._settle_head(slot)
+            self._fill()
         finally:
-            for job in (*slot.sent, *slot.again):
-                self._settle(job, None, PoolClosed("the parse pool was closed"))
-            slot.sent.clear()
-            slot.again.clear()
-            with self._lock:
-                worker, slot.worker = slot.worker, None
-            if worker is not None:
-                worker.reap()
+            for worker in self._serving:
+                worker.open = False
 
-    def _fill(self, slot: _Slot) -> bool:
-        """Send jobs until ``PIPELINE`` wait in the worker's pipe (blocking only while the
-        worker has none). False: the pool is closing."""
-        worker = slot.worker
-        assert worker is not None
-        while len(slot.sent) < PIPELINE:
-            if slot.again:
-                job: Job[Any] | None = slot.again.popleft()
-            elif not slot.sent:
-                job = self._jobs.take(block=True)
-                if job is None:
-                    return False
-            else:
-                if self._jobs.idle or slot.sent[-1].large:
-                    return True
-                job = self._jobs.take(block=False)
-                if job is None:
-                    return not self._jobs.closed
-            assert job is not None
-            if job.future.done():  # cancelled while queued
-                self._jobs.release(job)
-                continue
-            try:
-                worker.conn.send((job.fn, job.args, job.kwargs))
-            except (OSError, ValueError):  # the worker is gone (or the pool closed under us)
-                slot.again.appendleft(job)
-                if not slot.sent:  # else the oldest job sent learns it (and settles) first
-                    self._replace(slot, worker, timed_out=False)
-                return not self._closed
-            except Exception as exc:  # the job could not be pickled: nothing was sent
-                self._settle(job, None, exc)
-                continue
-            if not slot.sent:
-                slot.head_since = time.monotonic()
-            slot.sent.append(job)
-        return True
+    def _fill(self) -> None:
+        """Give idle workers a job each; then, while none is idle, send jobs ahead to the
+        least loaded open worker (never behind a large job, never more than ``PIPELINE``).
 
-    def _settle_head(self, slot: _Slot) -> None:
-        """Wait for the answer to the oldest job sent, within its budget (counted from when
-        the worker could take it up); replace the worker if it has to go. Jobs sent behind
-        a job that ended its worker never started: they go to the next worker. A job is
-        settled last, so whoever awaits it sees the pool's counters already updated."""
-        worker = slot.worker
-        assert worker is not None
-        job = slot.sent[0]
+        A worker is open to jobs sent ahead only when it was idle or has answered since the
+        last dispatch: a job queued while every worker is busy waits in the queue (where a
+        caller may still cancel it) until a worker answers."""
+        jobs = self._jobs
+        serving = self._serving
+        for worker in serving:
+            if jobs and not worker.sent:
+                job = self._take()
+                if job is None:
+                    return  # only large jobs wait, and no place is free for them
+                worker.send(job)
+                worker.open = True
+        while jobs:
+            target: _Worker | None = None
+            for worker in serving:
+                load = len(worker.sent)
+                if (
+                    worker.open
+                    and load < PIPELINE
+                    and not worker.sent[-1].large
+                    and (target is None or load < len(target.sent))
+                ):
+                    target = worker
+            if target is None:
+                return
+            job = self._take()
+            if job is None:
+                return
+            target.send(job)
+
+    def _take(self) -> Job | None:
+        """The next job whose caller still waits (a cancelled one is skipped)."""
+        while (job := self._jobs.take()) is not None:
+            if not job.future.done():
+                return job
+            self._jobs.release(job)
+        return None
+
+    # -- what the workers say -----------------------------------------------------------
+
+    def _message(self, worker: _Worker, message: memoryview) -> None:
+        if not worker.ready:
+            self._hello(worker, message)
+            return
+        job = worker.sent.popleft()
+        worker.head_since = self.loop.time()
         result: Any = None
         error: BaseException | None = None
-        replace = timed_out = False
         try:
-            left = slot.head_since + self.timeout - time.monotonic()
-            if not worker.conn.poll(max(0.0, left)):
-                error = self._closed_error() or ParseTimeout(
-                    f"parse job overran its {self.timeout:g} s budget"
-                )
-                replace = timed_out = True
+            status, value, remote = pickle.loads(message)
+        except Exception as exc:  # the result cannot be unpickled here
+            error = exc
+        else:
+            if status == "ok":
+                result = value
             else:
-                status, value, remote = worker.conn.recv()
-                if status == "ok":
-                    result = value
-                else:
-                    value.__cause__ = RemoteTraceback(remote)
-                    error = value
-                    replace = isinstance(value, MemoryError)  # the worker exits
-        except (EOFError, OSError):
-            error = self._lost_error("the parse worker died during the job")
-            replace = True
-        slot.sent.popleft()
-        slot.head_since = time.monotonic()
-        if replace:
-            slot.again.extendleft(reversed(slot.sent))
-            slot.sent.clear()
-            self._replace(slot, worker, timed_out=timed_out)
+                value.__cause__ = RemoteTraceback(remote)
+                error = value
+                if isinstance(value, MemoryError):  # the worker exits: replace it
+                    self._replace(worker, timed_out=False)
+        # Settled last, so whoever awaits it sees the pool's counters already updated.
         self._settle(job, result, error)
+        worker.open = True
+        self._dispatch_soon()
 
-    def _settle(self, job: Job[Any], result: Any, error: BaseException | None) -> None:
+    def _hello(self, worker: _Worker, message: memoryview) -> None:
+        try:
+            status, detail = pickle.loads(message)
+        except Exception as exc:
+            status, detail = "failed", f"{type(exc).__name__}: {exc}"
+        if not worker.started.done():
+            worker.started.set_result(None if status == "ready" else str(detail))
+
+    def _lost(self, worker: _Worker) -> None:
+        """The worker's socket closed: it died (or never started)."""
+        if not worker.started.done():
+            worker.started.set_result("it exited")
+            return
+        head = worker.sent[0] if worker.sent else None
+        if head is not None:
+            worker.sent.popleft()
+        self._replace(worker, timed_out=False)
+        if head is not None:
+            error = self._closed_error() or WorkerLost("the parse worker died during the job")
+            self._settle(head, None, error)
+        self._dispatch_soon()
+
+    def _check_budget(self, worker: _Worker) -> None:
+        """The oldest job's budget may be spent (the timer is set once a budget ahead and
+        moved on when earlier jobs were answered)."""
+        worker.timer = None
+        if worker.retired or not worker.sent:
+            return
+        deadline = worker.head_since + self.timeout
+        if self.loop.time() < deadline:
+            worker.timer = self.loop.call_at(deadline, self._check_budget, worker)
+            return
+        job = worker.sent.popleft()
+        self._replace(worker, timed_out=True)
+        self._settle(job, None, ParseTimeout(f"parse job overran its {self.timeout:g} s budget"))
+        self._dispatch_soon()
+
+    def _settle(self, job: Job, result: Any, error: BaseException | None) -> None:
         self._jobs.release(job)
         job.resolve(result, error)
 
-    def _replace(self, slot: _Slot, worker: _Worker, *, timed_out: bool) -> None:
-        with self._lock:
-            slot.worker = None
-            if not self._closed:
-                self.replaced += 1
-                self.timeouts += timed_out
-        worker.reap()
+    # -- workers coming and going -------------------------------------------------------
 
-    def _start_worker(self, slot: _Slot) -> _Worker | None:
-        """A new, warmed-up worker in ``slot`` (retrying after failures), or None if closed."""
+    def _replace(self, worker: _Worker, *, timed_out: bool) -> None:
+        """Retire ``worker`` (its unstarted jobs back in line) and start its successor."""
+        self._jobs.requeue(worker.retire())
+        if worker in self._serving:
+            self._serving.remove(worker)
+        self._reap_later(worker)
+        if self._closed:
+            return
+        self.replaced += 1
+        self.timeouts += timed_out
+        self._start(worker.index)
+
+    def _reap_later(self, worker: _Worker) -> None:
+        if self._workers.get(worker.index) is worker:
+            del self._workers[worker.index]
+        reaping = asyncio.ensure_future(asyncio.to_thread(worker.reap))
+        self._reaping.add(reaping)
+        reaping.add_done_callback(self._reaping.discard)
+
+    def _start(self, index: int) -> None:
+        task = self.loop.create_task(self._start_worker(index))
+        self._starts.add(task)
+        task.add_done_callback(self._starts.discard)
+
+    async def _start_worker(self, index: int) -> None:
+        """A new, warmed-up worker at ``index`` (retrying after failures), unless closed."""
         delay = 0.1
-        while True:
-            parent, child = self._context.Pipe()
-            process = self._context.Process(
-                target=worker_main,
-                args=(child, self._warm_up, self.max_memory_bytes, self.nice),
-                name=f"courtier-parse-{slot.index}",
-                daemon=True,
-            )
-            worker = _Worker(process, parent)
-            why = f"no answer in {_STARTUP_TIMEOUT:g} s"
-            with self._lock:
-                if self._closed:
-                    return None
-                try:
-                    process.start()
-                except Exception as exc:  # e.g. spawning from a module being imported
-                    why = f"{type(exc).__name__}: {exc}"
-                else:
-                    slot.worker = worker
+        while not self._closed:
+            why = await self._try_start(index)
+            if why is None or self._closed:
+                return
+            log.error("parse worker %d failed to start: %s", index, why)
+            with contextlib.suppress(TimeoutError):  # closing ends the wait
+                await asyncio.wait_for(self._closing.wait(), delay)
+            delay = min(delay * 2, _RETRY_LONGEST)
+
+    async def _try_start(self, index: int) -> str | None:
+        """Start a worker at ``index`` and wait for its warm-up: None, or why it failed."""
+        ours, theirs = socket.socketpair()
+        child = Connection(theirs.detach())
+        process = self._context.Process(
+            target=worker_main,
+            args=(child, self._warm_up, self.max_memory_bytes, self.nice),
+            name=f"courtier-parse-{index}",
+            daemon=True,
+        )
+        worker = _Worker(self, index, process)
+        self._workers[index] = worker
+        why: str | None = None
+        try:
+            await self.loop.connect_accepted_socket(lambda: worker, ours)
+            # Spawning writes the child's preparation data and may wait on it: a thread.
+            await asyncio.to_thread(process.start)
+        except Exception as exc:  # e.g. spawning from a module being imported
+            why = f"{type(exc).__name__}: {exc}"
+            ours.close()
+        finally:
             child.close()
+        if why is None and not self._closed:
             try:
-                if process.pid is not None and parent.poll(_STARTUP_TIMEOUT):
-                    status, detail = parent.recv()
-                    if status == "ready":
-                        return worker
-                    why = detail
-            except (EOFError, OSError):
-                why = "it exited"
-            with self._lock:
-                slot.worker = None
-                closed = self._closed
-            worker.reap()
-            if closed:
-                return None
-            log.error("parse worker %d failed to start: %s", slot.index, why)
-            threading.Event().wait(delay)
-            delay = min(delay * 2, 5.0)
+                why = await asyncio.wait_for(worker.started, _STARTUP_TIMEOUT)
+            except TimeoutError:
+                why = f"no answer in {_STARTUP_TIMEOUT:g} s"
+        if worker.retired:  # closed, or died after its warm-up: _lost started another
+            return None
+        if why is None and not self._closed:
+            worker.ready = True
+            self._serving.append(worker)
+            self._warmed.add(index)
+            if len(self._warmed) == self._count:
+                self._all_warm.set()
+            self._dispatch_soon()
+            return None
+        worker.retire()
+        self._reap_later(worker)
+        return why or "the pool closed"
 
     def _closed_error(self) -> PoolClosed | None:
         return PoolClosed("the parse pool was closed") if self._closed else None
-
-    def _lost_error(self, message: str) -> Exception:
-        return self._closed_error() or WorkerLost(message)
