@@ -144,6 +144,10 @@ _VOLATILE_ASCII: Final = ascii_twin(_VOLATILE.pattern)
 _FOLDS_TO_ASCII: Final = ("\u0131", "\u017f")
 _HAS_ALNUM: Final = re.compile(r"[^\W_]").search
 """An isalnum() character (in ``re``'s Unicode tables, exactly ``str.isalnum``'s)."""
+_ASCII_PUNCTUATION_WORD: Final = re.compile(r" [\x00-\x08\x0e-\x1b!-/:-@\[-`{-\x7f]+(?= )")
+"""A word of ASCII text with no isalnum() character, between single spaces: any ASCII
+character but a letter, a digit or one ``str.split`` splits on (tab to carriage return,
+the four separators 0x1c-0x1f, space)."""
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -206,7 +210,10 @@ def normalise_text(text: str) -> str:
     # i.e. every word without an isalnum() character ([^\W_] is exactly one). str.isalnum()
     # settles most words in C and the rest take one search: on simulated pages (5.4 KB of
     # text) 97 us against 187 us for one pass of a look-around regex over the whole text.
-    return " ".join([w for w in erase_volatile(text).split() if w.isalnum() or _HAS_ALNUM(w)])
+    erased = erase_volatile(text)
+    if erased.isascii():  # most pages: one C pass over the joined words, 77 -> 58 us
+        return _ASCII_PUNCTUATION_WORD.sub("", f" {' '.join(erased.split())} ")[1:-1]
+    return " ".join([w for w in erased.split() if w.isalnum() or _HAS_ALNUM(w)])
 
 
 def erase_volatile(text: str) -> str:
