@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +34,9 @@ def is_large(args: Iterable[object]) -> bool:
 
 @dataclass(eq=False, slots=True)
 class Job:
-    payload: bytes
-    """``(fn, args, kwargs)`` pickled: pickled once, when the job is submitted."""
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
     future: asyncio.Future[Any]
     large: bool = False
     """A big page: slow to parse (``is_large``)."""

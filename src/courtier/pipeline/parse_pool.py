@@ -13,8 +13,8 @@ as a parse timeout and the crawl goes on.
   takes a job. ``await pool.ready()`` waits for that.
 - Jobs start in submission order (FIFO) as workers free up, small jobs before large ones,
   and large ones (``LARGE_BYTES``) on all workers but one at most. ``fn`` must be picklable (a
-  top-level function or a builtin), so must its arguments and its result; a job that cannot
-  be pickled fails in ``run`` at once.
+  top-level function or a builtin), so must its arguments and its result (a job that cannot
+  be pickled raises the pickling error from ``run``).
 - An exception raised by ``fn`` is raised by ``run`` (with the worker's traceback as its
   ``__cause__``). A worker that dies during a job (a crash, the kernel's out-of-memory killer)
   resolves the job to ``WorkerLost`` and is replaced.
@@ -27,11 +27,12 @@ as a parse timeout and the crawl goes on.
   resolve to ``PoolClosed``.
 
 The event loop drives the workers' sockets itself (a protocol per worker, one timer per busy
-worker for its budget): no thread of the pool's own. A job costs the crawl's process about
-half the CPU it cost when a thread per worker moved it (a condition, a selector per wait, a
-wake-up of the loop per answer; docs/benchmarks.md, session 12), and the loop never waits for
-the GIL behind those threads. Up to ``PIPELINE`` jobs are sent to a worker ahead; jobs sent
-behind one that ended its worker never started: they go back to the head of the line.
+worker for its budget): no thread of the pool's own. A job costs the crawl's process about a
+third of the CPU it cost when a thread per worker moved it (a condition, a selector per wait,
+a wake-up of the loop per answer; docs/benchmarks.md, session 12), and the loop never waits
+for the GIL behind those threads. Jobs are pickled as they are sent; up to ``PIPELINE`` are
+sent to a worker ahead. Jobs sent behind one that ended its worker never started: they go
+back to the head of the line.
 """
 
 from __future__ import annotations
@@ -176,9 +177,9 @@ class _Worker(asyncio.Protocol):
 
     # -- the pool's side ----------------------------------------------------------------
 
-    def send(self, job: Job) -> None:
+    def send(self, job: Job, payload: bytes) -> None:
         assert self.transport is not None
-        for part in _frame(job.payload):
+        for part in _frame(payload):
             self.transport.write(part)
         if not self.sent:
             self.head_since = self.pool.loop.time()
@@ -274,9 +275,8 @@ class ParsePool:
         Raises ``ParseTimeout``, ``WorkerLost``, ``PoolClosed``, or what ``fn`` raised."""
         if self._closed:
             raise PoolClosed("the parse pool is closed")
-        payload = pickle.dumps((fn, args, kwargs), pickle.HIGHEST_PROTOCOL)
         future: asyncio.Future[T] = self.loop.create_future()
-        self._jobs.put(Job(payload, future, is_large(args)))
+        self._jobs.put(Job(fn, args, kwargs, future, is_large(args)))
         self._dispatch_soon()
         return await future
 
@@ -337,10 +337,10 @@ class ParsePool:
         serving = self._serving
         for worker in serving:
             if jobs and not worker.sent:
-                job = self._take()
-                if job is None:
+                taken = self._take()
+                if taken is None:
                     return  # only large jobs wait, and no place is free for them
-                worker.send(job)
+                worker.send(*taken)
                 worker.open = True
         while jobs:
             target: _Worker | None = None
@@ -355,17 +355,25 @@ class ParsePool:
                     target = worker
             if target is None:
                 return
-            job = self._take()
-            if job is None:
+            taken = self._take()
+            if taken is None:
                 return
-            target.send(job)
+            target.send(*taken)
 
-    def _take(self) -> Job | None:
-        """The next job whose caller still waits (a cancelled one is skipped)."""
+    def _take(self) -> tuple[Job, bytes] | None:
+        """The next job whose caller still waits (a cancelled one is skipped), pickled. A
+        job is pickled as it is sent, not while it waits: a queued page holds its body, not
+        a copy of it too. One that cannot be pickled fails in its caller."""
         while (job := self._jobs.take()) is not None:
-            if not job.future.done():
-                return job
-            self._jobs.release(job)
+            if job.future.done():
+                self._jobs.release(job)
+                continue
+            try:
+                payload = pickle.dumps((job.fn, job.args, job.kwargs), pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                self._settle(job, None, exc)
+                continue
+            return job, payload
         return None
 
     # -- what the workers say -----------------------------------------------------------
