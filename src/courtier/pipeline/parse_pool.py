@@ -150,7 +150,7 @@ class _Worker(asyncio.Protocol):
         buffer = self._buffer
         if not buffer and len(data) >= 4:  # most answers come whole, in one read
             (size,) = _SHORT.unpack_from(data)
-            if len(data) == 4 + size:
+            if size >= 0 and len(data) == 4 + size:
                 self.pool._message(self, memoryview(data)[4:])
                 return
         buffer += data
@@ -162,6 +162,11 @@ class _Worker(asyncio.Protocol):
                     return
                 (size,) = _LONG.unpack_from(buffer, 4)
                 start = 12
+            elif size < 0:  # not a frame: the stream is lost, and the worker with it
+                buffer.clear()
+                if self.transport is not None:
+                    self.transport.abort()
+                return
             if len(buffer) < start + size:
                 return
             message = bytes(buffer[start : start + size])
