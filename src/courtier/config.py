@@ -77,6 +77,14 @@ class CrawlSection:
     milliseconds instead of one long turn of the event loop. At 2,000 sites on 2 cores
     (~800 requests/s) only the start meets it; raise it for a machine that books more."""
     start_burst: int = 100
+    first_contact_rate: float = 500.0
+    """Bookings a second of lanes that have never started a request (``first_contact_burst``
+    at once; 0: no limit): a host's first request costs the loop several times a later one
+    (DNS, a new connection, robots.txt, origin probes), so 2,000 seeds' first requests are
+    spread over 4 s, not crowded into the loop's first turns (lag p99 157-161 -> 60 ms at
+    2,000 sites on 2 cores, docs/benchmarks.md, session 12). Lanes already started meet only
+    ``start_rate``: the crawl's steady pace is not capped by it."""
+    first_contact_burst: int = 10
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""
     parse_workers: int = 0
@@ -581,6 +589,8 @@ RULES: dict[type, dict[str, Rule]] = {
         "max_in_flight": whole(1, 1_000_000),
         "start_rate": number(low=0, high=1_000_000, unit="bookings per second"),
         "start_burst": whole(1, 1_000_000),
+        "first_contact_rate": number(low=0, high=1_000_000, unit="bookings per second"),
+        "first_contact_burst": whole(1, 1_000_000),
         "max_depth": whole(0, 10_000),
         "parse_workers": whole(0, 256),
         "parse_timeout": number(above=0, high=600, unit="seconds"),

@@ -191,6 +191,9 @@ class Lanes:
             tasks=self.tasks,
             spacing=self.spacing,
             start_gate=StartGate(self.config.crawl.start_rate, self.config.crawl.start_burst),
+            first_gate=StartGate(
+                self.config.crawl.first_contact_rate, self.config.crawl.first_contact_burst
+            ),
         )
 
     async def _hop_origin(self, site: str, host: str) -> str | None:

@@ -150,7 +150,12 @@ async def test_the_capacity_gate_holds_booking_but_never_forfeits_a_booked_slot(
 async def test_the_start_gate_spreads_a_crowd_of_first_bookings_and_forfeits_none(lanes) -> None:
     """Three hundred sites armed at one instant, each on an origin of its own: at most the
     gate's burst starts at once and the rest follow at its rate, in the order they came."""
-    h = lanes("crawl.start_rate=1000", "crawl.start_burst=20", "limits.site.rate=100")
+    h = lanes(
+        "crawl.start_rate=1000",
+        "crawl.start_burst=20",
+        "crawl.first_contact_rate=0",
+        "limits.site.rate=100",
+    )
     sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(300)]
     for site in sites:
         h.pages.arm(site)
@@ -164,6 +169,35 @@ async def test_the_start_gate_spreads_a_crowd_of_first_bookings_and_forfeits_non
     assert robots[-1][0] - began == pytest.approx(280 / 1000, abs=0.01)
     assert [u for _t, u in robots] == sorted(u for _t, u in robots)  # first come, first go
     assert h.stats.gate_holds >= 280 and h.stats.missed_slots == 0
+
+
+@pytest.mark.parametrize("started_before", [False, True])
+async def test_first_contacts_are_spread_at_their_own_rate_and_later_requests_are_not(
+    lanes, started_before: bool
+) -> None:
+    """A lane's first request (a new host: DNS, a connection, robots.txt) passes the
+    first-contact gate too; a crowd of lanes that have all started before meets only the
+    start gate."""
+    h = lanes(
+        "crawl.start_rate=1000",
+        "crawl.start_burst=20",
+        "crawl.first_contact_rate=100",
+        "crawl.first_contact_burst=5",
+        "limits.site.rate=100",
+    )
+    sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(200)]
+    for site in sites:
+        site.sched.launched = started_before
+        h.pages.arm(site)
+    await h.timer.advance(5.0)
+    robots = [t for t, u in h.fetcher.started if u.endswith("/robots.txt")]
+    assert len(robots) == 200
+    burst, rate = (20, 1000) if started_before else (5, 100)
+    for t in robots:
+        assert sum(1 for other in robots if other <= t) <= burst + (t - robots[0]) * rate + 1e-6
+    assert robots[-1] - robots[0] == pytest.approx((200 - burst) / rate, abs=0.02)
+    assert all(site.sched.launched for site in sites)
+    assert h.stats.missed_slots == 0
 
 
 async def test_sites_of_one_origin_share_its_budget(lanes) -> None:

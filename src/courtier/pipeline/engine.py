@@ -335,6 +335,7 @@ class Engine:
         await self.frontier.call(self.frontier.store.save_robots, [stored])
 
     def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
+        crawl = self.config.crawl
         scheduler: Scheduler[Any, Any] = Scheduler(
             kind,
             clocks=self.clocks,
@@ -344,7 +345,8 @@ class Engine:
             tasks=self.tasks,
             on_lease_lost=self._lease_lost,
             spacing=self.spacing,
-            start_gate=StartGate(self.config.crawl.start_rate, self.config.crawl.start_burst),
+            start_gate=StartGate(crawl.start_rate, crawl.start_burst),
+            first_gate=StartGate(crawl.first_contact_rate, crawl.first_contact_burst),
         )
         scheduler.stopping = self._stopping
         return scheduler

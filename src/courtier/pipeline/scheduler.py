@@ -125,6 +125,8 @@ class LaneState(Generic[W]):
     in_flight: int = 0
     running: set[asyncio.Task[None]] = field(default_factory=set)
     """The lane's work in flight."""
+    launched: bool = False
+    """It has started a request: past the first-contact gate."""
 
 
 class Lane(Protocol):
@@ -180,6 +182,7 @@ class Scheduler(Generic[L, W]):
         on_lease_lost: Callable[[L], None] | None = None,
         spacing: SendSpacing | None = None,
         start_gate: StartGate | None = None,
+        first_gate: StartGate | None = None,
     ) -> None:
         self.kind = kind
         self.clocks = clocks
@@ -201,6 +204,9 @@ class Scheduler(Generic[L, W]):
         self.start_gate = start_gate or StartGate(0, 1)
         """How many bookings a second may start (``start_gate``); lanes it holds back wait
         among the ready ones."""
+        self.first_gate = first_gate or StartGate(0, 1)
+        """How many of them a second may be a lane's first (``crawl.first_contact_rate``),
+        on top of ``start_gate``."""
         self._gate_timer: Handle | None = None
 
     # -- arming -------------------------------------------------------------------------
@@ -263,17 +269,24 @@ class Scheduler(Generic[L, W]):
             if self._gate_timer is not None:
                 return  # the gate's own timer releases them
             now = self.timer.now()
-            if not self.start_gate.open(now):
-                self._reopen_later(now)
+            gates = self._gates_of(self._ready[0])
+            if not all(gate.open(now) for gate in gates):
+                self._reopen_later(now, gates)
                 return
             lane = self._ready.popleft()
             if lane.sched.phase is Phase.READY:
                 lane.sched.phase = Phase.IDLE
                 self._arm(lane, at_once=True)
 
-    def _reopen_later(self, now: float) -> None:
+    def _gates_of(self, lane: L) -> tuple[StartGate, ...]:
+        if lane.sched.launched:
+            return (self.start_gate,)
+        return (self.first_gate, self.start_gate)
+
+    def _reopen_later(self, now: float, gates: tuple[StartGate, ...]) -> None:
         if self._gate_timer is None and not self.stopping:
-            self._gate_timer = self.timer.call_at(self.start_gate.next_at(now), self._reopened)
+            at = max(gate.next_at(now) for gate in gates)
+            self._gate_timer = self.timer.call_at(at, self._reopened)
 
     def _reopened(self) -> None:
         self._gate_timer = None
@@ -356,12 +369,15 @@ class Scheduler(Generic[L, W]):
     def _held(self, lane: L, now: float) -> bool:
         """The start gate is shut: the lane waits among the ready ones, unbooked (True).
         Lanes it holds go first, in order, when it reopens."""
-        if self._gate_timer is None and self.start_gate.take(now):
+        gates = self._gates_of(lane)
+        if self._gate_timer is None and all(gate.open(now) for gate in gates):
+            for gate in gates:
+                gate.take(now)
             return False
         self.stats.gate_holds += 1
         lane.sched.phase = Phase.READY
         self._ready.append(lane)
-        self._reopen_later(now)
+        self._reopen_later(now, gates)
         return True
 
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
@@ -412,6 +428,7 @@ class Scheduler(Generic[L, W]):
             self.arm(lane)  # the forfeited slot stays consumed: no bunching
             return
         state.work = None
+        state.launched = True
         state.in_flight += 1
         self.in_flight += 1
         self.kind.started(lane, work, now)
