@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.pipeline.parse_pool import _Worker
+from courtier.pipeline.parse_channel import WorkerChannel
 
 
 class _Pool:
@@ -18,7 +18,7 @@ class _Pool:
         self.loop = loop
         self.messages: list[bytes] = []
 
-    def _message(self, worker: _Worker, message: memoryview) -> None:
+    def _message(self, worker: WorkerChannel, message: memoryview) -> None:
         self.messages.append(bytes(message))
 
 
@@ -29,10 +29,10 @@ class _Transport:
         self.aborted = True
 
 
-def _worker() -> tuple[_Worker, _Pool, _Transport]:
+def _worker() -> tuple[WorkerChannel, _Pool, _Transport]:
     loop = asyncio.new_event_loop()
     pool = _Pool(loop)
-    worker = _Worker(pool, 0, None)  # type: ignore[arg-type]
+    worker = WorkerChannel(pool, 0, None)  # type: ignore[arg-type]
     transport = _Transport()
     worker.connection_made(transport)  # type: ignore[arg-type]
     loop.close()

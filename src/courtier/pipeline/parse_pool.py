@@ -44,13 +44,11 @@ import multiprocessing
 import os
 import pickle
 import socket
-import struct
-from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar
 
+from courtier.pipeline.parse_channel import WorkerChannel
 from courtier.pipeline.parse_jobs import Job, JobQueue, is_large
 from courtier.pipeline.parse_worker import worker_main
 
@@ -73,14 +71,6 @@ _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 _RETRY_LONGEST = 5.0
 """The longest wait between two attempts to start a worker that keeps failing."""
-
-_SHORT = struct.Struct("!i")
-_LONG = struct.Struct("!Q")
-"""``multiprocessing.connection``'s framing, which the worker reads and writes: a signed
-32-bit length, or -1 and a 64-bit one."""
-_JOINED_HEADER = 64 * 1024
-"""Below this a payload is sent in one write with its header (the copy is cheaper than a
-second system call)."""
 
 
 class ParseTimeout(Exception):
@@ -107,111 +97,6 @@ def warm_up_parse() -> None:
     from courtier.pipeline.reading import ReadContext, read_page
 
     read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
-
-
-def _frame(payload: bytes) -> tuple[bytes, ...]:
-    size = len(payload)
-    if size > 0x7FFFFFFF:
-        return _SHORT.pack(-1) + _LONG.pack(size), payload
-    if size < _JOINED_HEADER:
-        return (_SHORT.pack(size) + payload,)
-    return _SHORT.pack(size), payload
-
-
-class _Worker(asyncio.Protocol):
-    """One worker process and the parent's end of its socket: frames in, jobs out."""
-
-    def __init__(self, pool: ParsePool, index: int, process: BaseProcess) -> None:
-        self.pool = pool
-        self.index = index
-        self.process = process
-        self.transport: asyncio.Transport | None = None
-        self.started: asyncio.Future[str | None] = pool.loop.create_future()
-        """Its first message: None (warmed up), or why it failed."""
-        self.ready = False
-        self.retired = False
-        self.sent: deque[Job] = deque()
-        """Jobs sent, oldest first: the oldest is the one the worker runs."""
-        self.head_since = 0.0
-        """When the worker could take up the oldest job sent (the loop's clock)."""
-        self.timer: asyncio.TimerHandle | None = None
-        self.open = False
-        """Jobs may be sent ahead to it in this dispatch (``ParsePool._fill``)."""
-        self._buffer = bytearray()
-
-    # -- the protocol -------------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        if self.retired:
-            return
-        buffer = self._buffer
-        if not buffer and len(data) >= 4:  # most answers come whole, in one read
-            (size,) = _SHORT.unpack_from(data)
-            if size >= 0 and len(data) == 4 + size:
-                self.pool._message(self, memoryview(data)[4:])
-                return
-        buffer += data
-        while not self.retired and len(buffer) >= 4:
-            (size,) = _SHORT.unpack_from(buffer)
-            start = 4
-            if size == -1:
-                if len(buffer) < 12:
-                    return
-                (size,) = _LONG.unpack_from(buffer, 4)
-                start = 12
-            elif size < 0:  # not a frame: the stream is lost, and the worker with it
-                buffer.clear()
-                if self.transport is not None:
-                    self.transport.abort()
-                return
-            if len(buffer) < start + size:
-                return
-            message = bytes(buffer[start : start + size])
-            del buffer[: start + size]
-            self.pool._message(self, memoryview(message))
-
-    def eof_received(self) -> bool:
-        return False  # close our end too: connection_lost follows
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.retired:
-            self.pool._lost(self)
-
-    # -- the pool's side ----------------------------------------------------------------
-
-    def send(self, job: Job, payload: bytes) -> None:
-        assert self.transport is not None
-        for part in _frame(payload):
-            self.transport.write(part)
-        if not self.sent:
-            self.head_since = self.pool.loop.time()
-            if self.timer is None:
-                self.timer = self.pool.loop.call_at(
-                    self.head_since + self.pool.timeout, self.pool._check_budget, self
-                )
-        self.sent.append(job)
-
-    def retire(self) -> list[Job]:
-        """Kill the process, close the socket; the jobs sent and not answered."""
-        self.retired = True
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        with contextlib.suppress(Exception):  # not started, or gone already
-            self.process.kill()
-        if self.transport is not None:
-            self.transport.abort()
-        left = list(self.sent)
-        self.sent.clear()
-        return left
-
-    def reap(self) -> None:
-        """Wait for the killed process (in a thread: it blocks) so no zombie is left."""
-        with contextlib.suppress(Exception):
-            self.process.join(5)
 
 
 class ParsePool:
@@ -243,9 +128,9 @@ class ParsePool:
         self._count = count
         self._jobs = JobQueue(count)
         self._closed = False
-        self._workers: dict[int, _Worker] = {}
+        self._workers: dict[int, WorkerChannel] = {}
         """Each position's current worker, started or starting."""
-        self._serving: list[_Worker] = []
+        self._serving: list[WorkerChannel] = []
         """The workers warmed up and taking jobs."""
         self._warmed: set[int] = set()
         self._all_warm = asyncio.Event()
@@ -348,7 +233,7 @@ class ParsePool:
                 worker.send(*taken)
                 worker.open = True
         while jobs:
-            target: _Worker | None = None
+            target: WorkerChannel | None = None
             for worker in serving:
                 load = len(worker.sent)
                 if (
@@ -383,7 +268,7 @@ class ParsePool:
 
     # -- what the workers say -----------------------------------------------------------
 
-    def _message(self, worker: _Worker, message: memoryview) -> None:
+    def _message(self, worker: WorkerChannel, message: memoryview) -> None:
         if not worker.ready:
             self._hello(worker, message)
             return
@@ -408,7 +293,7 @@ class ParsePool:
         worker.open = True
         self._dispatch_soon()
 
-    def _hello(self, worker: _Worker, message: memoryview) -> None:
+    def _hello(self, worker: WorkerChannel, message: memoryview) -> None:
         try:
             status, detail = pickle.loads(message)
         except Exception as exc:
@@ -416,7 +301,7 @@ class ParsePool:
         if not worker.started.done():
             worker.started.set_result(None if status == "ready" else str(detail))
 
-    def _lost(self, worker: _Worker) -> None:
+    def _lost(self, worker: WorkerChannel) -> None:
         """The worker's socket closed: it died (or never started)."""
         if not worker.started.done():
             worker.started.set_result("it exited")
@@ -430,7 +315,7 @@ class ParsePool:
             self._settle(head, None, error)
         self._dispatch_soon()
 
-    def _check_budget(self, worker: _Worker) -> None:
+    def _check_budget(self, worker: WorkerChannel) -> None:
         """The oldest job's budget may be spent (the timer is set once a budget ahead and
         moved on when earlier jobs were answered)."""
         worker.timer = None
@@ -451,7 +336,7 @@ class ParsePool:
 
     # -- workers coming and going -------------------------------------------------------
 
-    def _replace(self, worker: _Worker, *, timed_out: bool) -> None:
+    def _replace(self, worker: WorkerChannel, *, timed_out: bool) -> None:
         """Retire ``worker`` (its unstarted jobs back in line) and start its successor."""
         self._jobs.requeue(worker.retire())
         if worker in self._serving:
@@ -463,7 +348,7 @@ class ParsePool:
         self.timeouts += timed_out
         self._start(worker.index)
 
-    def _reap_later(self, worker: _Worker) -> None:
+    def _reap_later(self, worker: WorkerChannel) -> None:
         if self._workers.get(worker.index) is worker:
             del self._workers[worker.index]
         reaping = asyncio.ensure_future(asyncio.to_thread(worker.reap))
@@ -497,7 +382,7 @@ class ParsePool:
             name=f"courtier-parse-{index}",
             daemon=True,
         )
-        worker = _Worker(self, index, process)
+        worker = WorkerChannel(self, index, process)
         self._workers[index] = worker
         why: str | None = None
         try:
