@@ -82,8 +82,9 @@ class CrawlSection:
     at once; 0: no limit): a host's first request costs the loop several times a later one
     (DNS, a new connection, robots.txt, origin probes), so 2,000 seeds' first requests are
     spread over 4 s, not crowded into the loop's first turns (lag p99 157-161 -> 60 ms at
-    2,000 sites on 2 cores, docs/benchmarks.md, session 12). Lanes already started meet only
-    ``start_rate``: the crawl's steady pace is not capped by it."""
+    2,000 sites on 2 cores, docs/benchmarks.md, session 12). Once no first contact waits,
+    lanes meet only ``start_rate``: the crawl's steady pace is not capped by it (during the
+    start, lanes wait in one line, first contacts and later requests alike)."""
     first_contact_burst: int = 10
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""

@@ -16,6 +16,10 @@ Theory of operation:
 - The start gate (``start_gate``) caps bookings a second over the scheduler: a crowd of
   lanes due at one instant (every seed's robots.txt at the start) waits unbooked among the
   ready ones and books as it reopens, instead of starting together in one turn of the loop.
+  A lane that has never started a request also passes the first-contact gate
+  (``first_gate``: a new host's first request costs the loop most). The ready lanes are one
+  line: while first contacts wait in it (the start's few seconds), a lane that has started
+  and comes after them waits its turn too; once none waits, only the start gate applies.
 - Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
   other ``Limiter`` backend is booked by one task (``booker``) that awaits
   ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again
