@@ -147,6 +147,15 @@ async def test_the_capacity_gate_holds_booking_but_never_forfeits_a_booked_slot(
     assert h.stats.missed_slots == 0
 
 
+def _arm_crowd(h, count: int, *, started_before: bool = False) -> list:
+    """``count`` sites armed at one instant, each on an origin of its own."""
+    sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(count)]
+    for site in sites:
+        site.sched.launched = started_before
+        h.pages.arm(site)
+    return sites
+
+
 async def test_the_start_gate_spreads_a_crowd_of_first_bookings_and_forfeits_none(lanes) -> None:
     """Three hundred sites armed at one instant, each on an origin of its own: at most the
     gate's burst starts at once and the rest follow at its rate, in the order they came."""
@@ -156,9 +165,7 @@ async def test_the_start_gate_spreads_a_crowd_of_first_bookings_and_forfeits_non
         "crawl.first_contact_rate=0",
         "limits.site.rate=100",
     )
-    sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(300)]
-    for site in sites:
-        h.pages.arm(site)
+    _arm_crowd(h, 300)
     await h.timer.advance(2.0)
     robots = [(t, u) for t, u in h.fetcher.started if u.endswith("/robots.txt")]
     assert len(robots) == 300
@@ -185,10 +192,7 @@ async def test_first_contacts_are_spread_at_their_own_rate_and_later_requests_ar
         "crawl.first_contact_burst=5",
         "limits.site.rate=100",
     )
-    sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(200)]
-    for site in sites:
-        site.sched.launched = started_before
-        h.pages.arm(site)
+    sites = _arm_crowd(h, 200, started_before=started_before)
     await h.timer.advance(5.0)
     robots = [t for t, u in h.fetcher.started if u.endswith("/robots.txt")]
     assert len(robots) == 200

@@ -373,16 +373,22 @@ class Scheduler(Generic[L, W]):
     def _held(self, lane: L, now: float) -> bool:
         """The start gate is shut: the lane waits among the ready ones, unbooked (True).
         Lanes it holds go first, in order, when it reopens."""
-        gates = self._gates_of(lane)
-        if self._gate_timer is None and all(gate.open(now) for gate in gates):
-            for gate in gates:
-                gate.take(now)
+        if self._gate_timer is None and self._pass_gates(lane, now):
             return False
         self.stats.gate_holds += 1
         lane.sched.phase = Phase.READY
         self._ready.append(lane)
-        self._reopen_later(now, gates)
+        self._reopen_later(now, self._gates_of(lane))
         return True
+
+    def _pass_gates(self, lane: L, now: float) -> bool:
+        """Take the lane's places in its gates, or none of them. A lane that has started (the
+        hot path) takes one booking of the start gate, no more."""
+        if lane.sched.launched:
+            return self.start_gate.take(now)
+        if not self.first_gate.open(now) or not self.start_gate.take(now):
+            return False
+        return self.first_gate.take(now)
 
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
         state = lane.sched
