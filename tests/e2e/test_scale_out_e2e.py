@@ -27,6 +27,8 @@ pytestmark = pytest.mark.slow
 
 DURATION_S = 24.0
 KILL_AFTER_S = 8.0
+KILL_BY_S = 14.0
+"""The kill waits past KILL_AFTER_S until the victim holds shards, but no longer than this."""
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +48,12 @@ class ScaleOut:
     records: list[RequestRecord]
     log_path: Path
     killed_at: float
+    victim: str
+    """The SIGKILLed worker's id (``host:pid:random``, as `new_worker_id` makes it)."""
+    victim_held: int
+    """Shards the victim held when it was killed."""
+    victim_left: int
+    """Shard leases still naming the victim after the crawl."""
     exits: list[int | None]
     summaries: list[dict[str, object]]
     leased_left: int
@@ -60,6 +68,20 @@ def _worker(web: SimWebProcess, out: Path, store: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _held_by(database: str, pid: int) -> tuple[str, int]:
+    """The worker of process ``pid``: its id and how many shards it holds now."""
+    with psycopg.connect(database) as conn:
+        try:
+            rows = conn.execute(
+                "SELECT owner, count(*) FROM courtier_shard_leases WHERE owner LIKE %s "
+                "GROUP BY owner",
+                (f"%:{pid}:%",),
+            ).fetchall()
+        except psycopg.errors.UndefinedTable:  # no worker has started yet
+            return "", 0
+    return (str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)
+
+
 def _summary(out: str) -> dict[str, object]:
     lines = [line for line in out.splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
@@ -69,8 +91,13 @@ def _summary(out: str) -> dict[str, object]:
 def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleOut:
     work = tmp_path_factory.mktemp("scaleout")
     with SimWebProcess(work / "web", WorldParams(seed=11)) as web:
+        started = time.monotonic()
         workers = [_worker(web, work / f"w{n}", database) for n in range(3)]
         time.sleep(KILL_AFTER_S)
+        victim, victim_held = _held_by(database, workers[0].pid)
+        while not victim_held and time.monotonic() - started < KILL_BY_S:
+            time.sleep(0.2)
+            victim, victim_held = _held_by(database, workers[0].pid)
         os.kill(workers[0].pid, signal.SIGKILL)
         killed_at = time.time()
         outputs = [w.communicate(timeout=DURATION_S + 60) for w in workers]
@@ -83,11 +110,17 @@ def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleO
     )
     with psycopg.connect(database) as conn:
         row = conn.execute("SELECT count(*) FROM urls WHERE status = 1").fetchone()
+        left = conn.execute(
+            "SELECT count(*) FROM courtier_shard_leases WHERE owner = %s", (victim,)
+        ).fetchone()
     return ScaleOut(
         world=world,
         records=list(read_log(log_path)),
         log_path=log_path,
         killed_at=killed_at,
+        victim=victim,
+        victim_held=victim_held,
+        victim_left=int(left[0]) if left else -1,
         exits=[w.returncode for w in workers],
         summaries=[_summary(out) for out, _ in outputs[1:]],
         leased_left=int(row[0]) if row else -1,
@@ -102,8 +135,14 @@ def test_the_survivors_finish_cleanly_and_take_over_the_dead_workers_shards(
     assert scale_out.exits[0] == -signal.SIGKILL
     assert scale_out.exits[1:] == [0, 0], scale_out.errors
     assert all(scale_out.summaries), scale_out.errors
+    # The victim held shards when it died, and none is still its own: the survivors took
+    # every one over (and gave it back as they stopped). Counting the survivors' takes
+    # cannot show this: when all three start together, the survivors' own shards and the
+    # victim's add up to 64 takes, the same as if the victim had never held any.
+    assert scale_out.victim_held > 0, scale_out.victim
+    assert scale_out.victim_left == 0, (scale_out.victim, scale_out.victim_left)
     taken = sum(int(str(s["shards_taken"])) for s in scale_out.summaries)
-    assert taken > 64  # the 64 shards at the start, plus the dead worker's
+    assert taken >= 64
     assert all(int(str(s["internal_errors"])) == 0 for s in scale_out.summaries)
     after = [r for r in scale_out.records if r.start > scale_out.killed_at + 1]
     assert len(after) > 100
