@@ -224,3 +224,24 @@ async def test_a_large_seed_is_clustered_on_a_thread_with_the_same_result(monkey
     }
     assert threaded.assignments.keys() == set(WORLD)
     assert set(first.assignments) <= set(WORLD)
+
+
+async def test_a_large_seed_is_looked_up_a_bounded_number_at_a_time() -> None:
+    # 2,000 seed hosts as 2,000 tasks ran every first step in one turn of the loop.
+    class SlowTable(TableDns):
+        running = most = 0
+
+        async def lookup(self, host: str) -> DnsFacts:
+            SlowTable.running += 1
+            SlowTable.most = max(SlowTable.most, SlowTable.running, len(asyncio.all_tasks()))
+            await asyncio.sleep(0)
+            SlowTable.running -= 1
+            return await super().lookup(host)
+
+    hosts = [f"h{n}.test" for n in range(500)]
+    dns = SlowTable({h: _dns(h, f"10.1.{n // 250}.{n % 250}") for n, h in enumerate(hosts)})
+    inference = OriginInference(dns, lookup_concurrency=16)
+    result = await inference.add(hosts)
+    assert sorted(dns.lookups) == sorted(hosts)
+    assert set(result.assignments) == set(hosts)
+    assert SlowTable.most <= 16 + 1  # the lookups' tasks, and the test's own

@@ -1,7 +1,9 @@
 """Origin inference: gather evidence for hosts with bounded concurrency, then cluster.
 
 Rules:
-- DNS first, for every host (``DnsEvidenceSource``, concurrency bounded there).
+- DNS first, for every host (``DnsEvidenceSource``, concurrency bounded there), at most
+  ``lookup_concurrency`` lookups (and ``probe_concurrency`` probes) alive at once as tasks:
+  thousands of seed hosts never become thousands of tasks in one turn (``map_bounded``).
 - Header probes only where DNS is indeterminate and a probe can change the answer: a host with
   no CNAME chain and no PTR name on its addresses, sharing an address with another known host.
   A host is probed once; a host whose addresses are not all allowed is never probed.
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from courtier.bounded import map_bounded
 from courtier.origins.cdn import CdnRules
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.dns_evidence import DnsFacts
@@ -73,13 +76,16 @@ class OriginInference:
         probe: Probe | None = None,
         address_allowed: Callable[[str], bool] = lambda _address: False,
         probe_concurrency: int = 32,
+        lookup_concurrency: int = 64,
         rules: CdnRules | None = None,
         clock: Clock = time.time,
     ) -> None:
         self._dns = dns
         self._probe = probe
         self._allowed = address_allowed
+        self._probe_concurrency = probe_concurrency
         self._probe_slots = asyncio.Semaphore(probe_concurrency)
+        self._lookup_concurrency = lookup_concurrency
         self._rules = rules or CdnRules()
         self._clock = clock
         self._facts: dict[str, SiteFacts] = {}
@@ -163,7 +169,7 @@ class OriginInference:
         return await self._finish()
 
     async def _lookup(self, hosts: list[str]) -> None:
-        found = await asyncio.gather(*(self._dns.lookup(h) for h in hosts))
+        found = await map_bounded(self._dns.lookup, hosts, self._lookup_concurrency)
         now = self._clock()
         for facts in found:
             old = self._facts.get(facts.host)
@@ -213,7 +219,7 @@ class OriginInference:
             for host, f in self._facts.items()
             if host not in self._probed and self._needs_probe(f.dns, shared)
         ]
-        results = await asyncio.gather(*(self._probe_one(f) for f in todo))
+        results = await map_bounded(self._probe_one, todo, self._probe_concurrency)
         for facts, headers in zip(todo, results, strict=True):
             self._probed.add(facts.host)
             self._facts[facts.host] = replace(facts, headers=headers)

@@ -1,0 +1,41 @@
+"""One coroutine per item, with a bound on how many tasks exist at once.
+
+``asyncio.gather`` over thousands of coroutines makes each a task at once, and the loop runs
+all their first steps in one turn: the DNS lookups of 2,000 seed hosts made one turn of
+~100 ms at the start of a crawl (docs/benchmarks.md, session 13), and every timer due in it
+fired late. Here at most ``limit`` tasks exist; each takes the next item when it is done
+with one, so a turn holds at most ``limit`` first steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def map_bounded(fn: Callable[[T], Awaitable[R]], items: Sequence[T], limit: int) -> list[R]:
+    """``[await fn(item) for item in items]``, ``limit`` at a time, results in item order.
+    The first exception is raised (as ``gather`` raises it) once the other tasks are
+    cancelled."""
+    if limit < 1:
+        raise ValueError("limit must be >= 1")
+    results: dict[int, R] = {}
+    pending = iter(enumerate(items))
+
+    async def worker() -> None:
+        for index, item in pending:  # one iterator shared by the workers: each item once
+            results[index] = await fn(item)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(items)))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
+    return [results[index] for index in range(len(items))]
