@@ -7,8 +7,9 @@ state), and those pauses were most of the event loop's p99 lag: every timer due 
 fires late, so slots are missed (docs/benchmarks.md, session 7).
 
 Rules:
-- At the start of a crawl everything alive (modules, configuration, the seed's lanes) is
-  collected once and then frozen (``gc.freeze``): automatic collections never scan it again.
+- At the start of a crawl, before any request or DNS question is in flight, everything
+  alive (modules, configuration, the seed) is collected once and then frozen
+  (``gc.freeze``): automatic collections never scan it again.
 - The youngest generation is collected after ``YOUNG_THRESHOLD`` allocations (the default
   is 700): most of a request's objects die by reference counting before then, so far fewer
   survivors are promoted and later rescanned.

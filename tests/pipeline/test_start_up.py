@@ -3,12 +3,16 @@ seeded, not after it (with 2,000 seeds each of them takes seconds)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from courtier.config import Config, CrawlSection
+from courtier.frontier.base import FrontierError
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
@@ -67,3 +71,48 @@ async def test_origin_inference_starts_before_the_store_is_seeded(tmp_path: Path
     await engine.run()
     # Each host looked up once: the early inference is not repeated once the store is open.
     assert sorted(dns.hosts) == sorted(HOSTS)
+
+
+class FrozenWhenAsked(RecordingDns):
+    """Records whether the collector's start (collect, then freeze) came before DNS."""
+
+    frozen_at_first_question: int | None = None
+
+    async def lookup(self, host: str) -> DnsFacts:
+        if self.frozen_at_first_question is None:
+            self.frozen_at_first_question = gc.get_freeze_count()
+        return await super().lookup(host)
+
+
+def _engine(tmp_path: Path, dns: RecordingDns, store_path: Path) -> Engine:
+    policy = AddressPolicy(allow=["127.0.0.1/32"])
+    seeds, _ = read_seeds([f"http://{host}:9/" for host in HOSTS])
+    return Engine(
+        Config(crawl=replace(CrawlSection(), flush_interval=0.05)),
+        store_path=store_path,
+        out_dir=tmp_path,
+        guard=Guard(policy, StaticResolver({host: ["127.0.0.1"] for host in HOSTS})),
+        address_allowed=lambda address: policy.check(address).allowed,
+        seeds=seeds,
+        duration=0.3,
+        origins=OriginInference(dns),
+    )
+
+
+async def test_the_collectors_start_pause_comes_before_any_dns_question(tmp_path: Path) -> None:
+    # Its full collection held every DNS answer of the start for 120-210 ms when it came
+    # after origin inference had begun.
+    before = gc.get_threshold()
+    dns = FrozenWhenAsked()
+    await _engine(tmp_path, dns, tmp_path / "frontier.sqlite3").run()
+    assert dns.frozen_at_first_question, "origin inference asked DNS before the heap was frozen"
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+async def test_the_collector_is_given_back_when_the_store_cannot_be_opened(
+    tmp_path: Path,
+) -> None:
+    before = gc.get_threshold()
+    with pytest.raises(FrontierError):
+        await _engine(tmp_path, RecordingDns(), tmp_path).run()  # a directory: no store
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
