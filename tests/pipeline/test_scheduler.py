@@ -147,9 +147,12 @@ async def test_the_capacity_gate_holds_booking_but_never_forfeits_a_booked_slot(
     assert h.stats.missed_slots == 0
 
 
-def _arm_crowd(h, count: int, *, started_before: bool = False) -> list:
+def _arm_crowd(
+    h, count: int, *, started_before: bool = False, prefix: str = "s", paths: int = 1
+) -> list:
     """``count`` sites armed at one instant, each on an origin of its own."""
-    sites = [h.site(f"s{n:03d}.test", ["/p"], origin=f"o{n}") for n in range(count)]
+    pages = [f"/p{n}" for n in range(paths)]
+    sites = [h.site(f"{prefix}{n:03d}.test", pages, origin=f"{prefix}o{n}") for n in range(count)]
     for site in sites:
         site.sched.launched = started_before
         h.pages.arm(site)
@@ -202,6 +205,58 @@ async def test_first_contacts_are_spread_at_their_own_rate_and_later_requests_ar
     assert robots[-1] - robots[0] == pytest.approx((200 - burst) / rate, abs=0.02)
     assert all(site.sched.launched for site in sites)
     assert h.stats.missed_slots == 0
+
+
+class AwaitedLimiter:
+    """The memory limiter behind an awaited ``book`` (as SQLite's and PostgreSQL's): every
+    booking goes through the scheduler's booker task."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+@pytest.fixture(params=["booked at once", "booked by the booker"])
+def booking(request):
+    def apply(h):
+        if request.param == "booked by the booker":
+            h.clocks.limiter = AwaitedLimiter(h.limiter)
+            assert not h.clocks.books_now
+        return h
+
+    return apply
+
+
+async def test_first_contacts_waiting_for_capacity_are_not_starved_by_busy_lanes(
+    lanes, booking
+) -> None:
+    """Ready lanes go oldest first among those whose gates are open: lanes that have started
+    and always have more work, re-queued after every answer, never keep a first contact
+    that came before them waiting for capacity."""
+    h = booking(
+        lanes(
+            "crawl.max_in_flight=4",
+            "crawl.first_contact_rate=100",
+            "crawl.first_contact_burst=5",
+            "limits.site.rate=100",
+        )
+    )
+    busy = _arm_crowd(h, 8, prefix="b", started_before=True, paths=400)
+    for lane in busy:
+        for n in range(400):
+            h.fetcher.delays[f"http://{lane.site}/p{n}"] = 0.05
+    await h.timer.advance(0.2)
+    armed = h.timer.now()
+    _arm_crowd(h, 20, prefix="n")
+    await h.timer.advance(2.0)
+    newcomers = [(t, u) for t, u in h.fetcher.started if u.startswith("http://n")]
+    robots = [(t, u) for t, u in newcomers if u.endswith("/robots.txt")]
+    assert len(robots) == 20
+    assert [u for _t, u in robots] == sorted(u for _t, u in robots)
+    assert robots[-1][0] - armed < 0.4  # 20 at 100/s (burst 5), and turns for capacity
+    assert sum(1 for _t, u in h.fetcher.started if u.startswith("http://b")) > 100
 
 
 async def test_sites_of_one_origin_share_its_budget(lanes) -> None:
