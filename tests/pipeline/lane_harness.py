@@ -33,7 +33,7 @@ from courtier.pipeline.seeding import new_lane
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import OriginStatus, SiteLane
-from courtier.pipeline.start_gate import StartGate
+from courtier.pipeline.start_gate import StartGates
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import FakeTimer, sleep_until
 from courtier.politeness.limiter import MemoryLimiter
@@ -190,10 +190,7 @@ class Lanes:
             max_in_flight=max_in_flight,
             tasks=self.tasks,
             spacing=self.spacing,
-            start_gate=StartGate(self.config.crawl.start_rate, self.config.crawl.start_burst),
-            first_gate=StartGate(
-                self.config.crawl.first_contact_rate, self.config.crawl.first_contact_burst
-            ),
+            gates=StartGates.of(self.config.crawl),
         )
 
     async def _hop_origin(self, site: str, host: str) -> str | None:

@@ -63,7 +63,7 @@ from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
-from courtier.pipeline.start_gate import StartGate
+from courtier.pipeline.start_gate import StartGates
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
 from courtier.pipeline.timer import LoopTimer, Timer
 from courtier.politeness.limiter.base import Limiter
@@ -346,7 +346,6 @@ class Engine:
         await self.frontier.call(self.frontier.store.save_robots, [stored])
 
     def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
-        crawl = self.config.crawl
         scheduler: Scheduler[Any, Any] = Scheduler(
             kind,
             clocks=self.clocks,
@@ -356,8 +355,7 @@ class Engine:
             tasks=self.tasks,
             on_lease_lost=self._lease_lost,
             spacing=self.spacing,
-            start_gate=StartGate(crawl.start_rate, crawl.start_burst),
-            first_gate=StartGate(crawl.first_contact_rate, crawl.first_contact_burst),
+            gates=StartGates.of(self.config.crawl),
         )
         scheduler.stopping = self._stopping
         return scheduler

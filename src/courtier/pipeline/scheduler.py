@@ -13,11 +13,11 @@ Theory of operation:
   is handled): a slot once booked is always honoured, because a forfeited slot still spends
   its keys (an origin's budget among them). In flight may therefore exceed the cap by the
   slots booked when it was reached.
-- The start gate (``start_gate``) caps bookings a second over the scheduler: a crowd of
+- The start gate (``gates.start``) caps bookings a second over the scheduler: a crowd of
   lanes due at one instant (every seed's robots.txt at the start) waits unbooked among the
   ready ones and books as it reopens, instead of starting together in one turn of the loop.
   A lane that has never started a request also passes the first-contact gate
-  (``first_gate``: a new host's first request costs the loop most). The ready lanes are one
+  (``gates.first``: a new host's first request costs the loop most). The ready lanes are one
   line: while first contacts wait in it (the start's few seconds), a lane that has started
   and comes after them waits its turn too; once none waits, only the start gate applies.
   One line on purpose: with a second line for lanes that have started, their next
@@ -57,7 +57,7 @@ from courtier.fast_init import fast_init
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.key_waits import KeyWaits
 from courtier.pipeline.send_spacing import SendSpacing
-from courtier.pipeline.start_gate import StartGate
+from courtier.pipeline.start_gate import StartGate, StartGates
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Handle, Timer
 from courtier.politeness.gcra import Limit, Refusal, Slot
@@ -188,9 +188,9 @@ class Scheduler(Generic[L, W]):
         tasks: set[asyncio.Task[None]],
         on_lease_lost: Callable[[L], None] | None = None,
         spacing: SendSpacing | None = None,
-        start_gate: StartGate | None = None,
-        first_gate: StartGate | None = None,
+        gates: StartGates | None = None,
     ) -> None:
+        """``gates`` None: no start gate, no first-contact gate."""
         self.kind = kind
         self.clocks = clocks
         self.timer = timer
@@ -208,10 +208,10 @@ class Scheduler(Generic[L, W]):
         self._booker_wake = asyncio.Event()
         self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake)
         """Lanes a saturated key refused, in that key's line (``key_waits``)."""
-        self.start_gate = start_gate or StartGate(0, 1)
+        self.start_gate = gates.start if gates else StartGate(0, 1)
         """How many bookings a second may start (``start_gate``); lanes it holds back wait
         among the ready ones."""
-        self.first_gate = first_gate or StartGate(0, 1)
+        self.first_gate = gates.first if gates else StartGate(0, 1)
         """How many of them a second may be a lane's first (``crawl.first_contact_rate``),
         on top of ``start_gate``."""
         self._gate_timer: Handle | None = None

@@ -19,8 +19,13 @@ Pure: the caller passes the time.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from courtier.politeness.gcra import KeyParams, Limit, Slot, book, earliest_start
+
+if TYPE_CHECKING:
+    from courtier.config import CrawlSection
 
 _KEY = "start-gate"
 
@@ -56,3 +61,20 @@ class StartGate:
     def next_at(self, now: float) -> float:
         """When the gate is open again (``now`` if it is)."""
         return now if self.rate == 0 else earliest_start(self._tats, now, self._limits)
+
+
+@dataclass(frozen=True, slots=True)
+class StartGates:
+    """A scheduler's two gates: ``start`` for every booking, ``first`` on top of it for a
+    lane's first request (a new host)."""
+
+    start: StartGate
+    first: StartGate
+
+    @classmethod
+    def of(cls, crawl: CrawlSection) -> StartGates:
+        """The gates the crawl's settings ask for (``crawl.start_*``, ``crawl.first_contact_*``)."""
+        return cls(
+            StartGate(crawl.start_rate, crawl.start_burst),
+            StartGate(crawl.first_contact_rate, crawl.first_contact_burst),
+        )
