@@ -4,13 +4,14 @@ the inference already named (the cause of an origin over budget at 2,000 sites).
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from courtier.net.guard import Resolution
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import OriginInference
-from courtier.pipeline.origins_live import LiveOrigins
+from courtier.pipeline.origins_live import RELEASE_SLICE, LiveOrigins
 from courtier.pipeline.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams
@@ -132,3 +133,44 @@ async def test_a_robots_txt_hop_to_a_host_outside_the_seed_finds_the_server_it_s
     assert await live.origin_for("t2.test") == "addr:10.0.0.5"
     assert await live.origin_for("outsider.test") == "addr:10.0.0.5"
     assert await live.origin_for("elsewhere.test") is None
+
+
+async def test_sites_waiting_for_inference_go_on_a_slice_per_turn_without_a_task_each() -> None:
+    # 2,000 waiting tasks woken together by the end of inference made one ~120 ms turn.
+    table = {f"s{n}.test": (f"10.1.{n // 200}.{n % 200}",) for n in range(1000)}
+    inference = OriginInference(FlakyDns(table, {}))
+    lanes = [SiteLane(host, host) for host in table]
+    turn = 0
+    armed_in: list[int] = []
+    live = _live(inference, table, lanes, lambda lane: armed_in.append(turn))
+    live.hosts = lambda: table
+    for lane in lanes:
+        live.look_up(lane)
+    assert len(live.tasks) == 0  # waiting sites are a list, not tasks
+    runner = asyncio.create_task(live.run())
+    deadline = asyncio.get_running_loop().time() + 10.0  # clustering runs on a thread
+    while len(armed_in) < len(lanes) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0)
+        turn += 1
+    runner.cancel()
+    assert len(armed_in) == len(lanes)
+    assert all(lane.origin == f"site:{lane.host}" for lane in lanes)
+    per_turn = Counter(armed_in)
+    assert max(per_turn.values()) <= RELEASE_SLICE
+    assert len(per_turn) >= len(lanes) // RELEASE_SLICE
+
+
+async def test_a_site_asking_after_inference_is_resolved_outside_the_call() -> None:
+    # The scheduler asks while choosing the lane's work: arming it in that call re-enters it.
+    inference = OriginInference(FlakyDns(WORLD, {}))
+    armed: list[str] = []
+    live = _live(inference, WORLD, [], lambda lane: armed.append(lane.host))
+    runner = asyncio.create_task(live.run())
+    await live.ready.wait()
+    lane = SiteLane("t1.test", "t1.test")
+    live.look_up(lane)
+    assert armed == [] and lane.origin_status is OriginStatus.LOOKING_UP
+    await asyncio.sleep(0)
+    runner.cancel()
+    assert armed == ["t1.test"] and lane.origin == "addr:10.0.0.5"
+    assert not [t for t in live.tasks if "_look_up" in repr(t.get_coro())]  # no task of its own
