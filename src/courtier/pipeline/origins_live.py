@@ -5,11 +5,11 @@ Rules:
   the seed sites are inferred together before their first booking; the sites waiting for
   it go on ``RELEASE_SLICE`` per turn of the loop once it is done (2,000 waiting tasks woken
   at once made one turn of ~120 ms), and a site whose origin is inferred needs no task of
-  its own. A site whose inference
-  lookup failed (a DNS timeout under a start-up burst) is looked up again (failed hosts
-  together, one re-clustering per batch); if it still fails but the guard resolves it, it
-  books on the origin of a placed host sharing one of its addresses, else alone: never on
-  a second name for a server the inference already named. A crawl without inference
+  its own. A site whose inference lookup failed (a DNS timeout under a start-up burst) is
+  looked up again (failed hosts together, one re-clustering per batch); if it still fails
+  but the guard resolves it, it books on the origin of a placed host sharing one of its
+  addresses, else alone: never on a second name for a server the inference already
+  named. A crawl without inference
   books on the origin the address set implies (``guess_origin``). A host the guard refuses
   books on its site key alone (its fetch is refused anyway). DNS trouble is never "no
   origin": the site backs off and asks again.
