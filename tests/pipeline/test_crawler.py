@@ -212,7 +212,10 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
 
 
 async def test_a_stopped_crawl_resumes_without_refetching(tmp_path, loopback_web):
-    await make_crawler(tmp_path, loopback_web, duration=1.2).run()
+    # 1.5 s of starts (a 0.5 s grace): robots.txt, "/" and, once "/" is parsed, some of its
+    # 12 chain links at 0.2 s apart. 0.7 s (a 1.2 s run) left room for robots.txt and "/"
+    # alone when the first parse waited for a parse worker to start (under a full test run).
+    await make_crawler(tmp_path, loopback_web, duration=2.0).run()
     first = loopback_web.paths("b.test")
     assert 2 < len(first) < 14, first  # stopped part-way through the chain
     await make_crawler(tmp_path, loopback_web, duration=4.0).run()
