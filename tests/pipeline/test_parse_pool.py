@@ -286,3 +286,17 @@ async def test_a_worker_killed_while_idle_is_replaced(pool: ParsePool) -> None:
 def _pid_after(seconds: float) -> int:
     time.sleep(seconds)  # long enough that two jobs sent together land on two workers
     return os.getpid()
+
+
+async def test_spawning_is_under_way_before_the_workers_are_warm_and_a_close_ends_the_wait() -> (
+    None
+):
+    # The engine waits for this before the collector's start pause: the spawns then run on
+    # their threads while the loop is held, not after it.
+    async with ParsePool(2, timeout=5) as fresh:
+        await asyncio.wait_for(fresh.spawning(), 10.0)
+        assert len(fresh._spawning) == 2
+        await fresh.ready()
+    closed = ParsePool(1, timeout=5)
+    await closed.close()  # before its start got anywhere
+    await asyncio.wait_for(closed.spawning(), 1.0)

@@ -140,15 +140,26 @@ class Engine:
     # -- the run ------------------------------------------------------------------------
 
     async def run(self) -> CrawlStats:
-        # The collector's one full collection of the start, while nothing is in flight yet
-        # (origin inference's DNS starts next): later, the same pause held every answer
-        # and timer of the start for 120-210 ms. Everything built from here on is frozen as
-        # it survives its first young collection (gc_pacing's rules).
-        self.gc_pacing.start()
+        crawl = self.config.crawl
+        self.parser = ParsePool(
+            crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
+        )
         try:
-            return await self._run()
+            # The parse workers' start goes to threads first; then the collector's one full
+            # collection of the start, while nothing else is in flight (origin inference's
+            # DNS starts next). Later, the pause held every DNS answer and timer of the start
+            # for 120-210 ms; before the workers' start, it held that up, and with it the
+            # first parse. What is built from here on is frozen as it survives its first
+            # young collection (gc_pacing's rules).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.parser.spawning(), 5.0)
+            self.gc_pacing.start()
+            try:
+                return await self._run()
+            finally:
+                self.gc_pacing.stop()
         finally:
-            self.gc_pacing.stop()
+            await self.parser.close()
 
     async def _run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
@@ -168,10 +179,6 @@ class Engine:
         self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.spacing = SendSpacing(self.clocks.policy.params_of)
-        crawl = self.config.crawl
-        self.parser = ParsePool(
-            crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
-        )
         self.sink = archived(
             self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats
         )
@@ -206,7 +213,6 @@ class Engine:
             self.sink.close()
             await self.frontier.close()
             await limiter.close()
-            await self.parser.close()
             if self._early_origins is not None:
                 self._early_origins.cancel()  # nothing if it is done
         self.stats.elapsed = time.monotonic() - started

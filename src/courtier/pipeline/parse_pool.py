@@ -134,6 +134,8 @@ class ParsePool:
         """The workers warmed up and taking jobs."""
         self._warmed: set[int] = set()
         self._all_warm = asyncio.Event()
+        self._spawning: set[int] = set()
+        self._all_spawning = asyncio.Event()
         self._closing = asyncio.Event()
         self._dispatch_due = False
         self._starts: set[asyncio.Task[None]] = set()
@@ -154,6 +156,11 @@ class ParsePool:
         """Jobs queued for a worker, not sent to one yet. A crawl whose places in flight
         are mostly here is bound by parsing (docs/benchmarks.md, session 8)."""
         return len(self._jobs)
+
+    async def spawning(self) -> None:
+        """Wait until every first worker's start is under way on a thread (a few turns of
+        the loop): a pause of the loop from then on does not hold their start up."""
+        await self._all_spawning.wait()
 
     async def ready(self) -> None:
         """Wait until every worker has started and warmed up once (or the pool closed)."""
@@ -185,6 +192,7 @@ class ParsePool:
             for job in left:
                 job.resolve(error=closed)
             self._all_warm.set()
+            self._all_spawning.set()
         # A start in progress ends at once now (it kills what it started); then every
         # process is reaped.
         await asyncio.gather(*self._starts, *self._reaping, return_exceptions=True)
@@ -372,6 +380,11 @@ class ParsePool:
                 await asyncio.wait_for(self._closing.wait(), delay)
             delay = min(delay * 2, _RETRY_LONGEST)
 
+    def _spawned(self, index: int) -> None:
+        self._spawning.add(index)
+        if len(self._spawning) == self._count:
+            self._all_spawning.set()
+
     async def _try_start(self, index: int) -> str | None:
         """Start a worker at ``index`` and wait for its warm-up: None, or why it failed."""
         ours, theirs = socket.socketpair()
@@ -388,12 +401,15 @@ class ParsePool:
         try:
             await self.loop.connect_accepted_socket(lambda: worker, ours)
             # Spawning writes the child's preparation data and may wait on it: a thread.
-            await asyncio.to_thread(process.start)
+            spawn = self.loop.run_in_executor(None, process.start)
+            self._spawned(index)
+            await spawn
         except Exception as exc:  # e.g. spawning from a module being imported
             why = f"{type(exc).__name__}: {exc}"
             ours.close()
         finally:
             child.close()
+            self._spawned(index)  # or failed to: nobody waits for it in ``spawning``
         if why is None and not self._closed:
             try:
                 why = await asyncio.wait_for(worker.started, _STARTUP_TIMEOUT)
