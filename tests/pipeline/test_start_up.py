@@ -1,4 +1,4 @@
-"""A fast start: origin inference of the seed hosts runs while the store is being opened and
+"""A fast start: origin inference of the seed hosts runs while the store is being
 seeded, not after it (with 2,000 seeds each of them takes seconds)."""
 
 from __future__ import annotations

@@ -140,33 +140,9 @@ class Engine:
     # -- the run ------------------------------------------------------------------------
 
     async def run(self) -> CrawlStats:
-        crawl = self.config.crawl
-        self.parser = ParsePool(
-            crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
-        )
-        try:
-            # The parse workers' start goes to threads first; then the collector's one full
-            # collection of the start, while nothing else is in flight (origin inference's
-            # DNS starts next). Later, the pause held every DNS answer and timer of the start
-            # for 120-210 ms; before the workers' start, it held that up, and with it the
-            # first parse. What is built from here on is frozen as it survives its first
-            # young collection (gc_pacing's rules).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.parser.spawning(), 5.0)
-            self.gc_pacing.start()
-            try:
-                return await self._run()
-            finally:
-                self.gc_pacing.stop()
-        finally:
-            await self.parser.close()
-
-    async def _run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         self.timer = self._timer or LoopTimer(loop)
         self._began = time.monotonic()
-        seed_hosts = {host_of_site(url.site) for url in self.seeds}
-        self._early_origins = infer_early(self.inference, seed_hosts)
         backends = await open_backends(
             self.config,
             self.store_path,
@@ -179,6 +155,10 @@ class Engine:
         self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.spacing = SendSpacing(self.clocks.policy.params_of)
+        crawl = self.config.crawl
+        self.parser = ParsePool(
+            crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
+        )
         self.sink = archived(
             self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats
         )
@@ -189,6 +169,7 @@ class Engine:
                 loop.add_signal_handler(sig, self.stop)
         started, clean = time.monotonic(), False
         try:
+            await self._begin()
             await self._start_up()
             async with contextlib.AsyncExitStack() as stack:
                 fetcher = self._fetcher
@@ -213,10 +194,25 @@ class Engine:
             self.sink.close()
             await self.frontier.close()
             await limiter.close()
+            await self.parser.close()
             if self._early_origins is not None:
                 self._early_origins.cancel()  # nothing if it is done
+            self.gc_pacing.stop()
         self.stats.elapsed = time.monotonic() - started
         return self.stats
+
+    async def _begin(self) -> None:
+        """The parse workers' start goes to threads; then the collector's one full
+        collection of the start, while nothing else is in flight; then origin inference's
+        DNS, which runs while the store is seeded. After the DNS, the pause held every answer
+        and timer of the start for 120-210 ms; before the workers' start, it held that up,
+        and with it the first parse. What is built from here on is frozen as it survives its
+        first young collection (gc_pacing's rules)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.parser.spawning(), 5.0)
+        self.gc_pacing.start()
+        seed_hosts = {host_of_site(url.site) for url in self.seeds}
+        self._early_origins = infer_early(self.inference, seed_hosts)
 
     async def _start_up(self) -> None:
         shared = self.cluster_spec is not None

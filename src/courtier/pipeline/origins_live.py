@@ -54,7 +54,7 @@ def infer_early(
     inference: OriginInference | None, hosts: Iterable[str]
 ) -> asyncio.Task[InferenceResult] | None:
     """Start inferring the seed hosts' origins now: inference needs nothing else, so it runs
-    while the store opens, and the first bookings (which wait for it) are not held up."""
+    while the store is seeded, and the first bookings (which wait for it) are not held up."""
     if inference is None:
         return None
     return asyncio.get_running_loop().create_task(inference.add(sorted(hosts)))
