@@ -52,23 +52,34 @@ class SeedingWaitsForDns(SqliteFrontier):
         super().add_sites(sites, state, now)
 
 
-async def test_origin_inference_starts_before_the_store_is_seeded(tmp_path: Path) -> None:
-    dns = RecordingDns()
+def _engine(
+    tmp_path: Path,
+    dns: RecordingDns,
+    store_path: Path,
+    *,
+    duration: float = 0.3,
+    store: SqliteFrontier | None = None,
+) -> Engine:
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     seeds, errors = read_seeds([f"http://{host}:9/" for host in HOSTS])
     assert not errors
-    engine = Engine(
+    return Engine(
         Config(crawl=replace(CrawlSection(), flush_interval=0.05)),
-        store_path=tmp_path / "frontier.sqlite3",
+        store_path=store_path,
         out_dir=tmp_path,
         guard=Guard(policy, StaticResolver({host: ["127.0.0.1"] for host in HOSTS})),
         address_allowed=lambda address: policy.check(address).allowed,
         seeds=seeds,
-        duration=0.5,
+        duration=duration,
         origins=OriginInference(dns),
-        store=SeedingWaitsForDns(tmp_path / "frontier.sqlite3", dns),
+        store=store,
     )
-    await engine.run()
+
+
+async def test_origin_inference_starts_before_the_store_is_seeded(tmp_path: Path) -> None:
+    dns = RecordingDns()
+    path = tmp_path / "frontier.sqlite3"
+    await _engine(tmp_path, dns, path, duration=0.5, store=SeedingWaitsForDns(path, dns)).run()
     # Each host looked up once: the early inference is not repeated once the store is open.
     assert sorted(dns.hosts) == sorted(HOSTS)
 
@@ -82,21 +93,6 @@ class FrozenWhenAsked(RecordingDns):
         if self.frozen_at_first_question is None:
             self.frozen_at_first_question = gc.get_freeze_count()
         return await super().lookup(host)
-
-
-def _engine(tmp_path: Path, dns: RecordingDns, store_path: Path) -> Engine:
-    policy = AddressPolicy(allow=["127.0.0.1/32"])
-    seeds, _ = read_seeds([f"http://{host}:9/" for host in HOSTS])
-    return Engine(
-        Config(crawl=replace(CrawlSection(), flush_interval=0.05)),
-        store_path=store_path,
-        out_dir=tmp_path,
-        guard=Guard(policy, StaticResolver({host: ["127.0.0.1"] for host in HOSTS})),
-        address_allowed=lambda address: policy.check(address).allowed,
-        seeds=seeds,
-        duration=0.3,
-        origins=OriginInference(dns),
-    )
 
 
 async def test_the_collectors_start_pause_comes_before_any_dns_question(tmp_path: Path) -> None:

@@ -142,9 +142,10 @@ class LiveOrigins:
             self._go_on(lane)
 
     async def _look_up(self, lane: SiteLane) -> None:
+        """``lane``'s origin where inference has none for it; started (by ``_go_on``) only
+        once inference is done."""
         inference = self.inference
         if inference is not None:
-            await self.ready.wait()
             if inference.failed(lane.host):
                 await self._retry(lane.host)
             inferred = inference.origin_of(lane.host)
