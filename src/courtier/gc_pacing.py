@@ -19,6 +19,13 @@ Rules:
   middle of the crawl), take nothing. What this keeps alive is cyclic garbage made of
   objects that were still in use at a young collection: measured at 2,000 sites, 31
   objects in 30 s (docs/benchmarks.md, session 10), freed at the next full collection.
+- Young collections are left to the allocation count, though it counts deaths of frozen
+  objects against births: while frozen objects die (a batch written, a page's links handed
+  on) young ones pile up, and at 2,000 sites a young collection came every ~10 s and took
+  40-76 ms. Collecting the youngest generation on a 0.1 s timer bounded them at 17 ms but
+  took four times the collector's CPU (objects scanned alive that would have died unscanned:
+  28 against 5-8 ms a second), and the loop's p99 lag stayed as it was (docs/benchmarks.md,
+  session 14).
 - Every ``full_every`` seconds the frozen objects are thawed, the whole heap is collected
   (cycles that formed among frozen objects are reclaimed here, so nothing leaks for longer
   than that) and what survives is frozen again: one long pause per period, not dozens.

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Final, NamedTuple
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
@@ -128,7 +128,33 @@ def _rebuild_page(
     return page
 
 
-_LINK_SELECTOR = "a[href], area[href]"
+_SELECTOR: Final = "title, base[href], meta[name][content], a[href], area[href], img[src]"
+"""Everything ``parse_page`` reads of a tree, in one query: each query walks the whole tree
+(and compiles its selector), so five of them cost a 6 KB page 79 us against 17 us."""
+_ANCHOR_TAGS: Final = frozenset({"a", "area"})
+
+
+def _select(
+    tree: LexborHTMLParser,
+) -> tuple[
+    list[LexborNode], list[LexborNode], list[LexborNode], list[LexborNode], list[LexborNode]
+]:
+    """The nodes of ``_SELECTOR`` in document order, by kind: titles, bases, metas, anchors
+    (``a``, ``area``) and images."""
+    titles: list[LexborNode] = []
+    bases: list[LexborNode] = []
+    metas: list[LexborNode] = []
+    anchors: list[LexborNode] = []
+    images: list[LexborNode] = []
+    by_tag = {"title": titles, "base": bases, "meta": metas, "img": images}
+    for node in tree.css(_SELECTOR):
+        tag = node.tag
+        kind = anchors if tag in _ANCHOR_TAGS else by_tag.get(tag or "")
+        if kind is not None:
+            kind.append(node)
+    return titles, bases, metas, anchors, images
+
+
 _MAX_REFERENCES = 5000
 _MAX_SITEMAP_LINKS = 50_000  # the sitemaps protocol's own limit per file
 
@@ -148,25 +174,24 @@ def parse_page(
     except (ValueError, TypeError):  # selectolax raises on undecodable or absurd input
         page.fingerprint = unparsed_fingerprint(body)
         return page
-    title = tree.css_first("title")
-    if title is not None:
-        page.title = title.text(strip=True)[:500] or None
+    titles, bases, metas, anchors, images = _select(tree)
+    if titles:
+        page.title = titles[0].text(strip=True)[:500] or None
     base = base_url
-    base_node = tree.css_first("base[href]")
-    if base_node is not None:
-        href = base_node.attributes.get("href")
+    if bases:
+        href = bases[0].attributes.get("href")
         if href:
             try:
                 base = parse_url(encode_query(href.strip(), encoding), base_url).fetch_url
             except UrlError:
                 page.bad_links += 1
-    for node in tree.css("meta[name][content]"):
+    for node in metas:
         if meta_applies(node.attributes.get("name") or "", token):
             page.robots |= directives(node.attributes.get("content") or "")
     keys = _BaseKeys(base)
     resolved: dict[str, Link | None] = {}
     seen: set[str] = set()
-    for node in tree.css(_LINK_SELECTOR)[:_MAX_REFERENCES]:
+    for node in anchors[:_MAX_REFERENCES]:
         attributes = node.attributes
         href = attributes.get("href")
         if href:
@@ -175,7 +200,7 @@ def parse_page(
             rel = attributes.get("rel")
             if link is not None and rel and "nofollow" in rel.lower().split():
                 page.nofollow.add(link.canonical)
-    for node in tree.css("img[src]")[:_MAX_REFERENCES]:
+    for node in images[:_MAX_REFERENCES]:
         src = node.attributes.get("src")
         if src:
             _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
