@@ -315,6 +315,7 @@ class Engine:
             sink=self.sink,
             stats=stats,
         )
+        self.site_lanes.hungry = self.feeder.hurry
 
     async def _take_over(self) -> None:
         """What the last run left: robots.txt answers, and clocks rebuilt after a crash; a

@@ -6,7 +6,10 @@ Rules:
   worker no longer holds (its shard went meanwhile) go straight back.
 - Every ``crawl.flush_interval`` seconds, outcomes and discoveries are written in one
   transaction and the document sink is flushed; a site that had run dry and just received
-  new URLs is refilled at once.
+  new URLs is refilled at once. A page that gave new URLs to a site with nothing to fetch
+  and nothing due in the store (a seed site after its home page, above all) brings the
+  flush forward, to ``HURRY_GAP`` after the last one: the site's next request no longer
+  waits up to a whole interval for its links to reach the store.
 - Every ``crawl.due_recheck`` seconds, sites whose store had nothing due look again: refresh
   work falls due with time, and ``courtier recrawl`` (fastlane) adds work from outside.
 """
@@ -14,6 +17,8 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Final
 
 from courtier.config import Config
 from courtier.pipeline.discovery import Discovery
@@ -23,6 +28,9 @@ from courtier.pipeline.scheduler import Scheduler
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.sinks.documents import Sink
+
+HURRY_GAP: Final = 0.1
+"""The soonest a flush follows the last one when a site waits for what a page found."""
 
 
 class Feeder:
@@ -46,6 +54,7 @@ class Feeder:
         self.discovery = discovery
         self.sink = sink
         self.stats = stats
+        self._hurried = asyncio.Event()
 
     async def refill_loop(self) -> None:
         while True:
@@ -72,10 +81,23 @@ class Feeder:
                 if lane.store_empty:
                     self.site_lanes.look_again(lane)
 
+    def hurry(self) -> None:
+        """A site waits for URLs a page just found: flush within ``HURRY_GAP``."""
+        self._hurried.set()
+
     async def flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        interval = self.config.crawl.flush_interval
+        last = loop.time()
         while True:
-            await asyncio.sleep(self.config.crawl.flush_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurried.wait(), last + interval - loop.time())
+            # Hurried or not, never sooner than HURRY_GAP after the last flush: the pages
+            # parsed meanwhile share one transaction.
+            await asyncio.sleep(last + min(HURRY_GAP, interval) - loop.time())
+            self._hurried.clear()
             await self.flush()
+            last = loop.time()
 
     async def flush(self) -> None:
         written, fed = await self.frontier.flush(self.discovery.drain)

@@ -84,6 +84,9 @@ class SiteLanes(LaneKindBase):
         self.arm = arm
         self.lookup_origin = lookup_origin
         self.observe_home = observe_home
+        self.hungry: Callable[[], None] = lambda: None
+        """Called when a site with nothing to fetch found new URLs of its own (the engine
+        makes it ``Feeder.hurry``)."""
         self.stopping = False
         config = self.config
         self.costs: CostModel = config.costs.model()
@@ -378,7 +381,10 @@ class SiteLanes(LaneKindBase):
                     page, encoded = both
             if page is not None:
                 self.stats.encodings[page.encoding] += 1
+                found = lane.discovered
                 self.discovery.page(lane, item, page)
+                if lane.discovered > found and not lane.queue and lane.store_empty:
+                    self.hungry()  # the site waits for what this page found: write it soon
                 if target_of(item.fetch_url) == "/":
                     self.observe_home(lane, answer)
             return page, encoded, error
