@@ -25,6 +25,7 @@ the loop computing them itself (as it did before).
     PYTHONPATH=src python bench/bench_parse.py --repeat 50 --json
     PYTHONPATH=src python bench/bench_parse.py --phases     # where the time of a 100 KB page goes
     PYTHONPATH=src python bench/bench_parse.py --loop       # loop-side cost per link
+    PYTHONPATH=src python bench/bench_parse.py --stages     # a worker's job on simulated pages
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from courtier.pipeline.parse import canonical_link, parse_page
 
@@ -282,6 +284,102 @@ def _phases(body: bytes, repeat: int) -> None:
     print(f"{'parse_page, same page again':28} {timed(lambda: parse_page(body, _BASE)):8.3f}")
 
 
+def _simweb_pages(sites: int) -> list[tuple[str, bytes]]:
+    """Home, item and listing pages of the first ``sites`` seed sites of the 2,000-site
+    world ``bench_rebook.py --sites 2000 --page-bytes 6000`` crawls, as its server renders
+    them (nothing is served: the renderer is called directly)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _crawlbench import world_params
+    from courtier.simweb.network import Network
+    from courtier.simweb.pages import PageRenderer
+    from courtier.simweb.world import build_world
+
+    world = build_world(world_params("demo", 2000, 6000, 1))
+    renderer = PageRenderer(world, Network(182, 8080))
+    pages = []
+    for n, host in enumerate(list(world.seed_hosts)[:sites]):
+        site = world.sites[host]
+        for path in ("/", f"/item/{n % 40}", f"/list/{n % 5}"):
+            page = renderer.render(site, path, "")
+            if page.status == 200:
+                pages.append((f"http://{host}{path}", page.body))
+    return pages
+
+
+def _stages(repeat: int) -> None:
+    """A parse worker's job on the simulated web's 6 KB pages, stage by stage: best of
+    ``repeat`` passes over all pages, microseconds a page (the link cache warm, as in a
+    worker that has seen the sites' navigation)."""
+    import pickle
+
+    from selectolax.lexbor import LexborHTMLParser
+
+    from courtier.frontier.fingerprint import normalise_text, tree_fingerprint
+    from courtier.pipeline.decode import decode
+    from courtier.pipeline.reading import ReadContext, read_and_capture
+    from courtier.sinks.redact import DEFAULT_POLICY, redact, region_of
+    from courtier.sinks.warc import Capture, encode_capture
+
+    pages = _simweb_pages(150)
+    context = ReadContext("text/html; charset=utf-8", "courtier", (), DEFAULT_POLICY, "a.test")
+    headers = (("Content-Type", "text/html; charset=utf-8"), ("Server", "simweb"))
+    sent = (("User-Agent", "courtier"), ("Accept-Encoding", "gzip, deflate, br"))
+
+    def capture(url: str, body: bytes) -> Capture:
+        return Capture(url, 1.8e9, 200, headers, body, sent)
+
+    texts = [decode(body, context.content_type).text for _, body in pages]
+    region = region_of("a.test", DEFAULT_POLICY.region)
+    answers = [
+        pickle.dumps(("ok", read_and_capture(b, u, context, capture(u, b), 3), None))
+        for u, b in pages
+    ]
+
+    results = [pickle.loads(answer) for answer in answers]
+
+    def each(fn: Callable[[int, str, bytes], object]) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.process_time()
+            for i, (url, body) in enumerate(pages):
+                fn(i, url, body)
+            best = min(best, time.process_time() - started)
+        return best / len(pages) * 1e6
+
+    def each_tree(fn: Callable[[LexborHTMLParser], object]) -> float:
+        best = float("inf")
+        for _ in range(repeat):  # fresh trees each pass: the fingerprint removes nodes
+            trees = [LexborHTMLParser(body) for _, body in pages]
+            started = time.process_time()
+            for tree in trees:
+                fn(tree)
+            best = min(best, time.process_time() - started)
+        return best / len(pages) * 1e6
+
+    def job(i: int, url: str, body: bytes) -> object:
+        return read_and_capture(body, url, context, capture(url, body), 3)
+
+    def text_of(tree: LexborHTMLParser) -> object:
+        body = tree.body
+        return normalise_text(body.text(separator=" ") if body is not None else "")
+
+    rows = [
+        ("read_and_capture (the job)", each(job)),
+        ("  redact", each(lambda i, u, b: redact(texts[i], DEFAULT_POLICY, region))),
+        ("  parse_page", each(lambda i, u, b: parse_page(b, u))),
+        ("    lexbor parse", each(lambda i, u, b: LexborHTMLParser(b))),
+        ("    fingerprint (parsed tree)", each_tree(tree_fingerprint)),
+        ("      normalise_text", each_tree(text_of)),
+        ("  encode_capture", each(lambda i, u, b: encode_capture(capture(u, b)))),
+        ("  pickle the answer", each(lambda i, u, b: pickle.dumps(results[i]))),
+        ("unpickle the answer (crawl)", each(lambda i, u, b: pickle.loads(answers[i]))),
+    ]
+    print(f"{len(pages)} pages, {sum(len(b) for _, b in pages) / len(pages):.0f} bytes on average")
+    print(f"{'stage':32} {'us/page':>8}")
+    for name, micros in rows:
+        print(f"{name:32} {micros:8.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30, help="runs per small page")
@@ -289,7 +387,13 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true", help="phase breakdown, 100 KB page")
     parser.add_argument("--no-large", action="store_true", help="skip the 20 MB pages")
     parser.add_argument("--loop", action="store_true", help="event-loop cost per link")
+    parser.add_argument(
+        "--stages", action="store_true", help="a worker's job stage by stage, simulated pages"
+    )
     args = parser.parse_args()
+    if args.stages:
+        _stages(max(3, args.repeat // 6))
+        return
     if args.phases:
         _phases(ordinary_page(100_000), args.repeat)
         return
