@@ -67,6 +67,30 @@ def test_base_href_and_an_unparseable_base() -> None:
     assert [link.canonical for link in page.links] == ["https://shop.example/garden/y"]
 
 
+def test_what_one_query_finds_is_read_as_the_page_orders_it() -> None:
+    """Title, base, robots meta, links and images come from one selector query: the first
+    title and the first ``<base href>`` win wherever they are (a late base applies to the
+    links before it, as in a browser), links and images keep document order apart."""
+    page = parse_page(
+        b'<a href="a1">1</a><img src="i1"><area href="a2"><title> First </title>'
+        b'<base href="https://cdn.example/x/"><img src="i2"><a href="a3" rel="NoFollow">3</a>'
+        b'<base href="https://other.example/"><title>Second</title>'
+        b'<meta name="robots" content="noindex"><svg><a href="a4">4</a></svg>',
+        BASE,
+        token="courtier",
+    )
+    assert page.title == "First"
+    assert [link.canonical for link in page.links] == [
+        f"https://cdn.example/x/{name}" for name in ("a1", "a2", "a3", "a4")
+    ]
+    assert [image.canonical for image in page.images] == [
+        "https://cdn.example/x/i1",
+        "https://cdn.example/x/i2",
+    ]
+    assert page.nofollow == {"https://cdn.example/x/a3"}
+    assert "noindex" in page.robots
+
+
 def test_a_repeated_bad_reference_counts_each_time() -> None:
     page = parse_page(b'<a href="http://[x">1</a><a href="http://[x">2</a>', BASE)
     assert page.bad_links == 2 and page.links == []
