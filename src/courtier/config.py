@@ -418,8 +418,9 @@ class WarcSection:
     it holds this many (compressed) bytes."""
     prefix: str = "courtier"
     """File names: PREFIX-TIMESTAMP-SERIAL-PID.warc.gz."""
-    compression_level: int = 3
-    """gzip level of each record (1 fastest .. 9 smallest; warcio's own writer uses 9)."""
+    compression_level: int = 2
+    """gzip level of each record: 1-3 are ISA-L's igzip levels (fast), 4-9 zlib's (9
+    smallest; warcio's own writer uses 9)."""
 
 
 @dataclass(frozen=True, slots=True)

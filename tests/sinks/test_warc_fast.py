@@ -1,5 +1,6 @@
-"""Compressing each record with a window sized to it gives the very same gzip member; WARC
-dates as WARC 1.1 writes them."""
+"""Compressing each record with a window sized to it gives the very same gzip member; every
+level (igzip's and zlib's) gives one whole gzip member that any reader inflates; WARC dates as
+WARC 1.1 writes them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.sinks.warc import warc_date, window_bits
+from courtier.sinks.warc import FAST_LEVELS, compress_member, warc_date, window_bits
 
 
 @pytest.mark.parametrize("level", [1, 3, 6])
@@ -25,6 +26,22 @@ def test_a_window_sized_to_the_record_compresses_to_the_same_bytes(level):
         expected = whole.compress(data) + whole.flush()
         assert sized.compress(data) + sized.flush() == expected, size
         assert zlib.decompress(expected, zlib.MAX_WBITS | 16) == data
+
+
+@given(st.binary(max_size=70_000) | st.text(max_size=20_000).map(str.encode), st.integers(1, 9))
+def test_every_level_gives_one_whole_gzip_member(data, level):
+    member = compress_member(data, level)
+    reader = zlib.decompressobj(zlib.MAX_WBITS | 16)  # Python's zlib: what warcio reads with
+    assert reader.decompress(member) == data
+    assert reader.eof and reader.unused_data == b""
+
+
+def test_the_fast_levels_are_not_zlibs():
+    page = b"".join(b"<p>%d lorem ipsum</p>" % i for i in range(3000))
+    for level in FAST_LEVELS:
+        zlibs = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        assert compress_member(page, level) != zlibs.compress(page) + zlibs.flush()
+    assert compress_member(page, 6) == zlib.compress(page, 6, zlib.MAX_WBITS | 16)
 
 
 def test_window_bits_stay_within_zlibs_range():
