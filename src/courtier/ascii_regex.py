@@ -3,10 +3,12 @@
 ``re`` looks a Unicode class (``\\d``, ``\\s``, the word characters behind ``\\b``) up in the
 Unicode tables at every position it tries, and a character class holding one is not turned
 into the bitmap its fast scan for a first character uses. On 6 KB pages the phone-number
-candidates were found 2.7 times faster with ``\\d`` spelled ``0-9``, and the volatile tokens of
-the content fingerprint 1.5 times faster under ``re.ASCII`` (docs/benchmarks.md, session 11).
-A twin finds exactly what its pattern finds, but only on the texts it is made for, so a caller
-checks first (``digits_all_ascii``, ``str.isascii``) and keeps the pattern for the rest.
+candidates were found 2.7 times faster with ``\\d`` spelled ``0-9`` (docs/benchmarks.md,
+session 11). A twin finds exactly what its pattern finds, but only on the texts it is made for,
+so a caller checks first (``digits_all_ascii``, ``str.isascii``) and keeps the pattern for the
+rest. ``ascii_spelled`` spells a pattern for another engine reading ASCII text: the content
+fingerprint's volatile tokens are found by RE2 on an ASCII stand-in of the page's text
+(``courtier.frontier.fingerprint``).
 """
 
 from __future__ import annotations
@@ -32,13 +34,11 @@ def digits_twin(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(_spelled(pattern, _ASCII_DIGITS), flags)
 
 
-def ascii_twin(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """``pattern`` under ``re.ASCII``, ``\\s`` spelled as Unicode's: the same matches on any
-    ASCII text (``str.isascii``). ``flags`` must not hold ``re.IGNORECASE``: Unicode folds
-    two non-ASCII letters onto ASCII ones (``ı``, ``ſ``)."""
-    if flags & re.IGNORECASE:
-        raise ValueError("an ASCII twin cannot ignore case")
-    return re.compile(_spelled(pattern, _ASCII_TEXT), flags | re.ASCII)
+def ascii_spelled(pattern: str) -> str:
+    """``pattern`` with ``\\d`` and ``\\s`` spelled as the ASCII characters ``re`` matches
+    with them: for an engine whose ``\\b``, ``\\w``, ``\\d`` and ``\\s`` are ASCII-only
+    (RE2; ``re`` under ``re.ASCII``) to find what ``pattern`` finds on ASCII text."""
+    return _spelled(pattern, {**_ASCII_DIGITS, **_ASCII_TEXT})
 
 
 def digits_all_ascii(text: str) -> bool:

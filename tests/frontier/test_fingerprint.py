@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from courtier.frontier import fingerprint
 from courtier.frontier.fingerprint import (
     content_fingerprint,
     erase_volatile,
@@ -280,11 +281,53 @@ def test_the_document_elements_are_never_dropped() -> None:
 # -- the volatile-token pattern on lower-cased text ----------------------------------------
 
 
-@given(_WORDISH | st.text(max_size=80))
-def test_erasing_on_lower_cased_text_matches_the_ignorecase_pattern(text: str) -> None:
+_MIXED = st.lists(
+    st.sampled_from(
+        [*"0123456789 :/-.,+_adfjmnostwyhrupcegkliz\t\n",
+         "\u0663", "\u0e51", "\xe9", "\xc9", "\xa0", "\u202f", "\u2009", "\u3000", "\xa9",
+         "\u2014", "\xbd", "\xb2", "\x1c", "\x1d", "\x1f", "\u212a", "\u0130", "\u0131",
+         "\u017f", "\u4e2d", "\U0001d7d8", "mon,", "Tue,", "monday", "sat", "nov", "30",
+         "2026", "12:05", " pm", " ago", "a few", "just now", "minutes", " of ", "1,234,567"]
+    ),
+    max_size=40,
+).map("".join)  # fmt: skip
+"""Text in which the characters ``re`` and RE2 could tell apart sit next to volatile tokens:
+non-ASCII digits, letters, spaces (U+202F among them), punctuation, the stand-ins' own
+characters, letters whose lower case is ASCII or longer."""
+
+
+@settings(max_examples=600)
+@given(_WORDISH | _MIXED | st.text(max_size=80))
+def test_erasing_matches_the_ignorecase_pattern(text: str) -> None:
     from courtier.frontier.fingerprint import _VOLATILE
 
     assert erase_volatile(text) == _VOLATILE.sub(" ", text)
+    for share in (10**9, 0):  # non-ASCII text always by ``re``, then always by the stand-in
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fingerprint, "_RE2_SHARE", share)
+            assert erase_volatile(text) == _VOLATILE.sub(" ", text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mon, 30 Nov 2026 06:08:25 +0000",
+        "tue,wed, sun monday",
+        "5\u202f000\u202f000 views, 5\xa0000\xa0000 others, \u0663\u0663:\u0663\u0663",
+        "\xe92026-11-30 2026-11-30\xe9 2026-11-30\u202f06:08 2026-11-30 06:08",
+        "posted 30\x1c november 2026 \u4e2d 5 minutes\u3000ago",
+        "12:05 p.m.\xe9 12:05 p.m.# just\xa0now",
+        "1\x1d234\x1d567 seen, 1\u202f234\u202f567 seen",
+    ],
+)
+def test_characters_re2_reads_differently_are_stood_in_for(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from courtier.frontier.fingerprint import _VOLATILE
+
+    monkeypatch.setattr(fingerprint, "_RE2_SHARE", 0)  # never handed to ``re``
+    assert erase_volatile(text) == _VOLATILE.sub(" ", text)
+    assert erase_volatile(text.upper()) == _VOLATILE.sub(" ", text.upper())
 
 
 @pytest.mark.parametrize(

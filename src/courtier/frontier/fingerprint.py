@@ -31,15 +31,17 @@ lexbor's tree building is quadratic in it, and ``parse_page`` caps it before par
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final
 
+import re2
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from courtier.ascii_regex import ascii_twin
+from courtier.ascii_regex import ascii_spelled
 
 _DROPPED_TAGS: Final = (
     "script, style, noscript, template, iframe, object, embed, svg, canvas, nav, header, "
@@ -92,9 +94,11 @@ _MONTHS: Final = (
 )
 # Full names anywhere; three-letter forms only before a comma ("Mon, 30 Nov"): "sun", "sat"
 # and "wed" are words too.
-_WEEKDAYS: Final = (
-    r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:mon|tue|wed|thu|fri|sat|sun)(?=,))"
-)
+_WEEKDAY_NAMES: Final = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_WEEKDAY_SHORT: Final = r"(?:mon|tue|wed|thu|fri|sat|sun)"
+# Full names anywhere; three-letter forms only before a comma ("Mon, 30 Nov"): "sun", "sat"
+# and "wed" are words too.
+_WEEKDAYS: Final = rf"(?:{_WEEKDAY_NAMES}|{_WEEKDAY_SHORT}(?=,))"
 _ZONES: Final = r"(?:utc|gmt|z|cet|cest|bst|est|edt|cst|cdt|mst|mdt|pst|pdt|ist|jst|aest)"
 # Every alternative starts at a word boundary with a digit or one of these letters, then one of
 # these prefixes (a month, a weekday, "a "/"an "/"one " before a time unit, "just now").
@@ -107,10 +111,13 @@ _VOLATILE_START: Final = (
     r"(?=\d|a(?:pr|ug|n?\s)|dec|f(?:eb|ri)|j(?:an|u[nl]|ust\s)|m(?:a[ry]|on)|nov|o(?:ct|ne\s)"
     r"|s(?:ep|at|un)|t(?:ue|hu)|wed)"
 )
-_VOLATILE: Final = re.compile(
-    _VOLATILE_START
-    + "(?:"
-    + "|".join(
+
+
+_BOUNDARY: Final = r"\b"
+
+
+def _volatile_alternatives(weekdays: str) -> str:
+    return "|".join(
         [
             # 2026-11-30, 2026-11-30T06:08:25.123+00:00, 2026/11/30
             r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
@@ -120,7 +127,7 @@ _VOLATILE: Final = re.compile(
             # 30 November 2026, November 30, 2026, Nov 30
             rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}(?:,?\s+\d{{4}})?",
             rf"\b{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b",
-            rf"\b{_WEEKDAYS}\b",
+            weekdays,
             # 06:08, 6:08:25 pm, 18h05
             rf"\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?(?:\s*{_ZONES})?\b",
             # 5 minutes ago, an hour ago, just now
@@ -131,16 +138,84 @@ _VOLATILE: Final = re.compile(
             r"\b\d{1,3}(?:[,.\u202f ]\d{3}){2,}\b|\b\d{6,}\b",
         ]
     )
-    + ")",
+
+
+_VOLATILE: Final = re.compile(
+    _VOLATILE_START + f"(?:{_volatile_alternatives(rf'{_BOUNDARY}{_WEEKDAYS}{_BOUNDARY}')})",
     re.IGNORECASE,
 )
-# The same pattern without IGNORECASE, run on the lower-cased text (a third faster). Exact when
-# lower-casing keeps every offset and the text has none of the two letters IGNORECASE also
-# matches with an ASCII one ("ı" with "i", "ſ" with "s"); otherwise the text goes to _VOLATILE.
+"""The volatile tokens (rule 3), in any case: what ``erase_volatile`` erases."""
+
+# -- erasing them fast ----------------------------------------------------------------------
+#
+# ``re`` tries the pattern at every position of the text (about 18 ns a character even with
+# the guard above); RE2's automaton scans the text once: on simulated 6 KB pages erasing takes
+# a fifth of the time, on a 100 KB page a third (docs/benchmarks.md, session 15). RE2 is
+# not ``re``, so it runs on a *stand-in* of the lower-cased text in which every character
+# plays the role it plays for ``_VOLATILE``, spelled in ASCII, where RE2's ``\b``, ``\d`` and
+# ``\s`` are exactly ``re``'s:
+# - ASCII characters stand for themselves; a non-ASCII decimal digit (``\d`` in ``re``) for
+#   "0"; another word character for "x" (neither is a letter of any alternative); a space for
+#   "\x1c" (``re``'s ``\s`` holds the separators 0x1c-0x1f), U+202F (a thousands separator
+#   too) for "\x1d"; anything else for "#";
+# - the pattern spells ``\s`` as ``re``'s ASCII spaces, U+202F as "\x1d", and has no
+#   look-ahead: a short weekday takes its comma, which the erasure gives back (no other
+#   alternative can end in one). With no guard it finds the same matches: the guard only
+#   skips positions where nothing matches.
+# Text holding a real "\x1d" (which would pass for U+202F) goes to ``re``, as does text whose
+# lower-casing changes its length or holds "ı" or "ſ" (see ``erase_volatile``).
+
+_NARROW_SPACE_STAND_IN: Final = "\x1d"
+
+
+def _stand_in_pattern() -> str:
+    weekdays = rf"\b(?:{_WEEKDAY_NAMES}\b|{_WEEKDAY_SHORT},)"
+    pattern = ascii_spelled(f"(?:{_volatile_alternatives(weekdays)})")
+    assert pattern.count(r"\u202f") == 1
+    return pattern.replace(r"\u202f", r"\x1d")
+
+
+def _compile_stand_in_pattern() -> re2._Regexp[bytes]:
+    options = re2.Options()
+    options.max_mem = 32 << 20  # room for the DFA: out of it, RE2 falls back to a slower NFA
+    return re2.compile(_stand_in_pattern(), options)
+
+
+_VOLATILE_STAND_IN: Final = _compile_stand_in_pattern()
 _VOLATILE_LOWER: Final = re.compile(_VOLATILE.pattern)
-# And for lower-cased text that is all ASCII, its ASCII twin: the same matches,
-# 1.5 times faster (``courtier.ascii_regex``).
-_VOLATILE_ASCII: Final = ascii_twin(_VOLATILE.pattern)
+"""``_VOLATILE`` for lower-cased text (see ``erase_volatile``), for ``re``."""
+
+
+class _StandIns(dict[int, str]):
+    """Code point -> its stand-in (see above), filled as characters are met."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if char.isdecimal():
+            stand_in = "0"
+        elif char.isalnum() or char == "_":
+            stand_in = "x"
+        elif char == "\u202f":
+            stand_in = _NARROW_SPACE_STAND_IN
+        elif char.isspace():
+            stand_in = "\x1c"
+        else:
+            stand_in = "#"
+        if len(self) < _STAND_IN_CACHE:
+            self[code] = stand_in
+        return stand_in
+
+
+_STAND_IN_CACHE: Final = 65_536
+_stand_ins: Final = _StandIns()
+
+
+def _stand_in_error(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeEncodeError)
+    return error.object[error.start : error.end].translate(_stand_ins), error.end
+
+
+codecs.register_error("courtier-stand-in", _stand_in_error)
 _FOLDS_TO_ASCII: Final = ("\u0131", "\u017f")
 _HAS_ALNUM: Final = re.compile(r"[^\W_]").search
 """An isalnum() character (in ``re``'s Unicode tables, exactly ``str.isalnum``'s)."""
@@ -219,17 +294,43 @@ def normalise_text(text: str) -> str:
 def erase_volatile(text: str) -> str:
     """``text`` with every volatile token (rule 3) replaced by a space."""
     lowered = text.lower()
-    if len(lowered) != len(text) or any(c in text for c in _FOLDS_TO_ASCII):
+    if (
+        len(lowered) != len(text)
+        or any(c in text for c in _FOLDS_TO_ASCII)
+        or _NARROW_SPACE_STAND_IN in text
+    ):
         return _VOLATILE.sub(" ", text)
+    if lowered.isascii():
+        spans = _stand_in_spans(lowered.encode("ascii"))
+    elif (len(lowered.encode("utf-8", "surrogatepass")) - len(lowered)) * _RE2_SHARE > len(text):
+        spans = [match.span() for match in _VOLATILE_LOWER.finditer(lowered)]
+    else:
+        spans = _stand_in_spans(lowered.encode("ascii", "courtier-stand-in"))
     parts: list[str] = []
     done = 0
-    volatile = _VOLATILE_ASCII if lowered.isascii() else _VOLATILE_LOWER
-    for match in volatile.finditer(lowered):
-        start, end = match.span()
+    for start, end in spans:
         parts += (text[done:start], " ")
         done = end
     parts.append(text[done:])
     return "".join(parts)
+
+
+_RE2_SHARE: Final = 32
+"""Text with non-ASCII characters in more than 1/32 of its UTF-8 bytes goes to ``re``: each
+run of them costs a call of the stand-in error handler (~0.7 us), ``re`` ~40 ns a character
+(a Cyrillic page's text: 4.2 ms against 0.8 ms)."""
+_COMMA: Final = ord(",")
+
+
+def _stand_in_spans(stand_in: bytes) -> list[tuple[int, int]]:
+    """Where ``_VOLATILE`` matches in the text ``stand_in`` stands in for."""
+    spans = []
+    for match in _VOLATILE_STAND_IN.finditer(stand_in):
+        start, end = match.span()
+        if stand_in[end - 1] == _COMMA:  # a short weekday took its comma
+            end -= 1
+        spans.append((start, end))
+    return spans
 
 
 def _remove(nodes: Sequence[LexborNode]) -> None:
