@@ -314,6 +314,7 @@ def _stages(repeat: int) -> None:
 
     from selectolax.lexbor import LexborHTMLParser
 
+    from courtier.config import WarcSection
     from courtier.frontier.fingerprint import normalise_text, tree_fingerprint
     from courtier.pipeline.decode import decode
     from courtier.pipeline.reading import ReadContext, read_and_capture
@@ -321,6 +322,7 @@ def _stages(repeat: int) -> None:
     from courtier.sinks.warc import Capture, encode_capture
 
     pages = _simweb_pages(150)
+    level = WarcSection().compression_level  # the crawl's default
     context = ReadContext("text/html; charset=utf-8", "courtier", (), DEFAULT_POLICY, "a.test")
     headers = (("Content-Type", "text/html; charset=utf-8"), ("Server", "simweb"))
     sent = (("User-Agent", "courtier"), ("Accept-Encoding", "gzip, deflate, br"))
@@ -331,7 +333,7 @@ def _stages(repeat: int) -> None:
     texts = [decode(body, context.content_type).text for _, body in pages]
     region = region_of("a.test", DEFAULT_POLICY.region)
     answers = [
-        pickle.dumps(("ok", read_and_capture(b, u, context, capture(u, b), 3), None))
+        pickle.dumps(("ok", read_and_capture(b, u, context, capture(u, b), level), None))
         for u, b in pages
     ]
 
@@ -357,7 +359,7 @@ def _stages(repeat: int) -> None:
         return best / len(pages) * 1e6
 
     def job(i: int, url: str, body: bytes) -> object:
-        return read_and_capture(body, url, context, capture(url, body), 3)
+        return read_and_capture(body, url, context, capture(url, body), level)
 
     def text_of(tree: LexborHTMLParser) -> object:
         body = tree.body
@@ -370,7 +372,7 @@ def _stages(repeat: int) -> None:
         ("    lexbor parse", each(lambda i, u, b: LexborHTMLParser(b))),
         ("    fingerprint (parsed tree)", each_tree(tree_fingerprint)),
         ("      normalise_text", each_tree(text_of)),
-        ("  encode_capture", each(lambda i, u, b: encode_capture(capture(u, b)))),
+        ("  encode_capture", each(lambda i, u, b: encode_capture(capture(u, b), level=level))),
         ("  pickle the answer", each(lambda i, u, b: pickle.dumps(results[i]))),
         ("unpickle the answer (crawl)", each(lambda i, u, b: pickle.loads(answers[i]))),
     ]
