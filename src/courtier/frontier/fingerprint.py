@@ -92,8 +92,6 @@ _MONTHS: Final = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 )
-# Full names anywhere; three-letter forms only before a comma ("Mon, 30 Nov"): "sun", "sat"
-# and "wed" are words too.
 _WEEKDAY_NAMES: Final = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _WEEKDAY_SHORT: Final = r"(?:mon|tue|wed|thu|fri|sat|sun)"
 # Full names anywhere; three-letter forms only before a comma ("Mon, 30 Nov"): "sun", "sat"
@@ -111,9 +109,6 @@ _VOLATILE_START: Final = (
     r"(?=\d|a(?:pr|ug|n?\s)|dec|f(?:eb|ri)|j(?:an|u[nl]|ust\s)|m(?:a[ry]|on)|nov|o(?:ct|ne\s)"
     r"|s(?:ep|at|un)|t(?:ue|hu)|wed)"
 )
-
-
-_BOUNDARY: Final = r"\b"
 
 
 def _volatile_alternatives(weekdays: str) -> str:
@@ -141,7 +136,7 @@ def _volatile_alternatives(weekdays: str) -> str:
 
 
 _VOLATILE: Final = re.compile(
-    _VOLATILE_START + f"(?:{_volatile_alternatives(rf'{_BOUNDARY}{_WEEKDAYS}{_BOUNDARY}')})",
+    _VOLATILE_START + "(?:" + _volatile_alternatives(r"\b" + _WEEKDAYS + r"\b") + ")",
     re.IGNORECASE,
 )
 """The volatile tokens (rule 3), in any case: what ``erase_volatile`` erases."""
@@ -150,18 +145,19 @@ _VOLATILE: Final = re.compile(
 #
 # ``re`` tries the pattern at every position of the text (about 18 ns a character even with
 # the guard above); RE2's automaton scans the text once: on simulated 6 KB pages erasing takes
-# a fifth of the time, on a 100 KB page a third (docs/benchmarks.md, session 15). RE2 is
+# a fifth of the time, on a 100 KB page under half (docs/benchmarks.md, session 15). RE2 is
 # not ``re``, so it runs on a *stand-in* of the lower-cased text in which every character
-# plays the role it plays for ``_VOLATILE``, spelled in ASCII, where RE2's ``\b``, ``\d`` and
-# ``\s`` are exactly ``re``'s:
+# plays the role it plays for ``_VOLATILE``, spelled in ASCII, where RE2's ``\b`` is ``re``'s
+# (ASCII word characters) and the pattern spells ``\d`` and ``\s`` as the characters ``re``
+# matches with them:
 # - ASCII characters stand for themselves; a non-ASCII decimal digit (``\d`` in ``re``) for
-#   "0"; another word character for "x" (neither is a letter of any alternative); a space for
+#   "0"; another word character for "x" (a letter no alternative holds); a space for
 #   "\x1c" (``re``'s ``\s`` holds the separators 0x1c-0x1f), U+202F (a thousands separator
 #   too) for "\x1d"; anything else for "#";
-# - the pattern spells ``\s`` as ``re``'s ASCII spaces, U+202F as "\x1d", and has no
-#   look-ahead: a short weekday takes its comma, which the erasure gives back (no other
-#   alternative can end in one). With no guard it finds the same matches: the guard only
-#   skips positions where nothing matches.
+# - the pattern spells U+202F as "\x1d" and has no look-ahead (RE2 has none): a short
+#   weekday takes its comma, which the erasure gives back (no other alternative can end in
+#   one). With no guard it finds the same matches: the guard only skips positions where
+#   nothing matches.
 # Text holding a real "\x1d" (which would pass for U+202F) goes to ``re``, as does text whose
 # lower-casing changes its length or holds "ı" or "ſ" (see ``erase_volatile``).
 

@@ -174,8 +174,8 @@ def gzip_member(record: Any, level: int) -> bytes:
 
 FAST_LEVELS: Final = range(1, 4)
 """Levels compressed by ISA-L's igzip (``isal``), at its own levels 1-3; 4-9 are zlib's.
-igzip's level 2 gives zlib's level-3 ratio on small pages (4-8 % less on 100 KB ones) for a
-third to a quarter of the CPU (docs/archive.md)."""
+igzip's level 2 gives zlib's level-3 ratio on small pages (1-6 % less on 100 KB ones) for a
+quarter to a sixth of the CPU (docs/archive.md)."""
 _GZIP_WBITS: Final = zlib.MAX_WBITS | 16
 
 
