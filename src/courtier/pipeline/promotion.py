@@ -4,6 +4,8 @@ horizon hosts into the seed, and crawl them from then on (scope, origin, robots.
 Every ``[frontier] rank_every`` seconds, when ``[frontier] promote`` > 0: what the crawl has
 seen is written first (the graph is ranked as seen, not as still buffered), then
 ``graph.cycle.ranking_cycle`` runs on the store thread and each promoted host is admitted.
+The ranking (numpy, scipy) is imported there too, at the first cycle: a crawl that never
+ranks, the default, does not pay for it before its first request.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from courtier.config import Config
-from courtier.graph.cycle import ranking_cycle
-from courtier.graph.pagerank import GraphError
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from courtier.frontier.base import FrontierStore
+    from courtier.graph.promotion import PromotionRound
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -36,11 +41,22 @@ async def rank_loop(
     while True:
         await asyncio.sleep(config.frontier.rank_every)
         await flush()
-        try:
-            cycle, _seen, _n = await frontier.call(ranking_cycle, frontier.store, k, time.time())
-        except GraphError as exc:
-            log.warning("ranking cycle skipped: %s", exc)
+        cycle = await frontier.call(_ranked, frontier.store, k, time.time())
+        if isinstance(cycle, str):
+            log.warning("ranking cycle skipped: %s", cycle)
             continue
         for decision in cycle.promoted:
             admit(decision.host)
             stats.promoted.append((decision.host, decision.score))
+
+
+def _ranked(store: FrontierStore, k: int, now: float) -> PromotionRound | str:
+    """One ranking cycle on the store thread; why it was skipped, for a graph that cannot be
+    ranked."""
+    from courtier.graph.cycle import ranking_cycle
+    from courtier.graph.pagerank import GraphError
+
+    try:
+        return ranking_cycle(store, k, now)[0]
+    except GraphError as exc:
+        return str(exc)
