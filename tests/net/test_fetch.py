@@ -13,11 +13,13 @@ import brotli
 import pytest
 import trustme
 from aiohttp import web
+from yarl import URL
 
 from courtier.config import FetchSection
-from courtier.net.fetch import Fetcher, TimedResolver, type_allowed
+from courtier.net.fetch import Fetcher, TimedResolver, as_sent, type_allowed
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
+from courtier.url import parse_url
 from loopback import serving
 
 BOMB_SIZE = 64 * 1024 * 1024
@@ -120,6 +122,34 @@ async def test_disallowed_content_type_is_not_downloaded(server):
     assert result.body == b""
     assert "content type not allowed" in (result.error or "")
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["/foo%41%7a", "/%2e.bar", "/foo%2zbar", "/a%2fc", "/[61:27]/:foo", "/p?q=%zz&r=%C3%A9"],
+)
+async def test_the_request_target_is_the_crawl_urls_own_not_requoted(reference: str) -> None:
+    # What scope, robots.txt and the dedup judged is what the server is asked for: yarl's
+    # quoting would have sent /fooAz, /..bar, /foo%252zbar, /a%2Fc, /%5B61:27%5D/:foo.
+    # (An empty query, a bare "?", is the one thing yarl cannot hold: it is dropped.)
+    url = parse_url(reference, "http://exact.test/").fetch_url
+    targets: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        targets.append(request.raw_path)
+        return web.Response(text="<html>ok</html>", content_type="text/html")
+
+    async with serving(handler) as port, Fetcher(settings(), lambda address: True) as fetcher:
+        on_port = url.replace("http://exact.test/", f"http://exact.test:{port}/", 1)
+        result = await fetcher.fetch(on_port, "exact.test", ("127.0.0.1",))
+    assert result.status == 200, result.error
+    assert targets == [url.removeprefix("http://exact.test")]
+
+
+def test_a_url_that_is_not_printable_ascii_is_left_to_yarl_to_quote() -> None:
+    assert isinstance(as_sent("http://a.test/x%41"), URL)
+    for url in ("http://a.test/caf\u00e9", "http://a.test/a b", "http://a.test/\x7f"):
+        assert as_sent(url) == url
 
 
 def test_content_type_allow_list_matches_media_types_and_prefixes():
