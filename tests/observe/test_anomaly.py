@@ -52,6 +52,20 @@ def test_steady_sites_with_jitter_raise_nothing():
     assert found == []
 
 
+def test_a_slow_media_edge_is_no_latency_anomaly_of_the_origin_it_serves():
+    # An image service rendering slowly (its misses are charged to the customer's origin)
+    # is the edge being slow, not the origin's servers: the crawl's latency feedback leaves
+    # such answers out of the origin's latency, and so does the detector.
+    d = detector()
+    pages = (event("site.test", T0 + 1.5 * i, latency=0.02 + 0.001 * (i % 3)) for i in range(20))
+    found = feed(d, *pages)
+    for i in range(8):
+        render = event("img.edge.test", T0 + 30 + 1.5 * i, latency=0.25)
+        found += feed(d, replace(render, context=replace(render.context, kind="media")))
+    assert raised(found, "origin") == set()
+    assert raised(found) == set()
+
+
 def test_latency_rising_with_load_is_raised_then_cleared():
     d = detector()
     latencies = [0.02, 0.02, 0.025, 0.08, 0.26, 0.56]

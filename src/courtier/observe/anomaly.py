@@ -26,7 +26,9 @@ Theory of operation:
   ``PRIOR_WEIGHT`` good answers), so a site that is broken from its very first request (an
   outage at start) is judged too; latency has no such prior, its baseline is learnt from
   the first ``LATENCY_WARMUP`` answers. Every answer's latency counts, a 503's too: an
-  overloaded server is often slow to refuse.
+  overloaded server is often slow to refuse. An origin's latency is its own servers': a
+  media answer charged to it (a CDN miss, an image-service render) came from an edge, and
+  counts on the media host only, as in the crawl's latency feedback.
 - Rate: in each window the cost units an origin started are compared with its budget
   (``over-budget``: more than ``budget x window x (1 + anomaly_budget_tolerance)`` plus the
   largest cost of one request, what GCRA allows at a window's edge: a politeness breach),
@@ -207,7 +209,9 @@ class AnomalyDetector:
             self._request((site,), row, found)
         else:
             entity = self._entity(self.origins, "origin", origin, origin)
-            self._request((site, entity), row, found)
+            # A media answer came from an edge or a store, not the origin's servers: its
+            # latency is theirs (as for the crawl's own latency feedback, which skips it).
+            self._request((site, entity), row, found, origin_latency=row.kind != "media")
             found += self._rate(entity, row)
         return found
 
@@ -221,8 +225,16 @@ class AnomalyDetector:
             entity.origin = origin
         return entity
 
-    def _request(self, entities: tuple[Entity, ...], row: RequestRow, found: list[Anomaly]) -> None:
-        """One answer, judged on its site and its origin (the samples are worked out once)."""
+    def _request(
+        self,
+        entities: tuple[Entity, ...],
+        row: RequestRow,
+        found: list[Anomaly],
+        *,
+        origin_latency: bool = True,
+    ) -> None:
+        """One answer, judged on its site and its origin (the samples are worked out once);
+        its latency on the origin only when the origin's servers gave it."""
         status = row.status
         at = row.time
         if status is None:
@@ -248,7 +260,7 @@ class AnomalyDetector:
             anomaly = step(entity, "throttled", entity.throttled, t, at, explicit)
             if anomaly is not None:
                 found.append(anomaly)
-            if x is not None:
+            if x is not None and (origin_latency or entity.scope != "origin"):
                 anomaly = step(entity, "latency", entity.latency, x, at)
                 if anomaly is not None:
                     found.append(anomaly)
