@@ -13,10 +13,9 @@ import brotli
 import pytest
 import trustme
 from aiohttp import web
-from yarl import URL
 
 from courtier.config import FetchSection
-from courtier.net.fetch import Fetcher, TimedResolver, as_sent, type_allowed
+from courtier.net.fetch import Fetcher, TimedResolver, request_target, type_allowed
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.url import parse_url
@@ -126,12 +125,11 @@ async def test_disallowed_content_type_is_not_downloaded(server):
 
 @pytest.mark.parametrize(
     "reference",
-    ["/foo%41%7a", "/%2e.bar", "/foo%2zbar", "/a%2fc", "/[61:27]/:foo", "/p?q=%zz&r=%C3%A9"],
+    ["/foo%41%7a", "/%2e.bar", "/foo%2zbar", "/a%2fc", "/[61:27]/:foo", "/p?q=%zz&r=%C3%A9", "/q?"],
 )
 async def test_the_request_target_is_the_crawl_urls_own_not_requoted(reference: str) -> None:
     # What scope, robots.txt and the dedup judged is what the server is asked for: yarl's
     # quoting would have sent /fooAz, /..bar, /foo%252zbar, /a%2Fc, /%5B61:27%5D/:foo.
-    # (An empty query, a bare "?", is the one thing yarl cannot hold: it is dropped.)
     url = parse_url(reference, "http://exact.test/").fetch_url
     targets: list[str] = []
 
@@ -146,10 +144,38 @@ async def test_the_request_target_is_the_crawl_urls_own_not_requoted(reference: 
     assert targets == [url.removeprefix("http://exact.test")]
 
 
-def test_a_url_that_is_not_printable_ascii_is_left_to_yarl_to_quote() -> None:
-    assert isinstance(as_sent("http://a.test/x%41"), URL)
-    for url in ("http://a.test/caf\u00e9", "http://a.test/a b", "http://a.test/\x7f"):
-        assert as_sent(url) == url
+def test_a_url_that_is_not_printable_ascii_is_quoted_by_yarl() -> None:
+    assert request_target("http://a.test/x%41").target == "/x%41"
+    assert request_target("http://a.test/caf\u00e9").target == "/caf%C3%A9"
+    assert request_target("http://a.test/a b").target == "/a%20b"
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port", "authority", "target"),
+    [
+        ("http://a.test", "a.test", 80, "a.test", "/"),
+        ("https://A.test:8443?q", "a.test", 8443, "A.test:8443", "/?q"),
+        ("http://u:p@a.test/p?", "a.test", 80, "a.test", "/p?"),
+        ("http://[::1]:81/x#frag", "::1", 81, "[::1]:81", "/x"),
+        ("http://[::1]/", "::1", 80, "[::1]", "/"),
+    ],
+)
+def test_the_request_target_of_a_url(url, host, port, authority, target) -> None:
+    parsed = request_target(url)
+    assert (parsed.host, parsed.port, parsed.authority, parsed.target) == (
+        host,
+        port,
+        authority,
+        target,
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://a.test/", "http:///x", "http://a.test:0/", "http://a.test:99999/", "a.test/"]
+)
+def test_a_url_with_no_request_target_is_a_value_error(url: str) -> None:
+    with pytest.raises(ValueError):
+        request_target(url)
 
 
 def test_content_type_allow_list_matches_media_types_and_prefixes():

@@ -2,7 +2,7 @@
 
 Rules:
 - A probe connects only to the addresses the caller checked (pinning through
-  ``courtier.net.fetch.PinnedResolver``), and every socket is checked again against the address
+  ``PinnedResolver``), and every socket is checked again against the address
   policy when it is created: a refused address is never connected to.
 - Politeness applies: probes are ordinary booked requests when a ``book`` function is given
   (the command line books each on the site's and the shared address set's keys, like the
@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
-from courtier.net.fetch import PinnedResolver
 from courtier.origins.header_evidence import (
     HeaderFingerprint,
     ProbeResponse,
@@ -44,6 +44,44 @@ MayFetch = Callable[[str, str], Awaitable[bool]]
 """(host, path) -> may this path be fetched? The crawl passes its robots.txt rules here."""
 BookRequest = Callable[[str, tuple[str, ...], str], Awaitable[None]]
 """(host, its addresses, path) -> returns when the request may start (a booked slot)."""
+
+
+class PinnedResolver(AbstractResolver):
+    """Answers only with addresses pinned for a host by the guard."""
+
+    def __init__(self) -> None:
+        self._pins: dict[str, tuple[str, ...]] = {}
+
+    def pin(self, host: str, addresses: tuple[str, ...]) -> None:
+        self._pins[host] = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_UNSPEC
+    ) -> list[ResolveResult]:
+        addresses = self._pins.get(host)
+        if not addresses:
+            raise OSError(f"no checked address is pinned for {host!r}")
+        results: list[ResolveResult] = []
+        for address in addresses:
+            af = socket.AF_INET6 if ":" in address else socket.AF_INET
+            if family not in (socket.AF_UNSPEC, af):
+                continue
+            results.append(
+                ResolveResult(
+                    hostname=host,
+                    host=address,
+                    port=port,
+                    family=af,
+                    proto=0,
+                    flags=socket.AI_NUMERICHOST,
+                )
+            )
+        if not results:
+            raise OSError(f"no pinned address of the requested family for {host!r}")
+        return results
+
+    async def close(self) -> None:
+        self._pins.clear()
 
 
 def random_missing_path() -> str:

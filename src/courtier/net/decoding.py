@@ -1,0 +1,88 @@
+"""Content-Encoding decoders that never give more than they are asked for.
+
+Rules:
+- ``gzip`` (and ``x-gzip``), ``deflate`` and ``br`` are decoded: the ones the fetcher's
+  ``Accept-Encoding`` names. ``deflate`` is zlib-wrapped by the standard, raw in the wild:
+  the first bytes tell which. Any other coding (or none) passes through as it came.
+- ``decode(data, most)`` returns at most ``most`` bytes plus what one step of the
+  decompressor overshoots, so a compression bomb is cut where the body limit stands, before
+  it fills memory; the caller stops reading at the limit and never asks again.
+- A corrupt stream raises ``DecodingError`` (a ``ValueError``): the fetch ends in an error.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Protocol
+
+import brotli
+
+
+class DecodingError(ValueError):
+    """The body is not in the coding its Content-Encoding names."""
+
+
+class Decoder(Protocol):
+    def decode(self, data: bytes, most: int) -> bytes: ...
+
+
+class _Identity:
+    __slots__ = ()
+
+    def decode(self, data: bytes, most: int) -> bytes:
+        return data
+
+
+class _Zlib:
+    __slots__ = ("_decompressor", "_gzip", "_start")
+
+    def __init__(self, gzip: bool) -> None:
+        self._gzip = gzip
+        self._start = b""
+        self._decompressor: zlib._Decompress | None = (
+            zlib.decompressobj(16 + zlib.MAX_WBITS) if gzip else None
+        )
+
+    def decode(self, data: bytes, most: int) -> bytes:
+        decompressor = self._decompressor
+        if decompressor is None:  # deflate: wrapped or raw, seen in its first two bytes
+            data = self._start + data
+            if len(data) < 2:
+                self._start = data
+                return b""
+            wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            decompressor = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+            self._decompressor = decompressor
+        try:
+            return decompressor.decompress(data, max(1, most))
+        except zlib.error as exc:
+            name = "gzip" if self._gzip else "deflate"
+            raise DecodingError(f"the {name} body is corrupt: {exc}") from None
+
+
+class _Brotli:
+    __slots__ = ("_decompressor",)
+
+    def __init__(self) -> None:
+        self._decompressor = brotli.Decompressor()
+
+    def decode(self, data: bytes, most: int) -> bytes:
+        try:
+            return bytes(self._decompressor.process(data, output_buffer_limit=max(1, most)))
+        except brotli.error as exc:
+            raise DecodingError(f"the br body is corrupt: {exc}") from None
+
+
+IDENTITY = _Identity()
+
+
+def decoder_for(content_encoding: str) -> Decoder:
+    """The decoder of a Content-Encoding header value (identity for what we do not decode)."""
+    coding = content_encoding.strip().lower()
+    if coding in ("gzip", "x-gzip"):
+        return _Zlib(gzip=True)
+    if coding == "deflate":
+        return _Zlib(gzip=False)
+    if coding == "br":
+        return _Brotli()
+    return IDENTITY

@@ -1,0 +1,108 @@
+"""Kept-alive connections waiting for their next request.
+
+Rules:
+- A connection is kept under (scheme, host, port): the name its TLS was verified for and its
+  ``Host`` header, so one host's connection never carries another's request.
+- It is taken again only for an address the guard approved for this request: when a host's
+  addresses change (a new DNS answer), connections to the old ones are not used.
+- The newest idle connection is taken first (the one least likely to have been closed by its
+  server); one idle longer than ``idle_timeout`` is closed, by ``take`` or by ``sweep``
+  (which the owner runs every few seconds); at most ``per_key`` wait per key.
+- A connection its server closed while it waited (``lost``) is dropped on the way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+IDLE_TIMEOUT = 15.0
+"""Seconds an idle connection is kept (aiohttp's default; servers commonly keep 5-75 s)."""
+PER_KEY = 16
+"""Idle connections kept per (scheme, host, port): a site has a handful of requests in flight."""
+
+PoolKey = tuple[str, str, int]
+
+
+class Pooled(Protocol):
+    address: str
+    idle_since: float
+
+    @property
+    def lost(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Pooled)
+
+
+class ConnectionPool(Generic[C]):
+    def __init__(
+        self,
+        idle_timeout: float = IDLE_TIMEOUT,
+        per_key: int = PER_KEY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.idle_timeout = idle_timeout
+        self.per_key = per_key
+        self._clock = clock
+        self._idle: dict[PoolKey, list[C]] = {}
+
+    def take(self, key: PoolKey, addresses: tuple[str, ...]) -> C | None:
+        """An idle connection of ``key`` to one of ``addresses``, or None."""
+        idle = self._idle.get(key)
+        if not idle:
+            return None
+        oldest = self._clock() - self.idle_timeout
+        while idle:
+            connection = idle.pop()
+            if connection.lost or connection.idle_since < oldest:
+                connection.close()
+            elif connection.address in addresses:
+                if not idle:
+                    del self._idle[key]
+                return connection
+            else:
+                connection.close()  # the host's addresses changed
+        del self._idle[key]
+        return None
+
+    def give(self, key: PoolKey, connection: C) -> None:
+        """Keep ``connection`` (its last response was read whole and kept alive)."""
+        connection.idle_since = self._clock()
+        idle = self._idle.get(key)
+        if idle is None:
+            self._idle[key] = [connection]
+            return
+        idle.append(connection)
+        if len(idle) > self.per_key:
+            idle.pop(0).close()
+
+    def sweep(self) -> int:
+        """Close every connection idle too long or lost; the number closed."""
+        oldest = self._clock() - self.idle_timeout
+        closed = 0
+        for key in list(self._idle):
+            idle = self._idle[key]
+            kept = [c for c in idle if not c.lost and c.idle_since >= oldest]
+            if len(kept) < len(idle):
+                for connection in idle:
+                    if connection.lost or connection.idle_since < oldest:
+                        connection.close()
+                        closed += 1
+                if kept:
+                    self._idle[key] = kept
+                else:
+                    del self._idle[key]
+        return closed
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.close()
+        self._idle.clear()
+
+    def __len__(self) -> int:
+        return sum(len(idle) for idle in self._idle.values())

@@ -1,0 +1,75 @@
+"""A body as it arrives: decoded in pieces of any size, cut exactly at the limit."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import zlib
+from collections.abc import Callable
+
+import brotli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from courtier.net.body import BodySink
+from courtier.net.decoding import DecodingError, decoder_for
+
+CODINGS: dict[str, Callable[[bytes], bytes]] = {
+    "": lambda data: data,
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "raw-deflate": lambda data: zlib.compress(data)[2:-4],
+    "br": brotli.compress,
+}
+
+
+def pieces(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    return [data[a:b] for a, b in itertools.pairwise(points)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    page=st.binary(max_size=4000) | st.builds(lambda n: b"ab" * n, st.integers(0, 20000)),
+    coding=st.sampled_from(sorted(CODINGS)),
+    cuts=st.lists(st.integers(0, 10**6), max_size=8),
+    limit=st.integers(0, 50000),
+)
+def test_any_body_in_any_pieces_is_decoded_and_cut_at_the_limit(page, coding, cuts, limit):
+    wire = CODINGS[coding](page)
+    sink = BodySink(limit)
+    sink.decoder = decoder_for("deflate" if coding == "raw-deflate" else coding)
+    for piece in pieces(wire, cuts):
+        if not sink.add(piece):
+            break
+    body, spooled = sink.finish()
+    assert spooled is None
+    assert body == page[:limit]
+    assert sink.truncated == (len(page) > limit)
+
+
+def test_a_bomb_is_never_decoded_much_past_the_limit():
+    bomb = brotli.compress(b"\0" * (256 * 1024 * 1024))
+    sink = BodySink(1000)
+    sink.decoder = decoder_for("br")
+    assert not sink.add(bomb)
+    assert sink.truncated and sink.finish()[0] == b"\0" * 1000
+
+
+def test_an_unknown_coding_passes_through():
+    sink = BodySink(100)
+    sink.decoder = decoder_for("compress")
+    assert sink.add(b"as it came")
+    assert sink.finish() == (b"as it came", None)
+
+
+def test_a_corrupt_stream_is_a_decoding_error():
+    for coding in ("gzip", "deflate", "br"):
+        sink = BodySink(100)
+        sink.decoder = decoder_for(coding)
+        try:
+            sink.add(b"\xff" * 64)
+        except DecodingError as exc:
+            assert coding in str(exc)
+        else:
+            raise AssertionError(f"{coding}: no error")
