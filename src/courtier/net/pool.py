@@ -19,8 +19,10 @@ from typing import Generic, Protocol, TypeVar
 
 IDLE_TIMEOUT = 15.0
 """Seconds an idle connection is kept (aiohttp's default; servers commonly keep 5-75 s)."""
-PER_KEY = 16
-"""Idle connections kept per (scheme, host, port): a site has a handful of requests in flight."""
+PER_KEY = 256
+"""Idle connections kept per (scheme, host, port). Not what bounds them (each was in use less
+than ``idle_timeout`` ago, and a key only opens one when none waits): a cap on a busy host
+(a CDN edge with many requests in flight) that closes what it will need again."""
 
 PoolKey = tuple[str, str, int]
 
