@@ -77,12 +77,13 @@ class CrawlSection:
     milliseconds instead of one long turn of the event loop. At 2,000 sites on 2 cores
     (~800 requests/s) only the start meets it; raise it for a machine that books more."""
     start_burst: int = 100
-    first_contact_rate: float = 500.0
+    first_contact_rate: float = 1000.0
     """Bookings a second of lanes that have never started a request (``first_contact_burst``
     at once; 0: no limit): a host's first request costs the loop several times a later one
     (DNS, a new connection, robots.txt, origin probes), so 2,000 seeds' first requests are
-    spread over 4 s, not crowded into the loop's first turns (lag p99 157-161 -> 60 ms at
-    2,000 sites on 2 cores, docs/benchmarks.md, session 12). Once no first contact waits,
+    spread over 2 s, not crowded into the loop's first turns (lag p99 157-161 -> 60 ms at
+    2,000 sites on 2 cores, docs/benchmarks.md, session 12; 500 -> 1000 once our own HTTP
+    client made a first contact cheaper: utilisation +0.02-0.035, session 17). Once no first contact waits,
     lanes meet only ``start_rate``: the crawl's steady pace is not capped by it (during the
     start, lanes wait in one line, first contacts and later requests alike)."""
     first_contact_burst: int = 10
