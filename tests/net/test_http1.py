@@ -397,3 +397,23 @@ async def test_connections_in_use_are_closed_with_the_fetcher():
             await asyncio.sleep(0.2)
         result = await asyncio.wait_for(task, 2.0)
     assert result.status is None and result.error
+
+
+async def test_a_cancelled_fetch_hangs_up_at_once():
+    hung_up = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        await reader.read()  # b"" once the client closes
+        hung_up.set()
+
+    async with (
+        raw_server(silent) as port,
+        Fetcher(settings(read_timeout=30.0), lambda a: True) as f,
+    ):
+        task = asyncio.create_task(f.fetch(f"http://c.test:{port}/", "c.test", ("127.0.0.1",)))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(hung_up.wait(), 2.0)  # not left open until the fetcher closes

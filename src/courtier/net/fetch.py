@@ -376,6 +376,12 @@ class Fetcher:
                     reused=connect is None,
                 ),
             )
+        except asyncio.CancelledError:
+            sink.abort()
+            if connection is not None:  # mid-request: its answer is no longer wanted
+                self._open.discard(connection)
+                connection.close()
+            raise
         except (OSError, ValueError) as exc:  # TimeoutError, ssl.SSLError are OSErrors
             sink.abort()
             if connection is not None:
@@ -436,20 +442,23 @@ class Fetcher:
             raise
         connected = time.perf_counter()
         connection = Http1Connection(address, settings.max_header_bytes, settings.max_headers)
-        if target.scheme == "http":
-            await loop.create_connection(lambda: connection, sock=sock)
-            return connection, connected - began, None
+        secure = target.scheme == "https"
         try:
-            transport, _ = await loop.create_connection(
-                lambda: connection,
-                sock=sock,
-                ssl=self._tls,
-                server_hostname=target.host,
-                ssl_handshake_timeout=settings.connect_timeout,
-            )
+            if secure:
+                transport, _ = await loop.create_connection(
+                    lambda: connection,
+                    sock=sock,
+                    ssl=self._tls,
+                    server_hostname=target.host,
+                    ssl_handshake_timeout=settings.connect_timeout,
+                )
+            else:
+                transport, _ = await loop.create_connection(lambda: connection, sock=sock)
         except BaseException:
             sock.close()
             raise
+        if not secure:
+            return connection, connected - began, None
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None:
             connection.peercert = ssl_object.getpeercert() or None
