@@ -43,13 +43,15 @@ def test_version_imports_no_subcommand_and_nothing_heavy() -> None:
     assert done.stdout.startswith("courtier ")
 
 
-def test_the_crawl_command_leaves_the_ranking_unimported() -> None:
+def test_the_crawl_command_leaves_the_ranking_and_aiohttp_unimported() -> None:
     # scipy is the ranking's (``[frontier] promote``, off by default): a crawl imports it on
-    # its store thread at its first ranking cycle, never before its first request.
+    # its store thread at its first ranking cycle, never before its first request. aiohttp
+    # is only the header probe's (``courtier origins``): the crawl fetches with its own client.
     code = (
         "import sys\n"
         "import courtier.cli.crawl\n"
-        "loaded = [m for m in ('scipy', 'courtier.graph.pagerank') if m in sys.modules]\n"
+        "unwanted = ('scipy', 'courtier.graph.pagerank', 'aiohttp')\n"
+        "loaded = [m for m in unwanted if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

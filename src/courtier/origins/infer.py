@@ -25,15 +25,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from courtier.bounded import map_bounded
 from courtier.origins.cdn import CdnRules
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, header_fingerprint
-from courtier.origins.probe import Probe
 from courtier.origins.tls_evidence import TlsFacts
+
+if TYPE_CHECKING:  # the probe's module imports aiohttp: not on a crawl's start
+    from courtier.origins.probe import Probe
 
 logger = logging.getLogger("courtier.origins")
 

@@ -95,7 +95,7 @@ class Engine:
         cluster: ClusterSpec | None = None,
     ) -> None:
         """After ``origins``, optional wiring: store, limiter, fetcher, timer (defaults: SQLite
-        at ``store_path``, the configured limiter, aiohttp, wall clock), the document sink
+        at ``store_path``, the configured limiter, our fetcher, wall clock), the document sink
         (``out_dir/documents.jsonl``), an observer of every request, and whether SIGINT and
         SIGTERM stop the crawl (an embedding program may keep its own handlers)."""
         self.config = config
