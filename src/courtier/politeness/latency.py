@@ -18,7 +18,7 @@ The key's interval is its base interval divided by the factor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from courtier.fast_init import fast_init
 
@@ -59,17 +59,22 @@ class LatencyState:
 
 
 def observe(state: LatencyState, latency: float, now: float, params: LatencyParams) -> LatencyState:
-    """The state after one answer that took ``latency`` seconds (request sent to headers)."""
+    """The state after one answer that took ``latency`` seconds (request sent to headers).
+    (Built once, not replaced step by step: a site and its origin observe every answer.)"""
     if not math.isfinite(latency) or latency < 0:
         return state
     if state.baseline is None or state.current is None:
-        return replace(state, baseline=latency, current=latency)
+        return LatencyState(latency, latency, state.factor, state.last_decrease, state.decreases)
     baseline = min(latency, state.baseline + (latency - state.baseline) * params.baseline_drift)
     current = state.current + (latency - state.current) * params.smoothing
-    moved = replace(state, baseline=baseline, current=current)
-    if moved.congested(params):
-        if now - state.last_decrease < params.cooldown:
-            return moved
-        factor = max(params.floor, state.factor * params.decrease)
-        return replace(moved, factor=factor, last_decrease=now, decreases=state.decreases + 1)
-    return replace(moved, factor=min(1.0, state.factor + params.increase))
+    factor, last_decrease, decreases = state.factor, state.last_decrease, state.decreases
+    if current > baseline * params.ratio and current - baseline > params.min_rise:  # congested
+        if now - last_decrease >= params.cooldown:
+            factor, last_decrease, decreases = (
+                max(params.floor, factor * params.decrease),
+                now,
+                decreases + 1,
+            )
+    else:
+        factor = min(1.0, factor + params.increase)
+    return LatencyState(baseline, current, factor, last_decrease, decreases)
