@@ -42,6 +42,8 @@ lines is no page's)."""
 SKIPPED_BODY_BYTES = 64 * 1024
 """Bytes of a refused media type read past, to keep the connection, before hanging up."""
 _NO_BODY = (204, 304)
+_TIMER_SLACK = 0.002
+"""Seconds early a timeout may be declared (uvloop's clock and timers tick in milliseconds)."""
 
 
 class ResponseError(ValueError):
@@ -173,7 +175,7 @@ class Http1Connection(asyncio.Protocol):
         self._timer = None
         loop = self._loop
         assert loop is not None
-        now = loop.time()
+        now = loop.time() + _TIMER_SLACK  # a timer may fire a little before its time
         if now >= self._deadline:
             self._fail(TotalTimeout("the response was not whole within the total timeout"))
         elif now - self._heard >= self._read_timeout:
