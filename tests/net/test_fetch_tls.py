@@ -90,3 +90,20 @@ async def test_plain_http_carries_no_certificate(tls_server: int) -> None:
     finally:
         await runner.cleanup()
     assert result.status == 200 and result.peercert is None and result.peercert_der is None
+
+
+async def test_a_kept_https_connection_still_carries_its_certificate(
+    tls_server: int, ca: trustme.CA, tmp_path: Path
+) -> None:
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    host = HOSTS[0]
+    async with Fetcher(_settings(str(ca_file)), lambda _a: True) as fetcher:
+        first, second = [
+            await fetcher.fetch(f"https://{host}:{tls_server}/", host, ("127.0.0.1",))
+            for _ in range(2)
+        ]
+    assert first.status == second.status == 200, (first.error, second.error)
+    assert not first.phases.reused and first.phases.tls is not None
+    assert second.phases.reused and second.phases.tls is None
+    assert second.peercert_der == first.peercert_der is not None

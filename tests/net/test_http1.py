@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import socket
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -32,8 +33,8 @@ Handle = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def raw_server(handle: Handle) -> AsyncIterator[int]:
-    """``handle`` serving each connection on 127.0.0.1 (its port); every connection is
+async def raw_server(handle: Handle, host: str = "127.0.0.1") -> AsyncIterator[int]:
+    """``handle`` serving each connection on ``host`` (its port); every connection is
     closed, and every handler done, when the block ends."""
     handlers: list[tuple[asyncio.Task[None] | None, asyncio.StreamWriter]] = []
 
@@ -48,7 +49,7 @@ async def raw_server(handle: Handle) -> AsyncIterator[int]:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(serve, host, 0)
     try:
         yield server.sockets[0].getsockname()[1]
     finally:
@@ -417,3 +418,25 @@ async def test_a_cancelled_fetch_hangs_up_at_once():
         with pytest.raises(asyncio.CancelledError):
             await task
         await asyncio.wait_for(hung_up.wait(), 2.0)  # not left open until the fetcher closes
+
+
+async def test_an_ipv6_address_is_connected_to_as_given():
+    try:
+        probe = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+
+    async def echo_host(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        writer.write(ok(head.split(b"\r\n")[1]))  # the Host line as the body
+        await writer.drain()
+
+    async with (
+        raw_server(echo_host, "::1") as port,
+        Fetcher(settings(), lambda address: address == "::1") as fetcher,
+    ):
+        result = await fetcher.fetch(f"http://[::1]:{port}/", "::1", ("::1",))
+    assert result.status == 200, result.error
+    assert result.body == f"Host: [::1]:{port}".encode()
