@@ -63,6 +63,7 @@ from courtier.frontier.base import (
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, reclassify
 from courtier.origins import store as origin_tables
 from courtier.origins.cluster import Assignment, OriginChange
+from courtier.sqlite_wal import use_wal
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -254,7 +255,7 @@ class SqliteFrontier:
         self._policy = refresh_policy
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            use_wal(self._db, 5.0)  # the connection's own busy timeout (sqlite3's default)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA cache_size=-{max(1, cache_mib) * 1024}")
             self._migrate()

@@ -35,6 +35,7 @@ from courtier.politeness.limiter.base import (
     check_floors,
     check_time,
 )
+from courtier.sqlite_wal import use_wal
 
 _T = TypeVar("_T")
 
@@ -72,7 +73,7 @@ class SqliteLimiter:
             self._db = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
+            use_wal(self._db, busy_timeout)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:
