@@ -83,9 +83,10 @@ class CrawlSection:
     (DNS, a new connection, robots.txt, origin probes), so 2,000 seeds' first requests are
     spread over 2 s, not crowded into the loop's first turns (lag p99 157-161 -> 60 ms at
     2,000 sites on 2 cores, docs/benchmarks.md, session 12; 500 -> 1000 once our own HTTP
-    client made a first contact cheaper: utilisation +0.02-0.035, session 17). Once no first contact waits,
-    lanes meet only ``start_rate``: the crawl's steady pace is not capped by it (during the
-    start, lanes wait in one line, first contacts and later requests alike)."""
+    client made a first contact cheaper: utilisation +0.02-0.035, session 17). Once no
+    first contact waits, lanes meet only ``start_rate``: the crawl's steady pace is not
+    capped by it (during the start, lanes wait in one line, first contacts and later
+    requests alike)."""
     first_contact_burst: int = 10
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""
