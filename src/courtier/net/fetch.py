@@ -376,17 +376,15 @@ class Fetcher:
                     reused=connect is None,
                 ),
             )
-        except asyncio.CancelledError:
-            sink.abort()
-            if connection is not None:  # mid-request: its answer is no longer wanted
-                self._open.discard(connection)
-                connection.close()
-            raise
-        except (OSError, ValueError) as exc:  # TimeoutError, ssl.SSLError are OSErrors
+        except (OSError, ValueError, asyncio.CancelledError) as exc:
+            # TimeoutError, ssl.SSLError are OSErrors; cancelled mid-request, the answer is
+            # no longer wanted: either way the body so far and the connection go.
             sink.abort()
             if connection is not None:
                 self._open.discard(connection)
                 connection.close()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             return FetchResult(
                 url=url,
                 status=None,

@@ -71,7 +71,6 @@ class Response:
     content_type: str
     location: str | None
     retry_after: str | None
-    encoding: str
     allowed: bool
     """The media type is one we read (otherwise the body was not downloaded)."""
 
@@ -285,7 +284,6 @@ class Http1Connection(asyncio.Protocol):
             content_type,
             location,
             retry_after,
-            encoding,
             allowed,
         )
         self._until_close = not framed

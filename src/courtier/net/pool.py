@@ -86,18 +86,18 @@ class ConnectionPool(Generic[C]):
         """Close every connection idle too long or lost; the number closed."""
         oldest = self._clock() - self.idle_timeout
         closed = 0
-        for key in list(self._idle):
-            idle = self._idle[key]
-            kept = [c for c in idle if not c.lost and c.idle_since >= oldest]
-            if len(kept) < len(idle):
-                for connection in idle:
-                    if connection.lost or connection.idle_since < oldest:
-                        connection.close()
-                        closed += 1
-                if kept:
-                    self._idle[key] = kept
+        for key, idle in list(self._idle.items()):
+            kept = []
+            for connection in idle:
+                if connection.lost or connection.idle_since < oldest:
+                    connection.close()
+                    closed += 1
                 else:
-                    del self._idle[key]
+                    kept.append(connection)
+            if kept:
+                self._idle[key] = kept
+            else:
+                del self._idle[key]
         return closed
 
     def close(self) -> None:
