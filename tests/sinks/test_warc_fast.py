@@ -1,9 +1,11 @@
-"""Compressing each record with a window sized to it gives the very same gzip member; every
+"""SHA-1 labels as base64 writes them; compressing each record with a window sized to it gives the very same gzip member; every
 level (igzip's and zlib's) gives one whole gzip member that any reader inflates; WARC dates as
 WARC 1.1 writes them."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import random
 import zlib
 from datetime import UTC, datetime
@@ -12,7 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.sinks.warc import FAST_LEVELS, compress_member, warc_date, window_bits
+from courtier.sinks.warc import (
+    FAST_LEVELS,
+    compress_member,
+    payload_digest,
+    sha1_label,
+    warc_date,
+    window_bits,
+)
 
 
 @pytest.mark.parametrize("level", [1, 3, 6])
@@ -54,3 +63,15 @@ def test_window_bits_stay_within_zlibs_range():
 def test_warc_dates_are_the_strftime_ones(when):
     expected = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert warc_date(when) == expected
+
+
+@given(st.binary(min_size=20, max_size=20))
+def test_a_sha1_label_is_base64s_base32(digest):
+    assert sha1_label(digest) == "sha1:" + base64.b32encode(digest).decode()
+
+
+def test_payload_digest_of_known_bodies():
+    for body in [b"", b"abc", bytes(range(256)) * 40]:
+        expected = base64.b32encode(hashlib.sha1(body).digest()).decode()
+        assert payload_digest(body) == f"sha1:{expected}"
+    assert payload_digest(b"") == "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
