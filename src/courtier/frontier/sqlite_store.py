@@ -31,7 +31,6 @@ Origins (``save_origins``) live in ``origin_sites`` and ``origin_changes``, the 
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -39,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from courtier.compact_json import dumps
 from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
@@ -716,9 +716,8 @@ def _serving_order(row: tuple[Any, ...]) -> tuple[int, float, int]:
 
 
 _LANES: Final = {int(lane): lane for lane in UrlLane}
-_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
 def _json(values: Iterable[Any]) -> str:
     """A JSON array for ``json_each``: UTF-8 as is (SQLite's own escapes cover the rest)."""
-    return _ENCODE(list(values))
+    return dumps(list(values))
