@@ -101,13 +101,12 @@ def decide(
         return None, state
     credit = state.credit + target_share
     total = state.target_total + target_share
+    # New states built whole, not by dataclasses.replace: this runs once a request.
     if credit >= 0.5:
-        return Lane.DISCOVERY, replace(
-            state, credit=credit - 1.0, discovery=state.discovery + 1, target_total=total
+        return Lane.DISCOVERY, SplitState(
+            credit - 1.0, state.discovery + 1, state.refresh, total, state.forced
         )
-    return Lane.REFRESH, replace(
-        state, credit=credit, refresh=state.refresh + 1, target_total=total
-    )
+    return Lane.REFRESH, SplitState(credit, state.discovery, state.refresh + 1, total, state.forced)
 
 
 @fast_init
@@ -141,7 +140,7 @@ class EmitRate:
             return replace(self, decayed_count=float(count), started=now, updated=now)
         elapsed = max(0.0, now - self.updated)  # a clock that steps back never inflates
         decayed = self.decayed_count * math.exp(-elapsed / self.window) + count
-        return replace(self, decayed_count=decayed, updated=max(now, self.updated))
+        return EmitRate(self.window, decayed, self.started, max(now, self.updated))
 
     def rate(self, now: float) -> float:
         """Requests per second around ``now``; zero before any time has passed."""

@@ -154,7 +154,10 @@ def _origin_after(
         latency = observe(state.latency, sample, now, params.origin_latency)
         if latency.factor < state.latency.factor:
             events.append("slowdown-origin")
-        state = dataclasses.replace(state, latency=latency)
+        # Built whole, not by dataclasses.replace: once an answer on the event loop.
+        state = OriginState(
+            latency, state.pushbacks, state.error_run, state.error_lanes, state.backoffs
+        )
     if answer.status in (429, 503):
         window = now - params.origin_pause_window
         kept = [(lane, when) for lane, when in state.pushbacks if when >= window]

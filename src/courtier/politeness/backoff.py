@@ -58,7 +58,9 @@ def after_response(
     """The site's state after an answer (``status`` None: no answer, e.g. a timeout)."""
     if status is not None and status < 500 and status != 429:
         recovered = max(params.base_interval, state.interval * 0.9)
-        return replace(state, interval=recovered, failures=0, suspended=False)
+        if recovered == state.interval and not (state.failures or state.suspended):
+            return state  # the steady state: most answers change nothing
+        return BackoffState(recovered, state.paused_until)
     failures = state.failures + 1
     if failures >= params.suspend_after:
         # Suspended for hours, then tried again from a clean slate.
