@@ -169,3 +169,15 @@ def test_look_alike_hosts_are_not_object_stores(url: str) -> None:
 def test_an_invalid_url_string_raises_url_error() -> None:
     with pytest.raises(UrlError):
         object_store("https://a..b/k")
+
+
+def test_a_parsed_url_asked_twice_or_after_another_gets_its_own_answer() -> None:
+    # object_store remembers the last parsed URL it answered for (media kind, then keys).
+    store = parse_url("https://b1.s3.amazonaws.com/k")
+    plain = parse_url("https://example.com/b1/k")
+    twin = parse_url("https://b1.s3.amazonaws.com/k")
+    for url, expected in [(store, "b1"), (store, "b1"), (plain, None), (plain, None), (twin, "b1")]:
+        ref = object_store(url)
+        assert (ref.bucket if ref else None) == expected
+    assert object_store("https://example.com/b1/k") is None  # strings are never remembered
+    assert object_store(store) == object_store(twin)

@@ -98,8 +98,20 @@ def object_store(url: str | Url) -> StoreRef | None:
 
     A string is parsed with ``parse_url`` first (and raises UrlError if invalid).
     """
+    global _last_answer
+    last = _last_answer
+    if last[0] is url:  # asked again for the same parsed URL: media kind, then its keys
+        return last[1]
     match = match_store_endpoint(url)
-    return None if match is None else match[1]
+    answer = None if match is None else match[1]
+    if isinstance(url, Url):
+        _last_answer = (url, answer)  # one tuple: swapped whole, never seen half-made
+    return answer
+
+
+_last_answer: tuple[Url | None, StoreRef | None] = (None, None)
+"""The last ``Url`` asked about and its answer (a ``Url`` never changes; holding it keeps its
+identity from being reused)."""
 
 
 def match_store_endpoint(url: str | Url) -> tuple[StoreEndpoint, StoreRef] | None:
