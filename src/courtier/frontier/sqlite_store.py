@@ -241,14 +241,6 @@ _SCHEDULE_COLUMNS: Final = (
 )
 
 
-WAL_CHECKPOINT_PAGES: Final = 64_000
-"""Pages the write-ahead log grows to before it is copied back (SQLite's default: 1,000).
-Each batch of new URLs dirties a leaf of every index per site it touches, and at 2,000 sites
-a 4 MB log was copied back after nearly every batch, the same hot leaves again and again;
-with 64,000 pages (256 MB, reused after each copy) inserting 400,000 URLs in batches of 2,000
-took 42 instead of 59 us of CPU a URL and fsynced far less (docs/benchmarks.md, session 18)."""
-
-
 class SqliteFrontier:
     """The embedded frontier store. ``cache_mib`` sizes SQLite's page cache."""
 
@@ -266,7 +258,6 @@ class SqliteFrontier:
             use_wal(self._db, 5.0)  # the connection's own busy timeout (sqlite3's default)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA cache_size=-{max(1, cache_mib) * 1024}")
-            self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot open the frontier store {path}: {exc}") from exc
