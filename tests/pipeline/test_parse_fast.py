@@ -19,7 +19,7 @@ from courtier.pipeline.parse import (
     parse_page,
     parse_sitemap_links,
 )
-from courtier.url import parse_url
+from courtier.url import MAX_URL_LENGTH, parse_url
 
 _BASES = [
     "https://shop.example/garden/spades",
@@ -28,6 +28,7 @@ _BASES = [
     "https://u:p@shop.example./x",
     "http://[::1]:8080/dir/page",
     "http://127.1/x",
+    "https://BÜCHER.example:443/x",
     "https://other.example/",
     "file:///etc/passwd",
     "not a url",
@@ -73,29 +74,46 @@ def test_the_cache_never_changes_a_link(pairs: list[tuple[str, str]]) -> None:
         assert parse._BaseKeys(base).link(raw.strip()) == make_link(raw.strip(), base)
 
 
-def test_path_absolute_links_share_entries_across_pages_of_a_site_only() -> None:
-    canonical_link.cache_clear()
-    first = parse._BaseKeys("https://shop.example/a/b").link("/x")
-    again = parse._BaseKeys("https://shop.example/c/d?e").link("/x")
-    other = parse._BaseKeys("https://other.example/a/b").link("/x")
-    assert first is again  # one entry for the site
-    assert first is not None and other is not None
-    assert (
-        first.canonical == "https://shop.example/x" and other.canonical == "https://other.example/x"
-    )
-    assert canonical_link.cache_info().hits == 1
+def test_path_absolute_links_share_one_entry_across_sites() -> None:
+    parse._path_tails.cache_clear()
+    first = parse._BaseKeys("https://shop.example/a/b").link("/x?b=1&a=2")
+    again = parse._BaseKeys("https://shop.example/c/d?e").link("/x?b=1&a=2")
+    other = parse._BaseKeys("http://other.example:8080/a/b").link("/x?b=1&a=2")
+    assert first == again == make_link("/x?b=1&a=2", "https://shop.example/")
+    assert other == make_link("/x?b=1&a=2", "http://other.example:8080/")
+    assert other is not None and other.canonical == "http://other.example:8080/x?a=2&b=1"
+    assert other.site == "other.example:8080" and other.pattern == "other.example/x?a&b"
+    info = parse._path_tails.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
 
 
-def test_the_cache_is_bounded() -> None:
+def test_a_path_too_long_under_its_origin_is_decided_as_without_the_cache() -> None:
+    # Fits after the cache's own stand-in origin, so the tails are cached; too long after
+    # a longer origin.
+    path = "/" + "a" * (MAX_URL_LENGTH - len(parse._TAIL_PREFIX) - 1)
+    short, long = "http://s.example/", "http://a-much-longer-host-name.example/"
+    for base in (short, long, short):
+        assert parse._BaseKeys(base).link(path) == make_link(path, base)
+    assert parse._BaseKeys(short).link(path) is not None
+    assert parse._BaseKeys(long).link(path) is None
+
+
+def test_the_caches_are_bounded() -> None:
     canonical_link.cache_clear()
+    parse._path_tails.cache_clear()
     assert canonical_link.cache_info().maxsize == LINK_CACHE_SIZE
-    keys = parse._BaseKeys("https://shop.example/")
+    assert parse._path_tails.cache_info().maxsize == LINK_CACHE_SIZE
+    keys = parse._BaseKeys("https://shop.example/dir/")
     for n in range(LINK_CACHE_SIZE + 100):
         keys.link(f"/item/{n}")
+        keys.link(f"item/{n}")
     assert canonical_link.cache_info().currsize == LINK_CACHE_SIZE
+    assert parse._path_tails.cache_info().currsize == LINK_CACHE_SIZE
     # The oldest were forgotten, and are made again, the same.
     assert keys.link("/item/0") == make_link("/item/0", "https://shop.example/")
+    assert keys.link("item/0") == make_link("item/0", "https://shop.example/dir/")
     canonical_link.cache_clear()
+    parse._path_tails.cache_clear()
 
 
 def test_a_page_parses_the_same_with_a_cold_and_a_warm_cache() -> None:
@@ -105,6 +123,7 @@ def test_a_page_parses_the_same_with_a_cold_and_a_warm_cache() -> None:
         b"<a href='mailto:x@y.example'>m</a><img src='/img/1.jpg'><a href='//cdn.example/z'>z</a>"
     )
     canonical_link.cache_clear()
+    parse._path_tails.cache_clear()
     cold = parse_page(body, "https://shop.example/dir/page")
     warm = parse_page(body, "https://shop.example/dir/page")
     assert cold == warm and canonical_link.cache_info().hits > 0

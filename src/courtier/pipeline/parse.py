@@ -33,7 +33,7 @@ from courtier.pipeline.decode import encode_query
 from courtier.pipeline.nesting import nesting_cut
 from courtier.politeness.robots_meta import directives, meta_applies
 from courtier.sinks.redact import redact_url
-from courtier.url import Url, UrlError, _ada, parse_url
+from courtier.url import MAX_URL_LENGTH, Url, UrlError, _ada, parse_url
 
 
 class Link(NamedTuple):
@@ -248,7 +248,11 @@ def _resolve_cached(
 # on no more of its base than its result can depend on (WHATWG URL parsing, special schemes):
 # - ``http://...`` and ``https://...`` name their own authority: keyed on themselves;
 # - a path-absolute ``/x`` (not ``//x``, ``/\x`` or a tab or newline, which a parser removes,
-#   before a second slash) takes only the base's scheme and authority: keyed on those;
+#   before a second slash) takes only the base's scheme and authority, and both only as the
+#   prefix of its URLs and pattern: what follows them (the path and query as fetched and as
+#   canonicalised, the trap pattern's path and query, whether it is volatile) is the same
+#   under every http(s) origin, so those tails are keyed on the reference alone and serve
+#   every site that links ``/``, ``/about`` or ``/item/3`` (``_path_tails``);
 # - anything else (``x``, ``../x``, ``?q``) on the whole base.
 # Keyed forms are only used when the base itself is a valid http(s) URL (an invalid base makes
 # every reference fail, absolute ones included).
@@ -278,10 +282,29 @@ results share one entry. (Sitemaps, whose entries are seen once, call ``make_lin
 of them would evict every page's navigation.)"""
 
 
+_TAIL_HOST: Final = "tail.invalid"
+_TAIL_PREFIX: Final = f"http://{_TAIL_HOST}"
+
+
+def _tails_of(raw: str) -> tuple[str, str, str, bool] | None:
+    """What follows the origin in the ``Link`` of a path-absolute ``raw`` (see above): the
+    canonical URL's, the fetch URL's and the pattern's tails, and whether it is volatile;
+    None when ``raw`` is no crawlable reference (the caller then asks ``make_link``)."""
+    link = make_link(raw, f"{_TAIL_PREFIX}/")
+    if link is None:
+        return None
+    start = len(_TAIL_PREFIX)
+    tails = (link.canonical[start:], link.fetch_url[start:], link.pattern[len(_TAIL_HOST) :])
+    return (*tails, link.volatile)
+
+
+_path_tails: Final = lru_cache(maxsize=LINK_CACHE_SIZE)(_tails_of)
+
+
 class _BaseKeys:
     """The bases one page's references are cached under (see above)."""
 
-    __slots__ = ("base", "origin", "valid")
+    __slots__ = ("base", "host", "origin", "prefix", "site", "valid")
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -294,13 +317,39 @@ class _BaseKeys:
         self.origin = (
             parts.href[: parts.target_start] + "/" if parts is not None and special else base
         )
+        self.prefix = ""
+        """``scheme://authority`` of the origin as ``parse_url`` writes it ("" if none)."""
+        self.site = self.host = ""
+        if special:
+            try:
+                origin = parse_url(self.origin)
+            except UrlError:
+                return
+            fetch_url = origin.fetch_url
+            self.prefix = fetch_url[: fetch_url.index("/", len(origin.scheme) + 3)]
+            self.site, self.host = origin.site, origin.host
 
     def link(self, raw: str) -> Link | None:
         if self.valid:
             if raw.startswith(("http://", "https://")):
                 return canonical_link(raw, None)
             if raw[:1] == "/" and raw[1:2] not in _NOT_SECOND:  # "" (a bare "/") is not in it
-                return canonical_link(raw, self.origin)
+                tails = _path_tails(raw) if self.prefix else None
+                # No tails, or too long after this origin: ``make_link`` decides, exactly.
+                if tails is None or len(self.prefix) + len(tails[1]) > MAX_URL_LENGTH:
+                    return canonical_link(raw, self.origin)
+                canonical, fetch_url, pattern, volatile = tails
+                prefix, host = self.prefix, self.host
+                return _new_link(
+                    (
+                        prefix + canonical,
+                        prefix + fetch_url,
+                        self.site,
+                        host + pattern,
+                        host,
+                        volatile,
+                    )
+                )
         return canonical_link(raw, self.base)
 
 
