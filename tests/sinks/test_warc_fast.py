@@ -1,6 +1,6 @@
-"""SHA-1 labels as base64 writes them; compressing each record with a window sized to it gives the very same gzip member; every
-level (igzip's and zlib's) gives one whole gzip member that any reader inflates; WARC dates as
-WARC 1.1 writes them."""
+"""SHA-1 labels as base64 writes them; compressing each record with a window sized to it
+gives the very same gzip member; every level (igzip's and zlib's) gives one whole gzip member
+that any reader inflates; WARC dates as WARC 1.1 writes them."""
 
 from __future__ import annotations
 
