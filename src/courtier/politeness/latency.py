@@ -54,8 +54,11 @@ class LatencyState:
     def congested(self, params: LatencyParams) -> bool:
         if self.baseline is None or self.current is None:
             return False
-        rise = self.current - self.baseline
-        return self.current > self.baseline * params.ratio and rise > params.min_rise
+        return _congested(self.baseline, self.current, params)
+
+
+def _congested(baseline: float, current: float, params: LatencyParams) -> bool:
+    return current > baseline * params.ratio and current - baseline > params.min_rise
 
 
 def observe(state: LatencyState, latency: float, now: float, params: LatencyParams) -> LatencyState:
@@ -68,7 +71,7 @@ def observe(state: LatencyState, latency: float, now: float, params: LatencyPara
     baseline = min(latency, state.baseline + (latency - state.baseline) * params.baseline_drift)
     current = state.current + (latency - state.current) * params.smoothing
     factor, last_decrease, decreases = state.factor, state.last_decrease, state.decreases
-    if current > baseline * params.ratio and current - baseline > params.min_rise:  # congested
+    if _congested(baseline, current, params):
         if now - last_decrease >= params.cooldown:
             factor, last_decrease, decreases = (
                 max(params.floor, factor * params.decrease),
