@@ -8,6 +8,11 @@ crawler runs, a sampler reads the crawler's process tree with psutil every 0.25 
 spent in the run's second half (the same half the audit's second-half utilisation covers) and
 the share of the main process.
 
+Each run also reads the host's speed before and after it (`host_reading`): the same fixed
+piece of work, timed in this process while nothing else of the run is running. The cores of
+this machine slow down and speed up for minutes at a time (a crawl's utilisation moved by a
+fifth between runs of one tree): a run read at a slow host is compared with others read alike.
+
 The ceiling's run starts when the crawler process is launched (`audit(run_start=…)`), so its
 start-up (imports, origin inference, robots.txt before the first page) is charged: every seed
 origin has work from then on. Requests/s are over the server-side span (first request to last).
@@ -18,15 +23,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
+import re
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
+from selectolax.lexbor import LexborHTMLParser
 
 from courtier.simweb.audit import AuditReport, OriginFigures, audit_records
 from courtier.simweb.log import read_log
@@ -48,6 +57,30 @@ def world_params(
     if page_bytes is not None:
         params = dataclasses.replace(params, page_bytes=page_bytes)
     return params
+
+
+_READING_PAGE: bytes = "".join(
+    f'<div class="card"><a href="/item/{i}?ref=grid">Item {i}</a><p>Spade {i} with an ash '
+    f"handle, kept dry, {i % 60} minutes ago, 2026-11-{i % 28 + 1:02d}.</p></div>\n"
+    for i in range(60)
+).encode()
+_READING_WORD = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\w+ing\b")
+
+
+def host_reading(seconds: float = 0.3) -> float:
+    """Microseconds of CPU one round of a fixed mix takes here now (lexbor's parse of a 7 KB
+    page, its text, a regular expression over it, zlib, pickle): the best of three rounds of
+    ``seconds`` each. No Courtier code runs in it, so a change to Courtier never moves it."""
+    best = float("inf")
+    for _ in range(3):
+        rounds, started = 0, time.process_time()
+        while (spent := time.process_time() - started) < seconds:
+            text = LexborHTMLParser(_READING_PAGE).text(separator=" ")
+            _READING_WORD.findall(text)
+            pickle.loads(pickle.dumps(zlib.compress(text.encode(), 1)))
+            rounds += 1
+        best = min(best, spent / rounds * 1e6)
+    return best
 
 
 class CpuSampler(threading.Thread):
@@ -102,6 +135,7 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)  # the crawler's own summary
     wall: float = 0.0
     returncode: int = 0
+    host_us: tuple[float, float] | None = None  # host_reading before and after the run
 
     @property
     def requests_per_s(self) -> float:
@@ -153,6 +187,7 @@ class RunResult:
             "violations": violations(self.report),
             "audit_ok": self.report.ok,
             "wall_s": round(self.wall, 1),
+            "host_us": None if self.host_us is None else [round(u, 1) for u in self.host_us],
         }
 
 
@@ -225,6 +260,7 @@ def run(
         config = load(None, settings)
         site_interval, allow_media = config.site_interval, config.media.fetch
     out = workdir / crawler
+    before = host_reading()
     with SimWebProcess(workdir / "simweb", params, nice=SERVER_NICE) as web:
         if crawler == "courtier":
             command = [
@@ -258,6 +294,7 @@ def run(
             sampler.stopped.set()
             sampler.join()
             wall = time.perf_counter() - started
+    after = host_reading()
     records = list(read_log(web.log_path))
     report = audit_records(
         records,
@@ -292,6 +329,7 @@ def run(
         stats=stats,
         wall=wall,
         returncode=code,
+        host_us=(before, after),
     )
 
 
@@ -300,7 +338,8 @@ def table(results: list[RunResult]) -> str:
     head = (
         "| crawler | world | requests/s | ceiling (units/s) | utilisation (2nd half) "
         "| CPU-s / 1,000 req (2nd half) | rebook rate | loop lag p99 | 1st request "
-        "| late start | violations |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| late start | violations | host us (before / after) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
     for r in results:
@@ -315,6 +354,7 @@ def table(results: list[RunResult]) -> str:
             f"({d['utilisation_second_half']:.2f}) "
             f"| {d['cpu_s_per_1000']:.2f} ({'-' if half is None else f'{half:.2f}'}) "
             f"| {rebook} | {lag} | {d['first_request_s']} s "
-            f"| {d['late_start']} of {d['origins_with_work']} | {found} |"
+            f"| {d['late_start']} of {d['origins_with_work']} | {found} "
+            f"| {' / '.join(map(str, d['host_us'] or ['-']))} |"
         )
     return head + "\n".join(rows)

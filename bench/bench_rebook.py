@@ -65,7 +65,8 @@ def main() -> int:
             f"loop_lag_p99={crawl['loop_lag_p99_ms']}ms max={crawl['loop_lag_max_ms']}ms "
             f"parse_queue={crawl.get('parse_queue_mean', '-')} "
             f"places_full={crawl.get('places_full_share', '-')} "
-            f"audit_ok={d['audit_ok']} violations={d['violations'] or '-'} wall={d['wall_s']:.0f}s"
+            f"audit_ok={d['audit_ok']} violations={d['violations'] or '-'} wall={d['wall_s']:.0f}s "
+            f"host_us={'/'.join(map(str, d['host_us'] or ['-']))}"
         )
     return 0
 
