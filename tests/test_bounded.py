@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.bounded import map_bounded
+from courtier.bounded import map_bounded, map_bounded_but_stragglers
 
 
 class _Meter:
@@ -74,3 +74,44 @@ async def test_the_first_error_is_raised_and_the_other_calls_are_cancelled() -> 
 async def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="limit"):
         await map_bounded(lambda item: asyncio.sleep(0), [1], 0)
+
+
+async def test_stragglers_are_cancelled_after_the_grace_and_the_rest_answered() -> None:
+    """One call that never ends must not hold the others' results: once every item has been
+    taken up, it gets the grace, then it is cancelled and left out."""
+    meter, stuck = _Meter(), asyncio.Event()
+    cancelled: list[int] = []
+
+    async def call(item: int) -> int:
+        if item == 3:
+            try:
+                await stuck.wait()
+            except asyncio.CancelledError:
+                cancelled.append(item)
+                raise
+        return await meter.double(item)
+
+    results = await map_bounded_but_stragglers(call, list(range(20)), 4, 0.05)
+    assert results == {i: 2 * i for i in range(20) if i != 3}
+    assert cancelled == [3]
+    assert meter.most <= 4
+
+
+async def test_without_stragglers_every_result_comes_back_and_errors_are_raised() -> None:
+    meter = _Meter()
+    assert await map_bounded_but_stragglers(meter.double, list(range(30)), 7, 10.0) == {
+        i: 2 * i for i in range(30)
+    }
+    assert meter.most <= 7
+    assert await map_bounded_but_stragglers(meter.double, [], 3, 1.0) == {}
+
+    async def failing(item: int) -> int:
+        await asyncio.sleep(0)
+        if item == 5:
+            raise RuntimeError("five")
+        return item
+
+    with pytest.raises(RuntimeError, match="five"):
+        await map_bounded_but_stragglers(failing, list(range(10)), 3, 1.0)
+    with pytest.raises(ValueError):
+        await map_bounded_but_stragglers(failing, [1], 0, 1.0)

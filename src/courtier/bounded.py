@@ -39,3 +39,40 @@ async def map_bounded(fn: Callable[[T], Awaitable[R]], items: Sequence[T], limit
         await asyncio.gather(*workers, return_exceptions=True)
         raise
     return [results[index] for index in range(len(items))]
+
+
+async def map_bounded_but_stragglers(
+    fn: Callable[[T], Awaitable[R]], items: Sequence[T], limit: int, grace: float
+) -> dict[int, R]:
+    """``map_bounded``, except that calls still running ``grace`` seconds after the last
+    item was taken up are cancelled: the results of the calls that finished, by item index.
+
+    For work where one slow item must not hold up the rest (one unanswered DNS question
+    among thousands waits out its resolver's timeout). The first error is raised, as in
+    ``map_bounded``."""
+    if limit < 1:
+        raise ValueError("limit must be >= 1")
+    results: dict[int, R] = {}
+    pending = iter(enumerate(items))
+
+    async def worker() -> None:
+        for index, item in pending:
+            results[index] = await fn(item)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(items)))]
+    if not workers:
+        return results
+    try:
+        # A worker ends when nothing is left to take up (or on an error): from then on
+        # every item has started, and the others get ``grace`` to finish theirs.
+        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+        done, _ = await asyncio.wait(workers, timeout=grace)
+        for task in done:
+            task.result()
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    return results

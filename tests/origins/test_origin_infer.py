@@ -245,3 +245,32 @@ async def test_a_large_seed_is_looked_up_a_bounded_number_at_a_time() -> None:
     assert sorted(dns.lookups) == sorted(hosts)
     assert set(result.assignments) == set(hosts)
     assert SlowTable.most <= 16 + 1  # the lookups' tasks, and the test's own
+
+
+async def test_an_unanswered_host_is_left_out_and_the_rest_clustered_without_it() -> None:
+    """A seed host whose DNS question is lost must not hold every other site for the
+    resolver's timeout: the rest are placed, it stays unknown until ``retry`` asks again."""
+    answer = asyncio.Event()
+
+    class LostQuestion(TableDns):
+        async def lookup(self, host: str) -> DnsFacts:
+            if host == "t2.test" and not answer.is_set():
+                self.lookups.append(host)
+                await answer.wait()
+            return await super().lookup(host)
+
+    dns = LostQuestion(WORLD)
+    inference = OriginInference(dns, address_allowed=_allowed)
+    hosts = ["t1.test", "t2.test", "c1.test", "c2.test", "solo.test"]
+    result = await asyncio.wait_for(inference.add(hosts, stragglers_after=0.05), 5.0)
+    assert set(result.assignments) == set(hosts) - {"t2.test"}
+    assert result.assignments["c1.test"].origin == result.assignments["c2.test"].origin
+    assert inference.failed("t2.test") and inference.origin_of("t2.test") is None
+    dns.lookups.clear()
+    await inference.add(hosts, stragglers_after=0.05)  # left out: only retry asks again
+    assert dns.lookups == []
+    answer.set()
+    result = await inference.retry(hosts)
+    assert dns.lookups == ["t2.test"]
+    assert not inference.failed("t2.test")
+    assert result.assignments["t2.test"].origin == result.assignments["t1.test"].origin

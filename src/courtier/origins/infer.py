@@ -11,6 +11,11 @@ Rules:
   returns the sites whose origin changed; each change is logged on ``courtier.origins``.
 - ``recheck`` looks up again the hosts whose DNS facts have outlived their TTL; ``retry``
   the hosts whose lookup failed, at once (their server is unknown, not their own).
+- ``add`` may leave stragglers out (``stragglers_after``): lookups still unanswered that long
+  after the last one began are dropped, their hosts stay unknown (``failed``: ``retry``
+  looks them up, on their own), and the rest are clustered without them. A crawl's sites
+  wait for the inference of the seed: one unanswered question among 2,000 would otherwise
+  hold every one of them for the resolver's whole timeout.
 - ``observe`` takes header evidence a crawl gathered anyway (its own fetch of a site's home
   page): under the same rule as a probe (DNS indeterminate, once per host), at no
   extra request. It counts from the next ``add`` or ``recheck``. ``observe_tls`` likewise
@@ -27,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from courtier.bounded import map_bounded
+from courtier.bounded import map_bounded, map_bounded_but_stragglers
 from courtier.origins.cdn import CdnRules
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.dns_evidence import DnsFacts
@@ -98,6 +103,8 @@ class OriginInference:
         self._checked_at: dict[str, float] = {}
         self._assignments: dict[str, Assignment] = {}
         self._clustering = asyncio.Lock()
+        self._left_out: set[str] = set()
+        """Hosts whose first lookup ``add`` gave up waiting for (``retry`` asks again)."""
 
     @property
     def assignments(self) -> Mapping[str, Assignment]:
@@ -149,10 +156,14 @@ class OriginInference:
         self._facts[host] = replace(facts, tls=tls)
         return True
 
-    async def add(self, hosts: Iterable[str]) -> InferenceResult:
-        """Look up hosts not seen before, probe where needed, re-cluster everything."""
-        new = [h for h in dict.fromkeys(hosts) if h not in self._facts]
-        await self._lookup(new)
+    async def add(
+        self, hosts: Iterable[str], *, stragglers_after: float | None = None
+    ) -> InferenceResult:
+        """Look up hosts not seen before, probe where needed, re-cluster everything.
+        ``stragglers_after``: leave out lookups unanswered this many seconds after the last
+        one began (a host left out is not asked again by ``add``, only by ``retry``)."""
+        new = [h for h in dict.fromkeys(hosts) if h not in self._facts and h not in self._left_out]
+        await self._lookup(new, stragglers_after)
         return await self._finish()
 
     async def retry(self, hosts: Iterable[str]) -> InferenceResult:
@@ -170,10 +181,28 @@ class OriginInference:
         await self._lookup(due)
         return await self._finish()
 
-    async def _lookup(self, hosts: list[str]) -> None:
-        found = await map_bounded(self._dns.lookup, hosts, self._lookup_concurrency)
+    async def _lookup(self, hosts: list[str], stragglers_after: float | None = None) -> None:
+        if stragglers_after is None:
+            found = await map_bounded(self._dns.lookup, hosts, self._lookup_concurrency)
+        else:
+            answered = await map_bounded_but_stragglers(
+                self._dns.lookup, hosts, self._lookup_concurrency, stragglers_after
+            )
+            found = [answered[i] for i in sorted(answered)]
+            left_out = [host for i, host in enumerate(hosts) if i not in answered]
+            if left_out:
+                logger.info(
+                    "%d of %d hosts left out of origin inference for now (no DNS answer "
+                    "%.1f s after the last lookup began): %s",
+                    len(left_out),
+                    len(hosts),
+                    stragglers_after,
+                    ", ".join(left_out[:5]),
+                )
+            self._left_out.update(left_out)
         now = self._clock()
         for facts in found:
+            self._left_out.discard(facts.host)
             old = self._facts.get(facts.host)
             if old is not None:
                 self._hosts_per_address.subtract(set(old.dns.addresses))

@@ -44,6 +44,10 @@ from courtier.politeness.keys import guess_origin
 
 log = logging.getLogger("courtier.pipeline.engine")
 
+SEED_STRAGGLERS_AFTER = 1.0
+"""Seconds the seed's inference waits for the last DNS answers once every lookup has begun
+(an answer takes milliseconds; a lost question waits out the resolver's retry timer):
+the hosts still unanswered then are looked up on their own, and every other site goes on."""
 EVIDENCE_SETTLE = 5.0
 """Seconds to gather more header evidence before re-clustering origins on it."""
 RELEASE_SLICE = 100
@@ -57,7 +61,9 @@ def infer_early(
     while the store is seeded, and the first bookings (which wait for it) are not held up."""
     if inference is None:
         return None
-    return asyncio.get_running_loop().create_task(inference.add(sorted(hosts)))
+    return asyncio.get_running_loop().create_task(
+        inference.add(sorted(hosts), stragglers_after=SEED_STRAGGLERS_AFTER)
+    )
 
 
 class LiveOrigins:
@@ -238,7 +244,7 @@ class LiveOrigins:
         try:
             if self.early is not None:
                 await self.early  # then only hosts the store added are looked up below
-            result = await self.inference.add(hosts)
+            result = await self.inference.add(hosts, stragglers_after=SEED_STRAGGLERS_AFTER)
         finally:
             self.ready.set()
             self._spawn(self._release_waiting())  # a task of its own: even if this one fails
