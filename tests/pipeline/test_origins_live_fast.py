@@ -11,7 +11,8 @@ from typing import Any
 from courtier.net.guard import Resolution
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import OriginInference
-from courtier.pipeline.origins_live import RELEASE_SLICE, LiveOrigins
+from courtier.pipeline import origins_live
+from courtier.pipeline.origins_live import RELEASE_SLICE, LiveOrigins, infer_early
 from courtier.pipeline.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams
@@ -75,6 +76,7 @@ def _live(
     table: Mapping[str, tuple[str, ...]],
     lanes: Iterable[SiteLane],
     arm: Callable[[SiteLane], None],
+    early: asyncio.Future[Any] | None = None,
 ) -> LiveOrigins:
     return LiveOrigins(
         inference,
@@ -89,6 +91,7 @@ def _live(
         timer=Timer(),  # type: ignore[arg-type]
         recheck_every=300.0,
         tasks=set(),
+        early=early,
     )
 
 
@@ -174,3 +177,39 @@ async def test_a_site_asking_after_inference_is_resolved_outside_the_call() -> N
     runner.cancel()
     assert armed == ["t1.test"] and lane.origin == "addr:10.0.0.5"
     assert not [t for t in live.tasks if "_look_up" in repr(t.get_coro())]  # no task of its own
+
+
+async def test_one_unanswered_seed_host_does_not_hold_every_other_site(monkeypatch) -> None:
+    """Sites wait for the seed's inference before their first booking; a host whose DNS
+    answer never comes (a lost datagram waits out the resolver's retry) is left out after
+    the grace: every other site is placed and armed, and it is placed once it is answered."""
+    monkeypatch.setattr(origins_live, "SEED_STRAGGLERS_AFTER", 0.05)
+    answer = asyncio.Event()
+
+    class LostAnswer(FlakyDns):
+        async def lookup(self, host: str) -> DnsFacts:
+            if host == "t3.test" and not answer.is_set():
+                await answer.wait()
+            return await super().lookup(host)
+
+    inference = OriginInference(LostAnswer(WORLD, {}))
+    lanes = {host: SiteLane(host, host) for host in WORLD}
+    armed: list[str] = []
+    early = infer_early(inference, WORLD)
+    live = _live(inference, WORLD, lanes.values(), lambda lane: armed.append(lane.host), early)
+    runner = asyncio.create_task(live.run())
+    for lane in lanes.values():
+        live.look_up(lane)
+    await asyncio.wait_for(live.ready.wait(), 5.0)
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert sorted(armed) == sorted(set(WORLD) - {"t3.test"})
+    assert lanes["t3.test"].origin_status is OriginStatus.LOOKING_UP
+    answer.set()
+    for _ in range(50):
+        await asyncio.sleep(0)
+        if lanes["t3.test"].origin_status is OriginStatus.RESOLVED:
+            break
+    runner.cancel()
+    assert sorted(armed) == sorted(WORLD)
+    assert {lanes[f"t{i}.test"].origin for i in range(4)} == {"addr:10.0.0.5"}
