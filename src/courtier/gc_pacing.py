@@ -22,7 +22,8 @@ Rules:
 - Young collections are left to the allocation count, though it counts deaths of frozen
   objects against births: while frozen objects die (a batch written, a page's links handed
   on) young ones pile up, and at 2,000 sites a young collection came every ~10 s and took
-  40-76 ms. Collecting the youngest generation on a 0.1 s timer bounded them at 17 ms but
+  40-76 ms (at a threshold of 20,000; ``YOUNG_THRESHOLD`` says why it is higher now).
+  Collecting the youngest generation on a 0.1 s timer bounded them at 17 ms but
   took four times the collector's CPU (objects scanned alive that would have died unscanned:
   28 against 5-8 ms a second), and the loop's p99 lag stayed as it was (docs/benchmarks.md,
   session 14).
@@ -45,8 +46,14 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("courtier.gc_pacing")
 
-YOUNG_THRESHOLD = 20_000
-"""Allocations (less deallocations) of tracked objects between young collections."""
+YOUNG_THRESHOLD = 60_000
+"""Allocations (less deallocations) of tracked objects between young collections. At 2,000
+sites, 22 s of a crawl's steady state: 20,000 gave 6-8 young collections of up to 61-80 ms,
+296-444 ms in all; 60,000 gave two of up to 83-118 ms, 157-212 ms in all. A collection
+scans the young objects still alive, which are many whenever it comes: fewer collections
+cost less, and fewer turns of the loop run late (lag p99 49, 44, 47, 40, 72 ms against 48,
+58, 70, 51, 54 in five interleaved pairs), for a longer longest pause (docs/benchmarks.md,
+session 19)."""
 FULL_EVERY = 300.0
 """Seconds between full collections of the thawed heap."""
 
