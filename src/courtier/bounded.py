@@ -19,25 +19,8 @@ R = TypeVar("R")
 
 async def map_bounded(fn: Callable[[T], Awaitable[R]], items: Sequence[T], limit: int) -> list[R]:
     """``[await fn(item) for item in items]``, ``limit`` at a time, results in item order.
-    The first exception is raised (as ``gather`` raises it) once the other tasks are
-    cancelled."""
-    if limit < 1:
-        raise ValueError("limit must be >= 1")
-    results: dict[int, R] = {}
-    pending = iter(enumerate(items))
-
-    async def worker() -> None:
-        for index, item in pending:  # one iterator shared by the workers: each item once
-            results[index] = await fn(item)
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(items)))]
-    try:
-        await asyncio.gather(*workers)
-    except BaseException:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+    The first exception is raised once the other tasks are cancelled."""
+    results = await _run(fn, items, limit, None)
     return [results[index] for index in range(len(items))]
 
 
@@ -50,13 +33,20 @@ async def map_bounded_but_stragglers(
     For work where one slow item must not hold up the rest (one unanswered DNS question
     among thousands waits out its resolver's timeout). The first error is raised, as in
     ``map_bounded``."""
+    return await _run(fn, items, limit, grace)
+
+
+async def _run(
+    fn: Callable[[T], Awaitable[R]], items: Sequence[T], limit: int, grace: float | None
+) -> dict[int, R]:
+    """Both maps: workers taking items from one iterator; ``grace`` None waits for all."""
     if limit < 1:
         raise ValueError("limit must be >= 1")
     results: dict[int, R] = {}
     pending = iter(enumerate(items))
 
     async def worker() -> None:
-        for index, item in pending:
+        for index, item in pending:  # one iterator shared by the workers: each item once
             results[index] = await fn(item)
 
     workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(items)))]
@@ -68,11 +58,11 @@ async def map_bounded_but_stragglers(
         done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             task.result()
-        done, _ = await asyncio.wait(workers, timeout=grace)
+        done, _ = await asyncio.wait(workers, timeout=grace, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
             task.result()
     finally:
-        for task in workers:
+        for task in workers:  # stragglers, or the others after an error
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
     return results
