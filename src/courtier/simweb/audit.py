@@ -6,6 +6,10 @@ Rules (the ground truth is the world, never the crawler's own view):
   the world does not know, or a site outside the seed, is a request outside the seed; media
   hosts (CDN, store, image service) are counted apart and allowed only with `allow_media`.
 - Per site: the minimum start-to-start gap and the most requests starting in any 1 s window.
+  A gap is read at its longest: from the earlier request's `earliest` arrival (its stamp,
+  unless the server's own loop had stood still before it, `stalls`) to the later one's
+  stamp, so a stall of the server is never read as the crawler's violation. How many stamps
+  were uncertain, and by how much at most, is reported (`stamp_uncertainty`).
 - Per origin: the most cost units starting in any sliding 1 s and 5 s window. GCRA keeps that
   at most `budget × window + largest request cost` (one request may start at a window's end),
   so that is the limit a window is judged against.
@@ -23,7 +27,8 @@ Rules (the ground truth is the world, never the crawler's own view):
 - robots.txt: judged with protego against the world's robots.txt for the token `courtier`;
   a robots.txt answering 5xx disallows everything, a 4xx allows everything. Fetching
   /robots.txt itself is never a violation.
-- Crawl-delay: start-to-start gaps on the site shorter than its delay, minus the tolerance.
+- Crawl-delay: start-to-start gaps on the site (read as above) shorter than its delay, minus
+  the tolerance.
 - Retry-After: a request to a site that starts after a 429/503 with Retry-After was sent
   (its end) and before that answer's `retry_until`, minus the tolerance.
 - Duplicates: a request for a canonical URL (site, path, query parameters sorted) that had
@@ -148,6 +153,15 @@ class MediaSummary:
 
 
 @dataclass(frozen=True)
+class StampUncertainty:
+    """Requests stamped after the server's loop stood still (``stalls``): each may have
+    arrived as early as the stall's start, and gaps are judged by their longest reading."""
+
+    requests: int
+    longest: float  # seconds between the earliest arrival and the stamp, the most of any
+
+
+@dataclass(frozen=True)
 class Criterion:
     name: str
     ok: bool
@@ -174,6 +188,7 @@ class AuditReport:
     buckets: tuple[BucketFigures, ...]
     media: MediaSummary
     ceiling: Ceiling
+    stamp_uncertainty: StampUncertainty
 
     @property
     def ok(self) -> bool:
@@ -253,6 +268,7 @@ def audit_records(
     misses: dict[str, list[float]] = defaultdict(list)  # customer origin -> miss starts
     bucket_starts: dict[str, list[float]] = defaultdict(list)
     first, last, total = float("inf"), float("-inf"), 0
+    uncertain, longest_uncertainty = 0, 0.0
 
     def violation(v: Violation) -> None:
         counts[v.kind] += 1
@@ -262,6 +278,9 @@ def audit_records(
     for record in records:
         total += 1
         first, last = min(first, record.start), max(last, record.end)
+        if record.arrived_after is not None:
+            uncertain += 1
+            longest_uncertainty = max(longest_uncertainty, record.start - record.arrived_after)
         statuses[f"{record.status // 100}xx"] += 1
         if record.canary:
             violation(Violation("canary", record.host, record.target, record.start))
@@ -341,6 +360,7 @@ def audit_records(
             unattributed_misses=counts["unattributed-miss"],
         ),
         ceiling=ceiling,
+        stamp_uncertainty=StampUncertainty(uncertain, longest_uncertainty),
     )
     criteria = _criteria(report, counts, allow_media)
     return dataclasses.replace(report, criteria=criteria)
@@ -354,7 +374,9 @@ def _site_figures(
     violation: _Reporter,
 ) -> SiteFigures:
     starts = [r.start for r in records]
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # The longest each gap may have been: a stamp made late by a stall of the server itself
+    # is not the crawler's doing (``stalls``).
+    gaps = [b.start - a.earliest for a, b in itertools.pairwise(records)]
     delay_violations = 0
     if site.crawl_delay is not None:
         for record, gap in zip(records[1:], gaps, strict=True):

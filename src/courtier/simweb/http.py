@@ -8,7 +8,8 @@ Rules:
   for every request, refused or not.
 - The CDN and the image service are caches: the first fetch of an object is `X-Cache: MISS`,
   later ones `HIT` with an `Age`. The store reports the bucket it served in the log.
-- Every request is logged after its response is written, with start and end times.
+- Every request is logged after its response is written, with start and end times, and the
+  earliest it may have arrived when the server's loop had stood still (``stalls``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from courtier.simweb.behaviours import SiteTraffic, decide
 from courtier.simweb.log import RequestLog, RequestRecord
 from courtier.simweb.network import Network
 from courtier.simweb.pages import TEXT, Page, PageRenderer, not_found
+from courtier.simweb.stalls import LoopWatch
 from courtier.simweb.world import CANARY_SLOT, Site, SiteKind, World
 
 Clock = Callable[[], float]
@@ -75,6 +77,7 @@ class SimHttp:
         network: Network,
         log: RequestLog | None,
         clock: Clock = time.time,
+        loop_watch: LoopWatch | None = None,
     ) -> None:
         self.world = world
         self.network = network
@@ -82,6 +85,7 @@ class SimHttp:
         self.log = log
         self.clock = clock
         self.started_at = clock()
+        self.loop_watch = loop_watch
         self._traffic: dict[str, SiteTraffic] = {}
         self._first_fetch: dict[str, float] = {}  # cache object -> first fetch time
         self._headers = {host: platform_headers(site) for host, site in world.sites.items()}
@@ -113,6 +117,11 @@ class SimHttp:
 
     async def handle(self, slot: int, server: str, request: BaseRequest) -> StreamResponse:
         start = self.clock()
+        arrived_after = None
+        if self.loop_watch is not None:
+            arrived_after = self.loop_watch.arrived_after(start)
+            if arrived_after >= start:
+                arrived_after = None
         host_header = request.headers.get("Host", "")
         answer = await self._answer(slot, host_header, request.raw_path, start)
         page = answer.page
@@ -141,6 +150,7 @@ class SimHttp:
                     ua=request.headers.get("User-Agent", ""),
                     canary=slot == CANARY_SLOT,
                     retry_until=answer.retry_until,
+                    arrived_after=arrived_after,
                 )
             )
         return response

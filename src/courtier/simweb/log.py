@@ -2,7 +2,9 @@
 
 Rules:
 - Times are `time.time()` seconds: `start` when the request's headers were parsed, `end` when
-  the last byte of the response was handed to the transport.
+  the last byte of the response was handed to the transport. `arrived_after` is there only
+  when the server's loop had stood still before `start` (``stalls``): the request may have
+  arrived as early as that.
 - `host` is the Host header exactly as sent; `target` is the raw path and query as sent.
 - One log per run: opening it truncates the file.
 - Lines are buffered in memory and written in batches (`flush`); `close` writes what is left.
@@ -36,10 +38,16 @@ class RequestRecord:
     ua: str  # User-Agent as sent
     canary: bool  # the request reached the canary: an SSRF escape
     retry_until: float | None = None  # set on 429/503 answers that carry Retry-After
+    arrived_after: float | None = None  # set when the server had stalled: earliest arrival
+
+    @property
+    def earliest(self) -> float:
+        """The earliest the request may have arrived (its stamp, unless the server stalled)."""
+        return self.start if self.arrived_after is None else self.arrived_after
 
     def to_json(self) -> dict[str, object]:
         # Spelled out: dataclasses.asdict costs several times more, on the server's hot path.
-        return {
+        data: dict[str, object] = {
             "start": self.start,
             "end": self.end,
             "server": self.server,
@@ -54,6 +62,9 @@ class RequestRecord:
             "canary": self.canary,
             "retry_until": self.retry_until,
         }
+        if self.arrived_after is not None:
+            data["arrived_after"] = self.arrived_after
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> RequestRecord:

@@ -62,6 +62,13 @@ def _summary(report: AuditReport) -> Table:
         f"{c.raw_utilisation:.1%})",
     )
     table.add_row("fast start", _fast_start(report))
+    stalled = report.stamp_uncertainty
+    if stalled.requests:
+        table.add_row(
+            "server stalls",
+            f"{stalled.requests} requests stamped after the server's loop stood still "
+            f"(up to {stalled.longest * 1000:.0f} ms early arrival allowed in gaps)",
+        )
     table.add_row("verdict", "[green]OK[/green]" if report.ok else "[red]FAIL[/red]")
     return table
 

@@ -29,6 +29,7 @@ from courtier.simweb.dns import DnsAnswerer, start_dns
 from courtier.simweb.http import Clock, SimHttp
 from courtier.simweb.log import RequestLog
 from courtier.simweb.network import MAX_SLOTS, Network
+from courtier.simweb.stalls import LoopWatch, watch_loop
 from courtier.simweb.world import CANARY_SLOT, World
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,9 @@ class SimWeb:
         self._dns_port = 0
         self._log: RequestLog | None = None
         self._flusher: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self.loop_watch = LoopWatch(clock())
+        """The server loop's stalls, which make request stamps uncertain (``stalls``)."""
 
     # -- what a crawler needs to know ------------------------------------------------------------
 
@@ -161,6 +165,8 @@ class SimWeb:
                     raise
                 log.info("simweb: block 127.%d.0.0/16 is taken, trying another", block)
         self._flusher = asyncio.create_task(self._flush_periodically())
+        self.loop_watch.woke(self._clock())  # binding thousands of sockets is no stall
+        self._watcher = asyncio.create_task(watch_loop(self.loop_watch, self._clock))
 
     async def _start_on(self, block: int) -> None:
         first = Network(block, 80).address_of(0)
@@ -169,16 +175,17 @@ class SimWeb:
             port = 80 if _port_is_free(first, 80) else _free_port(first)
         network = Network(block, port)
         self._network = network
-        self._http = SimHttp(self.world, network, self._log, self._clock)
+        self._http = SimHttp(self.world, network, self._log, self._clock, self.loop_watch)
         await self._http.listen([*range(self.world.n_slots), CANARY_SLOT], port)
         self._dns_transport = await start_dns(DnsAnswerer(self.world, network), network.dns_host)
         self._dns_port = self._dns_transport.get_extra_info("sockname")[1]
 
     async def stop(self) -> None:
-        if self._flusher is not None:
-            self._flusher.cancel()
-            await asyncio.gather(self._flusher, return_exceptions=True)
-            self._flusher = None
+        for task in (self._flusher, self._watcher):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._flusher = self._watcher = None
         await self._close_servers()
         if self._log is not None:
             self._log.close()
