@@ -188,6 +188,8 @@ class RunResult:
             "audit_ok": self.report.ok,
             "wall_s": round(self.wall, 1),
             "host_us": None if self.host_us is None else [round(u, 1) for u in self.host_us],
+            "server_stalled_requests": self.report.stamp_uncertainty.requests,
+            "server_stall_max_ms": round(1000 * self.report.stamp_uncertainty.longest),
         }
 
 

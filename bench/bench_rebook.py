@@ -66,7 +66,8 @@ def main() -> int:
             f"parse_queue={crawl.get('parse_queue_mean', '-')} "
             f"places_full={crawl.get('places_full_share', '-')} "
             f"audit_ok={d['audit_ok']} violations={d['violations'] or '-'} wall={d['wall_s']:.0f}s "
-            f"host_us={'/'.join(map(str, d['host_us'] or ['-']))}"
+            f"host_us={'/'.join(map(str, d['host_us'] or ['-']))} "
+            f"server_stalled={d['server_stalled_requests']}/{d['server_stall_max_ms']}ms"
         )
     return 0
 
