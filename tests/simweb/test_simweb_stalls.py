@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import time
 
+from hypothesis import given
+from hypothesis import strategies as st
 from simweb_helpers import logged
 from simweb_helpers import request_record as _record
 
 from courtier.simweb import SimWeb, SiteKind, World
-from courtier.simweb.audit import audit_records
+from courtier.simweb.audit import _max_in_window, audit_records
 from courtier.simweb.stalls import DRAIN, LATE_AFTER, PERIOD, LoopWatch
 
 T0 = 1_800_000_000.0
@@ -127,3 +130,63 @@ async def test_a_blocked_server_loop_does_not_shorten_the_audited_gap(web: SimWe
     report = audit_records(records, world)
     assert report.criterion("site-gap").ok, report.criterion("site-gap")
     assert report.stamp_uncertainty.requests == 1
+
+
+@st.composite
+def _spans(draw: st.DrawFn) -> tuple[list[tuple[float, float]], list[int]]:
+    # Times on a 10 ms grid, so window edges are exact in binary floating point.
+    n = draw(st.integers(0, 30))
+    stamps = draw(st.lists(st.integers(0, 800), min_size=n, max_size=n))
+    early = draw(st.lists(st.sampled_from([0, 0, 0, 5, 20, 40]), min_size=n, max_size=n))
+    costs = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    spans = [((s - e) / 100, s / 100) for s, e in zip(stamps, early, strict=True)]
+    order = sorted(range(n), key=lambda i: spans[i])
+    return [spans[i] for i in order], [costs[i] for i in order]
+
+
+def _certain_max(spans: list[tuple[float, float]], costs: list[int], window: float) -> int:
+    """By definition: the most cost whose whole span lies in one window [t, t + window)."""
+    candidates = {e for e, _ in spans} | {k / 100 for k in range(-200, 900)}
+    return max(
+        (
+            sum(c for (e, s), c in zip(spans, costs, strict=True) if t <= e and s < t + window)
+            for t in candidates
+        ),
+        default=0,
+    )
+
+
+@given(_spans(), st.sampled_from([0.5, 1.0, 5.0]))
+def test_window_counts_take_only_what_certainly_started_inside(
+    drawn: tuple[list[tuple[float, float]], list[int]], window: float
+) -> None:
+    spans, costs = drawn
+    assert _max_in_window(spans, costs, window) == _certain_max(spans, costs, window)
+    stamps = sorted(zip((s for _, s in spans), costs, strict=True))
+    exact = [(s, s) for s, _ in stamps]
+    by_stamp = _max_in_window(exact, [c for _, c in stamps], window)
+    # With exact stamps, the busiest window of the stamps; an uncertain stamp only ever
+    # lowers what is certain.
+    assert by_stamp == _certain_max(exact, [c for _, c in stamps], window)
+    assert _max_in_window(spans, costs, window) <= by_stamp
+
+
+def test_a_stall_that_bunches_an_origins_requests_is_not_over_budget(world: World) -> None:
+    host = next(
+        s.host
+        for s in world.sites.values()
+        if s.kind is SiteKind.STANDALONE and not s.behaviours and s.crawl_delay is None
+    )
+    # Detail pages (2 units) once a second: the budget of 2 units/s is kept. The server stood
+    # still from T0 + 0.95 to T0 + 2.02: the second and third requests are stamped together,
+    # one second before the fourth.
+    assert world.origin_budget(host) == 2.0
+    records = [_record(host, f"/item/{i + 1}", T0 + i) for i in range(6)]
+    for i in (1, 2):
+        records[i] = _record(host, f"/item/{i + 1}", T0 + 2.02, arrived_after=T0 + 0.95)
+    report = audit_records(records, world)
+    assert report.criterion("origin-budget").ok, report.origins
+    assert report.criterion("site-gap").ok
+    # The same stamps without what the server knew about its stall read a burst.
+    blind = [dataclasses.replace(r, arrived_after=None) for r in records]
+    assert not audit_records(blind, world).criterion("origin-budget").ok

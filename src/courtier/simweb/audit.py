@@ -9,7 +9,9 @@ Rules (the ground truth is the world, never the crawler's own view):
   A gap is read at its longest: from the earlier request's `earliest` arrival (its stamp,
   unless the server's own loop had stood still before it, `stalls`) to the later one's
   stamp, so a stall of the server is never read as the crawler's violation. How many stamps
-  were uncertain, and by how much at most, is reported (`stamp_uncertainty`).
+  were uncertain, and by how much at most, is reported (`stamp_uncertainty`). Every window
+  count (per site, origin, bucket) takes a request only when all of its span, from its
+  earliest arrival to its stamp, lies inside the window: what certainly started there.
 - Per origin: the most cost units starting in any sliding 1 s and 5 s window. GCRA keeps that
   at most `budget × window + largest request cost` (one request may start at a window's end),
   so that is the limit a window is judged against.
@@ -50,6 +52,7 @@ Rules (the ground truth is the world, never the crawler's own view):
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 from collections import Counter, defaultdict
@@ -93,6 +96,8 @@ class Violation:
 
 
 _Reporter = Callable[[Violation], None]
+_Span = tuple[float, float]
+"""A request's (earliest arrival, stamp): equal unless the server had stalled."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +271,8 @@ def audit_records(
     counts: Counter[str] = Counter()
     media_kinds: Counter[str] = Counter()
     misses: dict[str, list[float]] = defaultdict(list)  # customer origin -> miss starts
-    bucket_starts: dict[str, list[float]] = defaultdict(list)
+    miss_spans: dict[str, list[_Span]] = defaultdict(list)  # the same, as (earliest, start)
+    bucket_spans: dict[str, list[_Span]] = defaultdict(list)
     first, last, total = float("inf"), float("-inf"), 0
     uncertain, longest_uncertainty = 0, 0.0
 
@@ -303,8 +309,9 @@ def audit_records(
                         counts["unattributed-miss"] += 1
                     else:
                         misses[customer.origin].append(record.start)
+                        miss_spans[customer.origin].append((record.earliest, record.start))
         if record.bucket:
-            bucket_starts[record.bucket].append(record.start)
+            bucket_spans[record.bucket].append((record.earliest, record.start))
 
     site_figures = []
     robots = _RobotsJudge()
@@ -321,8 +328,8 @@ def audit_records(
             for r in site_records:
                 if r.status == 503:
                     violation(Violation("overload", host, r.target, r.start, "503 overloaded"))
-    origins = _origin_figures(world, by_site, misses)
-    buckets = _bucket_figures(world, bucket_starts)
+    origins = _origin_figures(world, by_site, miss_spans)
+    buckets = _bucket_figures(world, bucket_spans)
     duration = max(0.0, last - first) if total else 0.0
     ceiling = compute_ceiling(
         world,
@@ -373,7 +380,6 @@ def _site_figures(
     tolerance: float,
     violation: _Reporter,
 ) -> SiteFigures:
-    starts = [r.start for r in records]
     # The longest each gap may have been: a stamp made late by a stall of the server itself
     # is not the crawler's doing (``stalls``).
     gaps = [b.start - a.earliest for a, b in itertools.pairwise(records)]
@@ -402,7 +408,9 @@ def _site_figures(
         origin=site.origin,
         requests=len(records),
         min_gap=min(gaps) if gaps else None,
-        max_per_second=_max_in_window(starts, [1] * len(starts), 1.0),
+        max_per_second=_max_in_window(
+            sorted((r.earliest, r.start) for r in records), [1] * len(records), 1.0
+        ),
         crawl_delay=site.crawl_delay,
         crawl_delay_violations=delay_violations,
         robots_violations=robots_violations,
@@ -435,39 +443,51 @@ def _retry_after_violations(
     return count
 
 
-def _max_in_window(starts: Sequence[float], costs: Sequence[int], window: float) -> int:
-    """Most cost starting inside any half-open window [t, t + window); starts sorted."""
-    best = running = lo = 0
-    for hi, start in enumerate(starts):
-        running += costs[hi]
-        while starts[lo] <= start - window:
-            running -= costs[lo]
-            lo += 1
-        best = max(best, running)
+def _max_in_window(spans: Sequence[_Span], costs: Sequence[int], window: float) -> int:
+    """Most cost certain to have started inside one half-open window [t, t + window).
+
+    ``spans`` are (earliest, start) pairs sorted by earliest: a request counts in a window
+    only when all of its span lies inside (a stamp after a stall of the server is uncertain,
+    ``stalls``), so the figure never exceeds the true busiest window. With exact stamps it is
+    the busiest window of the stamps. The best ``t`` is some request's earliest.
+    """
+    uncertain = [i for i, (earliest, start) in enumerate(spans) if start > earliest]
+    best = running = hi = 0
+    for lo, (t, _) in enumerate(spans):
+        end = t + window
+        while hi < len(spans) and spans[hi][0] < end:
+            running += costs[hi]
+            hi += 1
+        load = running
+        for i in uncertain[bisect.bisect_left(uncertain, lo) : bisect.bisect_left(uncertain, hi)]:
+            if spans[i][1] >= end:
+                load -= costs[i]
+        best = max(best, load)
+        running -= costs[lo]
     return best
 
 
 def _origin_figures(
-    world: World, by_site: dict[str, list[RequestRecord]], misses: dict[str, list[float]]
+    world: World, by_site: dict[str, list[RequestRecord]], misses: dict[str, list[_Span]]
 ) -> tuple[OriginFigures, ...]:
-    per_origin: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    per_origin: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
     for host, records in by_site.items():
         site = world.sites[host]
         if site.kind in MEDIA_KINDS:
             continue  # judged by the misses they pass on (caches) and per bucket (store)
         per_origin[site.origin].extend(
-            (r.start, request_cost(site, r.target.partition("?")[0])) for r in records
+            (r.earliest, r.start, request_cost(site, r.target.partition("?")[0])) for r in records
         )
-    for origin, starts in misses.items():
-        per_origin[origin].extend((start, MISS_COST) for start in starts)
+    for origin, spans in misses.items():
+        per_origin[origin].extend((earliest, start, MISS_COST) for earliest, start in spans)
     figures = []
     for origin, booked in per_origin.items():
         booked.sort()
-        starts = [s for s, _ in booked]
-        costs = [c for _, c in booked]
+        spans = [(earliest, start) for earliest, start, _ in booked]
+        costs = [c for _, _, c in booked]
         budget = world.origin_budget(origin)
         largest = max(costs)
-        one, five = (_max_in_window(starts, costs, w) for w in WINDOWS)
+        one, five = (_max_in_window(spans, costs, w) for w in WINDOWS)
         missed = len(misses.get(origin, ()))
         figures.append(
             OriginFigures(
@@ -486,15 +506,15 @@ def _origin_figures(
 
 
 def _bucket_figures(
-    world: World, bucket_starts: dict[str, list[float]]
+    world: World, bucket_spans: dict[str, list[_Span]]
 ) -> tuple[BucketFigures, ...]:
     limit_1s, limit_5s = (world.bucket_limit(w) for w in WINDOWS)
     figures = []
-    for bucket, starts in bucket_starts.items():
-        starts.sort()
-        ones = [1] * len(starts)
-        one, five = (_max_in_window(starts, ones, w) for w in WINDOWS)
-        figures.append(BucketFigures(bucket, len(starts), one, five, limit_1s, limit_5s))
+    for bucket, spans in bucket_spans.items():
+        spans.sort()
+        ones = [1] * len(spans)
+        one, five = (_max_in_window(spans, ones, w) for w in WINDOWS)
+        figures.append(BucketFigures(bucket, len(spans), one, five, limit_1s, limit_5s))
     return tuple(sorted(figures, key=lambda f: f.bucket))
 
 
