@@ -57,6 +57,8 @@ class ScaleOut:
     exits: list[int | None]
     summaries: list[dict[str, object]]
     leased_left: int
+    leased_sites: list[tuple[str, int, float | None]]
+    """Sites with URLs still leased after the crawl: how many, and the oldest lease."""
     status: dict[str, object]
     errors: list[str]
 
@@ -114,6 +116,9 @@ def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleO
     )
     with psycopg.connect(database) as conn:
         row = conn.execute("SELECT count(*) FROM urls WHERE status = 1").fetchone()
+        leased_sites = conn.execute(
+            "SELECT site, count(*), min(leased_at) FROM urls WHERE status = 1 GROUP BY site"
+        ).fetchall()
         left = conn.execute(
             "SELECT count(*) FROM courtier_shard_leases WHERE owner = %s", (victim,)
         ).fetchone()
@@ -128,6 +133,7 @@ def scale_out(tmp_path_factory: pytest.TempPathFactory, database: str) -> ScaleO
         exits=[w.returncode for w in workers],
         summaries=[_summary(out) for out, _ in outputs[1:]],
         leased_left=int(row[0]) if row else -1,
+        leased_sites=[(str(site), int(n), at) for site, n, at in leased_sites],
         status=json.loads(status.stdout) if status.returncode == 0 else {"error": status.stderr},
         errors=[err[-3000:] for _out, err in outputs],
     )
@@ -161,7 +167,7 @@ def test_every_per_site_and_per_origin_limit_holds_across_workers(scale_out: Sca
 
 def test_no_discovered_url_is_lost(scale_out: ScaleOut) -> None:
     # Every URL is done, refused, failed or due again: none is left leased by anyone.
-    assert scale_out.leased_left == 0
+    assert scale_out.leased_left == 0, (scale_out.killed_at, scale_out.leased_sites)
 
 
 def test_no_url_is_fetched_twice_except_those_in_flight_at_the_kill(scale_out: ScaleOut) -> None:

@@ -5,8 +5,11 @@ Same rules as every backend (``courtier.frontier.base``), with what sharing adds
   batch of 10,000 URLs is a handful of round trips, all in one transaction.
 - ``lease_due`` locks the rows it hands out with ``FOR UPDATE SKIP LOCKED``: two workers
   asking for the same host at once get disjoint URLs, and neither waits on the other.
-- A worker that dies leaves leased rows; ``release_leases(leased_before=...)`` (run by any
-  worker on a cadence) puts back the leases older than the lease timeout.
+- A worker that dies leaves leased rows: the next holder of each of its shards puts its
+  sites' leases back when it takes the shard (``release_leases(sites=...)``, in
+  ``pipeline/cluster.py``), as a holder does when it gives a shard back.
+  ``release_leases(leased_before=...)`` puts back leases older than a given time; no worker
+  runs it on its own.
 - ``ON CONFLICT DO UPDATE`` may touch a row once per statement, so counters (horizon inlinks,
   host links) are summed per key in Python before they are sent.
 
