@@ -164,3 +164,69 @@ async def test_a_unix_socket_url_reaches_the_store_and_its_leases(dsn: str) -> N
     await over_socket.beat()
     assert over_socket.held
     await over_socket.stop()
+
+
+async def test_a_shard_dropped_and_taken_again_is_given_back_whole(dsn: str) -> None:
+    a, b = Recorder(), Recorder()
+    first, second = keeper(dsn, "w-a", a), keeper(dsn, "w-b", b)
+    await first.start()
+    await first.beat()
+    shard = min(first.held)
+    # Its renewals came late and a booking's fence failed on the expired lease: the engine
+    # drops the shard (``Cluster.lease_lost``) while the session still holds its lock.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+    del first.held[shard]
+    await first.beat()  # below its target: it takes the shard again
+    assert shard in first.held
+    await first.give_back(shard)
+    assert first._conn is not None
+    cursor = await first._conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s "
+        "AND pid = pg_backend_pid()",
+        (shard,),
+    )
+    assert await cursor.fetchone() == (0,)  # a lock taken twice would still be held once
+    # Another worker takes it at once, without ending the first one's session.
+    await second.start()
+    assert second._conn is not None
+    assert await second._try_take(second._conn, shard, True) is not None
+    await first._conn.execute("SELECT 1")
+    await second.stop()
+    await first.stop()
+
+
+async def _locked_by(keeper_: ShardKeeper) -> set[int]:
+    assert keeper_._conn is not None
+    cursor = await keeper_._conn.execute(
+        "SELECT objid::integer FROM pg_locks WHERE locktype = 'advisory' AND classid = %s "
+        "AND pid = pg_backend_pid()",
+        (0x636F7572,),
+    )
+    return {int(row[0]) for row in await cursor.fetchall()}
+
+
+async def test_a_lock_kept_for_a_dropped_shard_is_let_go_at_the_next_beat(dsn: str) -> None:
+    a, b = Recorder(), Recorder()
+    first, second = keeper(dsn, "w-a", a), keeper(dsn, "w-b", b)
+    await first.start()
+    await first.beat()
+    await second.start()
+    await second.beat()
+    await first.beat()  # two live workers: it gives half back
+    assert await _locked_by(first) == set(first.held)
+    shard = min(first.held)
+    del first.held[shard]  # dropped after a fence failed; the lock is still the session's
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+    await first.beat()
+    # The session locks exactly the shards it holds: none that another worker could only
+    # take by ending this session as a hung holder's.
+    assert await _locked_by(first) == set(first.held)
+    if shard not in first.held:  # it took another shard to make up its share
+        assert second._conn is not None
+        assert await second._try_take(second._conn, shard, False) is not None
+        assert first._conn is not None
+        await first._conn.execute("SELECT 1")  # its session lives on
+    await second.stop()
+    await first.stop()

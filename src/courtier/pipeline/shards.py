@@ -8,6 +8,11 @@ Rules:
   a worker killed by SIGKILL frees its shards at once) and a lease row in
   ``courtier_shard_leases`` with an owner, a fencing token and an expiry, renewed by
   heartbeat every ``ttl / 3`` seconds.
+- A session's advisory locks stack (locking twice needs two unlocks), so the keeper locks a
+  shard at most once per session (``_locked``): a shard it dropped (a booking's fence
+  failed on an expired lease) and took again is still given back whole. A lock kept for a
+  shard it no longer holds is let go at the next heartbeat, so another worker takes the shard
+  without ending this worker's session as a hung holder's.
 - Taking a shard increments its token. Every booking a worker makes for a site carries its
   shard's ``Fence``, checked in the booking's own statement: a worker that lost its shard
   (killed connection, expired lease) cannot book for it any more, whatever it believes.
@@ -89,6 +94,10 @@ async def _try_lock(conn: psycopg.AsyncConnection[Any], shard: int) -> bool:
     return bool(row and row[0])
 
 
+async def _unlock(conn: psycopg.AsyncConnection[Any], shard: int) -> None:
+    await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, shard))
+
+
 class ShardKeeper:
     def __init__(
         self,
@@ -110,6 +119,8 @@ class ShardKeeper:
         self.requests = requests
         self.held: dict[int, int] = {}
         """Shard -> fencing token, for the shards this worker holds."""
+        self._locked: set[int] = set()
+        """Shards whose advisory lock this keeper's session holds (once each)."""
         self._conn: psycopg.AsyncConnection[Any] | None = None
 
     def fence(self, shard: int) -> Fence | None:
@@ -120,6 +131,7 @@ class ShardKeeper:
         import psycopg
 
         self._conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        self._locked.clear()  # a new session holds no lock
         async with self._conn.transaction():
             await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_SPACE,))
             for statement in _SCHEMA.split(";"):
@@ -169,6 +181,9 @@ class ShardKeeper:
             (len(self.held), self.requests(), self.worker_id),
         )
         await self._renew(conn)
+        for shard in sorted(self._locked - self.held.keys()):
+            await _unlock(conn, shard)  # dropped since: free for whoever takes it next
+            self._locked.discard(shard)
         # Live: a fresh heartbeat, and either no lease yet (a newcomer) or a session still
         # holding a shard's lock. A killed worker's locks went with its session, so its
         # shards are shared out at once, not after its heartbeat ages past the ttl.
@@ -235,12 +250,14 @@ class ShardKeeper:
     async def _try_take(
         self, conn: psycopg.AsyncConnection[Any], shard: int, expired: bool
     ) -> int | None:
-        if not await _try_lock(conn, shard):
-            if not expired:
-                return None
-            await self._end_hung_holder(conn, shard)  # waits for its session to be gone
+        if shard not in self._locked:
             if not await _try_lock(conn, shard):
-                return None
+                if not expired:
+                    return None
+                await self._end_hung_holder(conn, shard)  # waits for its session to be gone
+                if not await _try_lock(conn, shard):
+                    return None
+            self._locked.add(shard)
         # The advisory lock is ours: the last holder's session is gone (or never was), so
         # the shard is ours whatever its row says; a new token fences the old holder out.
         cursor = await conn.execute(
@@ -258,13 +275,14 @@ class ShardKeeper:
         # worker may have taken the shard since we looked, and its session is alive. A
         # session ends some time after it is told to (its locks with it): wait for that
         # (PostgreSQL 14's timeout argument), or the lock is still held when we try again.
-        await conn.execute(
+        cursor = await conn.execute(
             "SELECT pg_terminate_backend(pid, %s) FROM pg_locks WHERE locktype = 'advisory' "
             "AND classid = %s AND objid = %s AND granted AND pid <> pg_backend_pid() "
             f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %s AND expires_at < {_NOW})",
             (_TERMINATE_WAIT_MS, _LOCK_SPACE, shard, shard),
         )
-        log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
+        if await cursor.fetchall():  # else another worker took the shard since we looked
+            log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
 
     async def give_back(self, shard: int) -> None:
         """Hand a shard back gracefully (rebalancing, or a clean stop)."""
@@ -276,7 +294,8 @@ class ShardKeeper:
             f"UPDATE {LEASES} SET owner = NULL, expires_at = 0 WHERE shard = %s AND owner = %s",
             (shard, self.worker_id),
         )
-        await self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, shard))
+        await _unlock(self._conn, shard)
+        self._locked.discard(shard)
 
     async def stop(self) -> None:
         import psycopg
