@@ -290,12 +290,14 @@ class ShardKeeper:
             return
         del self.held[shard]
         await self.on_lost(shard, True)
+        # The lock first: a row that says "free" while the lock is still held is what a hung
+        # holder looks like, and a worker taking the shard in between would end this session.
+        await _unlock(self._conn, shard)
+        self._locked.discard(shard)
         await self._conn.execute(
             f"UPDATE {LEASES} SET owner = NULL, expires_at = 0 WHERE shard = %s AND owner = %s",
             (shard, self.worker_id),
         )
-        await _unlock(self._conn, shard)
-        self._locked.discard(shard)
 
     async def stop(self) -> None:
         import psycopg
