@@ -66,8 +66,9 @@ def _summary(report: AuditReport) -> Table:
     if stalled.requests:
         table.add_row(
             "server stalls",
-            f"{stalled.requests} requests stamped after the server's loop stood still "
-            f"(up to {stalled.longest * 1000:.0f} ms early arrival allowed in gaps)",
+            f"{stalled.requests} requests stamped after the server's loop stood still, "
+            f"each up to {stalled.longest * 1000:.0f} ms after it may have arrived (gaps and "
+            "windows allow for it)",
         )
     table.add_row("verdict", "[green]OK[/green]" if report.ok else "[red]FAIL[/red]")
     return table
