@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from courtier.pipeline.shards import ShardKeeper, shard_of
+from courtier.pipeline.shards import _LOCK_SPACE, ShardKeeper, shard_of
 from courtier.politeness.gcra import KeyParams, Limit, Slot
 from courtier.politeness.limiter.base import Fence, LeaseLost
 from courtier.politeness.limiter.postgres import LEASES, PostgresLimiter
@@ -201,7 +201,7 @@ async def _locked_by(keeper_: ShardKeeper) -> set[int]:
     cursor = await keeper_._conn.execute(
         "SELECT objid::integer FROM pg_locks WHERE locktype = 'advisory' AND classid = %s "
         "AND pid = pg_backend_pid()",
-        (0x636F7572,),
+        (_LOCK_SPACE,),
     )
     return {int(row[0]) for row in await cursor.fetchall()}
 
