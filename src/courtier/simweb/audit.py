@@ -270,8 +270,7 @@ def audit_records(
     examples: dict[str, list[Violation]] = defaultdict(list)
     counts: Counter[str] = Counter()
     media_kinds: Counter[str] = Counter()
-    misses: dict[str, list[float]] = defaultdict(list)  # customer origin -> miss starts
-    miss_spans: dict[str, list[_Span]] = defaultdict(list)  # the same, as (earliest, start)
+    misses: dict[str, list[_Span]] = defaultdict(list)  # customer origin -> miss spans
     bucket_spans: dict[str, list[_Span]] = defaultdict(list)
     first, last, total = float("inf"), float("-inf"), 0
     uncertain, longest_uncertainty = 0, 0.0
@@ -308,8 +307,7 @@ def audit_records(
                     if customer is None:
                         counts["unattributed-miss"] += 1
                     else:
-                        misses[customer.origin].append(record.start)
-                        miss_spans[customer.origin].append((record.earliest, record.start))
+                        misses[customer.origin].append((record.earliest, record.start))
         if record.bucket:
             bucket_spans[record.bucket].append((record.earliest, record.start))
 
@@ -328,13 +326,13 @@ def audit_records(
             for r in site_records:
                 if r.status == 503:
                     violation(Violation("overload", host, r.target, r.start, "503 overloaded"))
-    origins = _origin_figures(world, by_site, miss_spans)
+    origins = _origin_figures(world, by_site, misses)
     buckets = _bucket_figures(world, bucket_spans)
     duration = max(0.0, last - first) if total else 0.0
     ceiling = compute_ceiling(
         world,
         by_site,
-        misses,
+        {origin: [start for _, start in spans] for origin, spans in misses.items()},
         seed,
         robots.allowed,
         start=min(first, run_start or first) if total else (run_start or 0.0),
