@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 
@@ -230,3 +231,39 @@ async def test_a_lock_kept_for_a_dropped_shard_is_let_go_at_the_next_beat(dsn: s
         await first._conn.execute("SELECT 1")  # its session lives on
     await second.stop()
     await first.stop()
+
+
+class SlowGiver(Recorder):
+    """Giving a shard back waits for its fetches in flight: here 0.25 s a shard."""
+
+    async def lost_shard(self, shard: int, graceful: bool) -> None:
+        if graceful:
+            await asyncio.sleep(0.25)
+        await super().lost_shard(shard, graceful)
+
+
+async def _unexpired(dsn: str, owner: str) -> int:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        cursor = await conn.execute(
+            f"SELECT count(*) FROM {LEASES} WHERE owner = %s "
+            "AND expires_at > extract(epoch FROM clock_timestamp())",
+            (owner,),
+        )
+        row = await cursor.fetchone()
+    return int(row[0]) if row else -1
+
+
+async def test_the_shards_kept_are_renewed_while_others_are_given_back(dsn: str) -> None:
+    # Four give-backs of 0.25 s outlast the 0.9 s ttl: the four shards kept must not expire
+    # meanwhile (another worker would end this one's session as a hung holder's).
+    a, b = SlowGiver(), Recorder()
+    first, second = keeper(dsn, "w-a", a, ttl=0.9), keeper(dsn, "w-b", b, ttl=30.0)
+    await first.start()
+    await first.beat()
+    assert len(first.held) == SHARDS
+    await second.start()
+    await first.beat()  # two live workers: it gives four back, one by one
+    assert len(first.held) == SHARDS // 2
+    assert await _unexpired(dsn, "w-a") == SHARDS // 2
+    await first.stop()
+    await second.stop()

@@ -15,7 +15,8 @@ Rules:
   without ending this worker's session as a hung holder's.
 - Taking a shard increments its token. Every booking a worker makes for a site carries its
   shard's ``Fence``, checked in the booking's own statement: a worker that lost its shard
-  (killed connection, expired lease) cannot book for it any more, whatever it believes.
+  (killed connection, expired lease) cannot book for it any more, whatever it believes. Its
+  leases of the site's URLs carry the fence too (``PostgresFrontier.lease_due``).
 - A shard whose lease expired while its holder's session still holds the advisory lock (a
   hung worker) is taken by ending that session (``pg_terminate_backend``).
 - Rebalancing: each worker aims for ``ceil(shards / live workers)`` shards (live: a
@@ -201,15 +202,21 @@ class ShardKeeper:
         if len(self.held) < target:
             await self._take(conn, target - len(self.held))
         elif len(self.held) > target:
+            renewed = time.monotonic()
             for shard in sorted(self.held, reverse=True)[: len(self.held) - target]:
                 await self.give_back(shard)
+                renewed = await self._renew_if_due(conn, renewed)
 
     async def _renew(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if not self.held:
             return
+        # Rows locked in shard order, as a fenced lease locks them (``PostgresFrontier``): a
+        # renewal and a lease of this worker's never wait for each other in a cycle.
         cursor = await conn.execute(
-            f"UPDATE {LEASES} SET expires_at = {_NOW} + %s "
-            "WHERE owner = %s AND shard = ANY(%s) RETURNING shard, token",
+            f"UPDATE {LEASES} AS l SET expires_at = {_NOW} + %s FROM ("
+            f"SELECT shard FROM {LEASES} WHERE owner = %s AND shard = ANY(%s) "
+            "ORDER BY shard FOR UPDATE) AS mine WHERE l.shard = mine.shard "
+            "RETURNING l.shard, l.token",
             (self.ttl, self.worker_id, list(self.held)),
         )
         kept = {int(shard): int(token) for shard, token in await cursor.fetchall()}
@@ -240,12 +247,19 @@ class ShardKeeper:
                 self.held[shard] = token
                 wanted -= 1
                 await self.on_acquired(shard, token)
-            # Taking many shards (a first worker takes them all) costs store calls per shard:
-            # keep renewing meanwhile, or the first ones expire and another worker ends this
-            # worker's session as a hung holder.
-            if time.monotonic() - renewed > self.ttl / 3:
-                await self._renew(conn)
-                renewed = time.monotonic()
+            renewed = await self._renew_if_due(conn, renewed)
+
+    async def _renew_if_due(self, conn: psycopg.AsyncConnection[Any], renewed: float) -> float:
+        """Renew if ``ttl / 3`` passed since ``renewed``; when the leases were last renewed.
+
+        Taking many shards (a first worker takes them all) costs store calls per shard, and
+        giving many back waits for each one's fetches in flight: keep renewing meanwhile, or
+        the shards still held expire and another worker ends this worker's session as a hung
+        holder's (every shard dropped at once)."""
+        if time.monotonic() - renewed <= self.ttl / 3:
+            return renewed
+        await self._renew(conn)
+        return time.monotonic()
 
     async def _try_take(
         self, conn: psycopg.AsyncConnection[Any], shard: int, expired: bool
@@ -305,8 +319,10 @@ class ShardKeeper:
         if self._conn is None:
             return
         try:
+            renewed = time.monotonic()
             for shard in sorted(self.held):
                 await self.give_back(shard)
+                renewed = await self._renew_if_due(self._conn, renewed)
             await self._conn.execute(f"DELETE FROM {WORKERS} WHERE id = %s", (self.worker_id,))
         except psycopg.Error as exc:  # our session was ended: the shard leases end with it
             log.warning("shard leases: %s; leases expire on their own", exc)
