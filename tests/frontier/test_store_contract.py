@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -21,6 +24,7 @@ from courtier.frontier.base import (
     FrontierStore,
     HorizonLink,
     HostEdge,
+    LeasedUrl,
     NewUrl,
     Outcome,
     SiteState,
@@ -34,6 +38,7 @@ from courtier.frontier.sqlite_store import SCHEMA_VERSION, SqliteFrontier
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.origins.evidence import Evidence, Kind
 from courtier.origins.store import OriginStore
+from courtier.politeness.limiter.base import SHARD_LEASES, Fence
 
 POLICY = RefreshPolicy()
 T0 = 1_800_000_000.0
@@ -663,6 +668,83 @@ def test_postgres_keeps_origin_evidence_and_logs_changes_in_order(postgres_dsn: 
         ("a.test", None, "o1", T0),
         ("a.test", "o1", "o2", T0 + 10),
     ]
+
+
+# -- fenced leases (scale-out) ------------------------------------------------------------
+
+OWNER = "worker-a"
+
+
+@pytest.fixture
+def fenced(postgres_dsn: str) -> Iterator[tuple[PostgresFrontier, psycopg.Connection[Any]]]:
+    """A PostgreSQL store whose schema holds shard leases 0 and 1, both held by ``OWNER``
+    with token 1, and a connection of "another worker" on the same schema."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    store = PostgresFrontier(postgres_dsn, schema=schema)
+    other = psycopg.connect(postgres_dsn, autocommit=True)
+    other.execute(f"SET search_path TO {schema}".encode())
+    other.execute(
+        f"CREATE TABLE {SHARD_LEASES} (shard integer PRIMARY KEY, owner text, "
+        "token bigint NOT NULL DEFAULT 0, expires_at double precision NOT NULL DEFAULT 0)".encode()
+    )
+    other.execute(
+        f"INSERT INTO {SHARD_LEASES} VALUES (0, %s, 1, 0), (1, %s, 1, 0)".encode(),
+        (OWNER, OWNER),
+    )
+    store.write_batch([_url("/"), _url("/", "b.test"), _url("/", "c.test")], [], [], T0)
+    try:
+        yield store, other
+    finally:
+        store.close()
+        other.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+        other.close()
+
+
+def _take_shard_1(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(f"UPDATE {SHARD_LEASES} SET owner = 'worker-b', token = 2 WHERE shard = 1")
+
+
+def test_a_fenced_lease_serves_only_sites_whose_shard_lease_still_holds(
+    fenced: tuple[PostgresFrontier, psycopg.Connection[Any]],
+):
+    store, other = fenced
+    fences = {"a.test": Fence(0, OWNER, 1), "b.test": Fence(1, OWNER, 1)}
+    _take_shard_1(other)  # another worker took b.test's shard (and released its leases)
+    leased = store.lease_due(10, ["a.test", "b.test", "c.test"], T0 + 1, fences)
+    assert sorted(leased) == ["a.test"]  # b.test's fence failed; c.test has none here
+    assert store.lease("b.test", 5, T0 + 1, Fence(1, OWNER, 1)) == []
+    assert [u.site for u in store.lease("b.test", 5, T0 + 1, Fence(1, "worker-b", 2))] == ["b.test"]
+    assert sorted(store.lease_due(10, ["c.test"], T0 + 1)) == ["c.test"]  # unfenced
+
+
+def test_a_take_of_the_shard_waits_for_a_fenced_lease_in_progress(
+    fenced: tuple[PostgresFrontier, psycopg.Connection[Any]],
+):
+    """The taker's release must see every lease the old holder made: a take committed while
+    a lease is in progress makes that lease re-check the new token and leave the site out."""
+    store, other = fenced
+    result: list[dict[str, list[LeasedUrl]]] = []
+    with other.transaction():
+        _take_shard_1(other)  # the take, not committed yet
+        leasing = threading.Thread(
+            target=lambda: result.append(
+                store.lease_due(10, ["a.test", "b.test"], T0 + 1, {"b.test": Fence(1, OWNER, 1)})
+            )
+        )
+        leasing.start()
+        deadline = time.monotonic() + 10
+        waiting = False
+        while not waiting and leasing.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+            row = other.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            ).fetchone()
+            waiting = bool(row and row[0])
+    leasing.join(10)
+    assert waiting, "the fenced lease did not wait for the take's row lock"
+    assert result == [{}]
+    assert other.execute("SELECT count(*) FROM urls WHERE status = 1").fetchone() == (0,)
 
 
 # -- conditional refresh: validators, 304, sitemap lastmod ---------------------------------

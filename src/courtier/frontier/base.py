@@ -53,6 +53,7 @@ from typing import Any, Final, Protocol
 from courtier.fast_init import fast_init
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
+from courtier.politeness.limiter.base import Fence
 
 DEFAULT_REFRESH_POLICY: Final = RefreshPolicy()
 
@@ -520,14 +521,24 @@ class FrontierStore(Protocol):
         ``now``, lane first, then earliest due, then oldest. Hosts with nothing due are absent."""
 
     def lease_due(
-        self, limit_per_host: int, hosts: Sequence[str], now: float
+        self,
+        limit_per_host: int,
+        hosts: Sequence[str],
+        now: float,
+        fences: Mapping[str, Fence] | None = None,
     ) -> dict[str, list[LeasedUrl]]:
         """``due`` and mark the result leased in the same transaction (concurrent workers on
-        a shared store never receive the same URL)."""
+        a shared store never receive the same URL). With ``fences`` (a scale-out crawl:
+        site -> its shard's lease), only sites in it whose lease still holds are served,
+        checked in the same transaction; a store of one machine has no shard leases and
+        ignores them."""
 
-    def lease(self, site: str, limit: int, now: float | None = None) -> list[LeasedUrl]:
+    def lease(
+        self, site: str, limit: int, now: float | None = None, fence: Fence | None = None
+    ) -> list[LeasedUrl]:
         """Queued (never fetched) URLs of ``site``, shallowest first, marked leased (at
-        ``now`` when given; a lease of unknown age counts as old for ``release_leases``)."""
+        ``now`` when given; a lease of unknown age counts as old for ``release_leases``);
+        nothing if ``fence`` is given and no longer holds (as in ``lease_due``)."""
 
     def release_leases(
         self,

@@ -10,6 +10,12 @@ Same rules as every backend (``courtier.frontier.base``), with what sharing adds
   ``pipeline/cluster.py``), as a holder does when it gives a shard back.
   ``release_leases(leased_before=...)`` puts back leases older than a given time; no worker
   runs it on its own.
+- Leasing is fenced like booking (``fences``): a site's URLs are leased only while the
+  worker's shard lease row still names it with its token, checked in the leasing statement
+  under a share lock on that row. A worker whose shard was taken over leases nothing more for
+  it (the taker released the shard's leases once, at the take: a later lease of the old
+  holder's would stay leased by nobody); a take waits for a lease in progress to commit, so
+  the taker's release sees it. Lease rows are locked in shard order, everywhere.
 - ``ON CONFLICT DO UPDATE`` may touch a row once per statement, so counters (horizon inlinks,
   host links) are summed per key in Python before they are sent.
 
@@ -62,6 +68,7 @@ from courtier.frontier.base import (
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, reclassify
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.origins.store import changes_from, evidence_json
+from courtier.politeness.limiter.base import SHARD_LEASES, Fence
 
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -170,17 +177,31 @@ _LANES: Final = " UNION ALL ".join(
     "AND next_due <= %(now)s ORDER BY next_due, id LIMIT %(limit)s)"
     for lane in UrlLane
 )
-_CANDIDATES: Final = f"""
-SELECT u.* FROM unnest(%(hosts)s::text[]) AS h(site)
+
+
+def _candidates(sites: str) -> str:
+    """Up to ``limit`` due URLs of each site of ``sites`` (a row source naming them h.site)."""
+    return f"""
+SELECT u.* FROM {sites}
 CROSS JOIN LATERAL (
     SELECT * FROM ({_LANES}) AS lanes ORDER BY lane, next_due, id LIMIT %(limit)s
 ) AS u
 """
-_DUE: Final = _CANDIDATES
+
+
+_DUE: Final = _candidates("unnest(%(hosts)s::text[]) AS h(site)")
+# The sites whose fence still holds, their lease rows share-locked (in shard order) until the
+# lease commits: a take of one of those shards waits for it; one committed since this
+# statement's snapshot is re-checked against the row's new token, and the site left out.
+_HELD: Final = f"""
+SELECT h.site FROM unnest(%(hosts)s::text[], %(shards)s::integer[], %(owners)s::text[],
+                          %(tokens)s::bigint[]) AS h(site, shard, owner, token)
+JOIN {SHARD_LEASES} AS f ON f.shard = h.shard AND f.owner = h.owner AND f.token = h.token
+ORDER BY f.shard FOR SHARE OF f
+"""
 # The lock is taken on the rows found: a row another worker is leasing right now is skipped,
 # and one it leased since this statement's snapshot fails the re-checked next_due condition.
-_LEASE_DUE: Final = f"""
-WITH candidates AS ({_CANDIDATES}),
+_LEASE_PICKED: Final = """
 picked AS (
     SELECT urls.id, urls.next_due FROM urls JOIN candidates USING (id)
     WHERE urls.next_due IS NOT NULL AND urls.next_due <= %(now)s
@@ -191,6 +212,22 @@ FROM picked WHERE urls.id = picked.id
 RETURNING urls.id, urls.fetch_url, urls.site, urls.depth, urls.redirects, urls.lane,
           picked.next_due, urls.etag, urls.last_modified, urls.payload_digest, urls.fetched_at
 """
+_LEASE_DUE: Final = f"WITH candidates AS ({_DUE}),{_LEASE_PICKED}"
+_FENCED_LEASE_DUE: Final = (
+    f"WITH held AS ({_HELD}), candidates AS ({_candidates('held AS h')}),{_LEASE_PICKED}"
+)
+_LEASE_QUEUED: Final = """
+WITH picked AS (SELECT id FROM urls WHERE site = %(site)s AND status = 0 {held}
+                ORDER BY depth, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+UPDATE urls SET status = 1, next_due = NULL, leased_at = %(now)s FROM picked
+WHERE urls.id = picked.id
+RETURNING urls.id, fetch_url, site, depth, redirects, lane
+"""
+_FENCED_LEASE_QUEUED: Final = _LEASE_QUEUED.format(
+    held=f"""AND EXISTS (SELECT 1 FROM {SHARD_LEASES} AS f WHERE f.shard = %(shard)s
+                     AND f.owner = %(owner)s AND f.token = %(token)s FOR SHARE)"""
+)
+_UNFENCED_LEASE_QUEUED: Final = _LEASE_QUEUED.format(held="")
 _SCHEDULE_COLUMNS: Final = (
     "id, canonical, site, depth, status, lane, next_due, refresh_interval, fingerprint, "
     "unchanged_fetches, importance, freshlane, fetched_at, http_status, etag, last_modified, "
@@ -513,16 +550,28 @@ class PostgresFrontier:
         return result
 
     def lease_due(
-        self, limit_per_host: int, hosts: Sequence[str], now: float
+        self,
+        limit_per_host: int,
+        hosts: Sequence[str],
+        now: float,
+        fences: Mapping[str, Fence] | None = None,
     ) -> dict[str, list[LeasedUrl]]:
         check_limit(limit_per_host)
-        if limit_per_host == 0 or not hosts:
+        names = list(dict.fromkeys(hosts))
+        params: dict[str, object] = {"hosts": names, "now": now, "limit": limit_per_host}
+        query = _LEASE_DUE
+        if fences is not None:
+            names = [site for site in names if site in fences]
+            held = [fences[site] for site in names]
+            params["hosts"] = names
+            params["shards"] = [fence.shard for fence in held]
+            params["owners"] = [fence.owner for fence in held]
+            params["tokens"] = [fence.token for fence in held]
+            query = _FENCED_LEASE_DUE
+        if limit_per_host == 0 or not names:
             return {}
         with self._transaction() as cur:
-            cur.execute(
-                _LEASE_DUE,
-                {"hosts": list(dict.fromkeys(hosts)), "now": now, "limit": limit_per_host},
-            )
+            cur.execute(query, params)
             rows = cur.fetchall()
         rows.sort(key=lambda r: (r[2], r[5], r[6], r[0]))
         result: dict[str, list[LeasedUrl]] = {}
@@ -532,17 +581,17 @@ class PostgresFrontier:
             )
         return result
 
-    def lease(self, site: str, limit: int, now: float | None = None) -> list[LeasedUrl]:
+    def lease(
+        self, site: str, limit: int, now: float | None = None, fence: Fence | None = None
+    ) -> list[LeasedUrl]:
         """Queued URLs of ``site``, shallowest first, marked leased in the same transaction."""
+        params: dict[str, object] = {"site": site, "limit": limit, "now": now}
+        query = _UNFENCED_LEASE_QUEUED
+        if fence is not None:
+            params.update(shard=fence.shard, owner=fence.owner, token=fence.token)
+            query = _FENCED_LEASE_QUEUED
         with self._transaction() as cur:
-            cur.execute(
-                "WITH picked AS (SELECT id FROM urls WHERE site = %s AND status = 0 "
-                "ORDER BY depth, id LIMIT %s FOR UPDATE SKIP LOCKED) "
-                "UPDATE urls SET status = 1, next_due = NULL, leased_at = %s FROM picked "
-                "WHERE urls.id = picked.id "
-                "RETURNING urls.id, fetch_url, site, depth, redirects, lane",
-                (site, limit, now),
-            )
+            cur.execute(query.encode(), params)
             rows = cur.fetchall()
         rows.sort(key=lambda r: (r[3], r[0]))
         return [LeasedUrl(r[0], r[1], r[2], r[3], r[4], UrlLane(r[5])) for r in rows]

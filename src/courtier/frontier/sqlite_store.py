@@ -63,6 +63,7 @@ from courtier.frontier.base import (
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, reclassify
 from courtier.origins import store as origin_tables
 from courtier.origins.cluster import Assignment, OriginChange
+from courtier.politeness.limiter.base import Fence
 from courtier.sqlite_wal import use_wal
 
 __all__ = [
@@ -553,7 +554,11 @@ class SqliteFrontier:
                 yield host, rows
 
     def lease_due(
-        self, limit_per_host: int, hosts: Sequence[str], now: float
+        self,
+        limit_per_host: int,
+        hosts: Sequence[str],
+        now: float,
+        fences: Mapping[str, Fence] | None = None,
     ) -> dict[str, list[LeasedUrl]]:
         with self._transaction():
             due = {
@@ -568,8 +573,11 @@ class SqliteFrontier:
                 self._db.execute(_LEASE_IDS, (now, ids))
         return due
 
-    def lease(self, site: str, limit: int, now: float | None = None) -> list[LeasedUrl]:
-        """Queued URLs of ``site``, shallowest first, marked leased in the same transaction."""
+    def lease(
+        self, site: str, limit: int, now: float | None = None, fence: Fence | None = None
+    ) -> list[LeasedUrl]:
+        """Queued URLs of ``site``, shallowest first, marked leased in the same transaction
+        (one machine's store: no shard leases, ``fence`` is not checked)."""
         with self._transaction():
             rows = self._db.execute(
                 "SELECT id, fetch_url, site, depth, redirects, lane FROM urls "

@@ -11,7 +11,9 @@ Rules (the leases themselves: ``shards.py``):
   flight finishes (bounded by the fetch timeout), outcomes are written, and every URL still
   leased for them goes back to the store; only then is the lease released.
 - Losing a shard (the fence failed, a lease taken over): its sites stop at once; their
-  queued URLs are left leased for the new holder to release.
+  queued URLs are left leased for the new holder to release. Leasing is fenced too
+  (``FrontierIO.fence_leases``): a worker that lost a shard cannot lease its sites' URLs after
+  the new holder released them, which nobody would ever release again.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from courtier.pipeline.shards import ShardKeeper, shard_of
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Timer
+from courtier.politeness.limiter.base import Fence
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -84,6 +87,11 @@ class Cluster:
             on_lost=self.lost,
             requests=lambda: stats.requests,
         )
+        frontier.fence_leases(self.fence_of)
+
+    def fence_of(self, site: str) -> Fence | None:
+        """The lease this worker holds on ``site``'s shard now (None: not held)."""
+        return self.keeper.fence(shard_of(site, self.spec.shards))
 
     def holds(self, site: str) -> bool:
         return shard_of(site, self.spec.shards) in self.keeper.held

@@ -9,6 +9,9 @@ Rules (one status stream, one writer):
   ``lease_due`` call serves every site that asked since the last one, in serving order
   (fastlane, freshlane, refresh, discovery), with some discovery leased beside a batch full
   of due work so the split has both lanes to choose from.
+- In a scale-out crawl every lease is fenced (``fence_leases``): a site's URLs are leased
+  only while this worker's lease of the site's shard holds, checked by the store in the
+  leasing transaction; a refill asked for by a site whose shard went meanwhile leases nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from courtier.frontier.base import (
     UrlLane,
     UrlStatus,
 )
+from courtier.politeness.limiter.base import Fence
 
 T = TypeVar("T")
 
@@ -43,7 +47,13 @@ class FrontierIO:
         self._outcomes: list[Outcome] = []
         self._wanted: set[str] = set()
         self._want_event = asyncio.Event()
+        self._fence_of: Callable[[str], Fence | None] | None = None
         self.evicted = 0
+
+    def fence_leases(self, fence_of: Callable[[str], Fence | None]) -> None:
+        """Lease a site's URLs only under ``fence_of(site)``, its shard's lease as this worker
+        holds it now (None: not held, nothing is leased)."""
+        self._fence_of = fence_of
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -74,9 +84,13 @@ class FrontierIO:
         await self._want_event.wait()
         self._want_event.clear()
         sites, self._wanted = self._wanted, set()
+        fences = None
+        if self._fence_of is not None:
+            fence_of = self._fence_of
+            fences = {site: fence for site in sites if (fence := fence_of(site)) is not None}
         loop = asyncio.get_running_loop()
         job = loop.run_in_executor(
-            self._thread, self._lease_many, sorted(sites), self.queue_per_site
+            self._thread, self._lease_many, sorted(sites), self.queue_per_site, fences
         )
         try:
             leased = await asyncio.shield(job)
@@ -94,12 +108,15 @@ class FrontierIO:
         if ids:
             self._thread.submit(lambda: self.store.release_leases(ids=ids))
 
-    def _lease_many(self, sites: list[str], limit: int) -> dict[str, list[LeasedUrl]]:
+    def _lease_many(
+        self, sites: list[str], limit: int, fences: dict[str, Fence] | None
+    ) -> dict[str, list[LeasedUrl]]:
         now = time.time()
-        leased = self.store.lease_due(limit, sites, now)
+        leased = self.store.lease_due(limit, sites, now, fences)
         for site, items in leased.items():
             if len(items) >= limit and all(i.lane is not UrlLane.DISCOVERY for i in items):
-                items.extend(self.store.lease(site, max(1, limit // 2), now))
+                fence = None if fences is None else fences[site]
+                items.extend(self.store.lease(site, max(1, limit // 2), now, fence))
         return leased
 
     # -- writes -------------------------------------------------------------------------
