@@ -717,6 +717,19 @@ def test_a_fenced_lease_serves_only_sites_whose_shard_lease_still_holds(
     assert sorted(store.lease_due(10, ["c.test"], T0 + 1)) == ["c.test"]  # unfenced
 
 
+def test_a_fenced_release_leaves_the_leases_of_the_shards_next_holder(
+    fenced: tuple[PostgresFrontier, psycopg.Connection[Any]],
+):
+    store, other = fenced
+    mine = Fence(1, OWNER, 1)
+    assert sorted(store.lease_due(10, ["b.test"], T0 + 1, {"b.test": mine})) == ["b.test"]
+    _take_shard_1(other)  # the taker releases the leases, then leases them for itself:
+    other.execute("UPDATE urls SET leased_at = %s WHERE site = 'b.test'", (T0 + 2,))
+    assert store.release_leases(sites=["b.test"], fence=mine) == 0  # ours no more
+    assert store.release_leases(sites=["b.test"], fence=Fence(1, "worker-b", 2)) == 1
+    assert store.release_leases(sites=["a.test"], fence=Fence(0, OWNER, 1)) == 0  # none leased
+
+
 def test_a_take_of_the_shard_waits_for_a_fenced_lease_in_progress(
     fenced: tuple[PostgresFrontier, psycopg.Connection[Any]],
 ):

@@ -546,11 +546,14 @@ class FrontierStore(Protocol):
         *,
         sites: Sequence[str] | None = None,
         ids: Sequence[int] | None = None,
+        fence: Fence | None = None,
     ) -> int:
         """Return leased URLs (all, or those leased before ``leased_before``; only of
         ``sites``, only ``ids``, when given) to the due set, due at once; the count
         released. A worker taking over a shard releases its sites' leases; one handing a
-        shard back releases what it had leased and not started."""
+        shard back releases what it had leased and not started, under its ``fence``: nothing
+        if the shard was taken from it meanwhile (the taker released them, and may have
+        leased them again since). A store of one machine ignores the fence."""
 
     # reading --------------------------------------------------------------------------
 

@@ -602,9 +602,11 @@ class PostgresFrontier:
         *,
         sites: Sequence[str] | None = None,
         ids: Sequence[int] | None = None,
+        fence: Fence | None = None,
     ) -> int:
         """Return leased URLs to the due set (all, or those leased before ``leased_before``;
-        a lease of unknown age counts as old); due since they were leased."""
+        a lease of unknown age counts as old); due since they were leased. With ``fence``,
+        only while that shard lease holds (its row share-locked, as a fenced lease locks it)."""
         condition = "status = 1"
         params: tuple[object, ...] = ()
         if leased_before is not None:
@@ -616,6 +618,12 @@ class PostgresFrontier:
         if ids is not None:
             condition += " AND id = ANY(%s::bigint[])"
             params += (list(ids),)
+        if fence is not None:
+            condition += (
+                f" AND EXISTS (SELECT 1 FROM {SHARD_LEASES} AS f WHERE f.shard = %s"
+                " AND f.owner = %s AND f.token = %s FOR SHARE)"
+            )
+            params += (fence.shard, fence.owner, fence.token)
         if (sites is not None and not sites) or (ids is not None and not ids):
             return 0
         with self._transaction() as cur:

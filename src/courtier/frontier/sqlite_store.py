@@ -596,9 +596,11 @@ class SqliteFrontier:
         *,
         sites: Sequence[str] | None = None,
         ids: Sequence[int] | None = None,
+        fence: Fence | None = None,
     ) -> int:
         """Return leased URLs to the due set (all, or those leased before ``leased_before``;
-        a lease of unknown age counts as old); due since they were leased."""
+        a lease of unknown age counts as old); due since they were leased. One machine's
+        store: no shard leases, ``fence`` is not checked."""
         condition = "status = 1"
         params: tuple[object, ...] = ()
         if leased_before is not None:

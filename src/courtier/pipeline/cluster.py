@@ -9,7 +9,8 @@ Rules (the leases themselves: ``shards.py``):
   taken to be now. Every booking of those sites carries the shard's fence.
 - Giving a shard back (rebalancing, a clean stop): its sites start nothing new, their work in
   flight finishes (bounded by the fetch timeout), outcomes are written, and every URL still
-  leased for them goes back to the store; only then is the lease released.
+  leased for them goes back to the store (under the shard's fence: not if the shard is
+  another worker's by then); only then is the lease released.
 - Losing a shard (the fence failed, a lease taken over): its sites stop at once; their
   queued URLs are left leased for the new holder to release. Leasing is fenced too
   (``FrontierIO.fence_leases``): a worker that lost a shard cannot lease its sites' URLs after
@@ -139,7 +140,12 @@ class Cluster:
             # Outcomes first: a URL answered here must not fall due for the next holder.
             await self.flush()
             sites = [lane.site for lane in lanes]
-            await self.frontier.call(lambda: self.frontier.store.release_leases(sites=sites))
+            # Under the shard's fence: a keeper whose session was ended gives its shards back
+            # too, and one may be another worker's by now, its URLs leased by that worker.
+            fence = lanes[0].fence if lanes else None
+            await self.frontier.call(
+                lambda: self.frontier.store.release_leases(sites=sites, fence=fence)
+            )
         for lane in lanes:
             self.sites.pop(lane.site, None)
         self.stats.shards_given += 1
