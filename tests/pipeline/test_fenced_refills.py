@@ -1,0 +1,111 @@
+"""A scale-out worker's refills lease each site under its shard's fence, as the worker holds
+it at the moment it asks: the store then refuses a site whose shard was taken over (its URLs
+were released by the new holder once, at the take; leased again by the old holder they would
+stay leased by nobody). The store's side is tested in tests/frontier/test_store_contract.py."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from courtier.config import Config
+from courtier.frontier.base import LeasedUrl, UrlLane
+from courtier.pipeline.cluster import Cluster, ClusterSpec
+from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.shards import shard_of
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.limiter.base import Fence
+
+SHARDS = 64
+
+
+class RecordingStore:
+    """Hands out what ``due`` says, and records every lease call with its fences."""
+
+    def __init__(self, due: dict[str, list[LeasedUrl]], queued: list[LeasedUrl]) -> None:
+        self.due = due
+        self.queued = queued
+        self.calls: list[tuple[str, object, object]] = []
+
+    def lease_due(
+        self,
+        limit_per_host: int,
+        hosts: Sequence[str],
+        now: float,
+        fences: Mapping[str, Fence] | None = None,
+    ) -> dict[str, list[LeasedUrl]]:
+        self.calls.append(("lease_due", list(hosts), None if fences is None else dict(fences)))
+        served = hosts if fences is None else [h for h in hosts if h in fences]
+        return {h: list(self.due[h]) for h in served if self.due.get(h)}
+
+    def lease(
+        self, site: str, limit: int, now: float | None = None, fence: Fence | None = None
+    ) -> list[LeasedUrl]:
+        self.calls.append(("lease", site, fence))
+        return list(self.queued)
+
+    def close(self) -> None:
+        pass
+
+
+def _url(n: int, site: str, lane: UrlLane) -> LeasedUrl:
+    return LeasedUrl(n, f"http://{site}/{n}", site, 1, 0, lane)
+
+
+def _cluster(frontier: FrontierIO) -> Cluster:
+    """A worker's cluster with nothing started: only its keeper's table of held shards."""
+    stand_in: Any = None
+    return Cluster(
+        ClusterSpec("postgresql://unused", "w-a", shards=SHARDS),
+        Config(),
+        scope={"a.test", "b.test"},
+        sites={},
+        site_lanes=stand_in,
+        pages=stand_in,
+        frontier=frontier,
+        timer=stand_in,
+        stats=CrawlStats(),
+        surface=stand_in,
+        flush=stand_in,
+    )
+
+
+async def test_a_refill_leases_each_site_under_the_fence_its_worker_holds_now() -> None:
+    assert shard_of("a.test", SHARDS) != shard_of("b.test", SHARDS)
+    due = {"a.test": [_url(1, "a.test", UrlLane.REFRESH), _url(2, "a.test", UrlLane.REFRESH)]}
+    queued = [_url(3, "a.test", UrlLane.DISCOVERY)]
+    store = RecordingStore(due, queued)
+    frontier = FrontierIO(store, queue_per_site=2)  # type: ignore[arg-type]
+    cluster = _cluster(frontier)
+    cluster.keeper.held[shard_of("a.test", SHARDS)] = 7  # b.test's shard is not held
+    fence = Fence(shard_of("a.test", SHARDS), "w-a", 7)
+
+    frontier.want("a.test")
+    frontier.want("b.test")
+    leased = await frontier.next_refill()
+
+    assert [u.id for u in leased["a.test"]] == [1, 2, 3]
+    assert leased["b.test"] == []
+    # One lease for both sites, a.test under its fence, b.test with none (so not served);
+    # the top-up of queued URLs beside a batch full of refresh work is fenced too.
+    assert store.calls == [
+        ("lease_due", ["a.test", "b.test"], {"a.test": fence}),
+        ("lease", "a.test", fence),
+    ]
+
+    # The shard taken over (the keeper learns it at its next heartbeat): nothing is leased
+    # under the old token any more, whatever the lane still believes.
+    del cluster.keeper.held[fence.shard]
+    frontier.want("a.test")
+    assert await frontier.next_refill() == {"a.test": []}
+    assert store.calls[-1] == ("lease_due", ["a.test"], {})
+    await frontier.close()
+
+
+async def test_a_crawl_of_one_machine_leases_unfenced() -> None:
+    store = RecordingStore({"a.test": [_url(1, "a.test", UrlLane.DISCOVERY)]}, [])
+    frontier = FrontierIO(store, queue_per_site=2)  # type: ignore[arg-type]
+    frontier.want("a.test")
+    assert [u.id for u in (await frontier.next_refill())["a.test"]] == [1]
+    assert store.calls == [("lease_due", ["a.test"], None)]
+    await frontier.close()
