@@ -267,3 +267,27 @@ async def test_the_shards_kept_are_renewed_while_others_are_given_back(dsn: str)
     assert await _unexpired(dsn, "w-a") == SHARDS // 2
     await first.stop()
     await second.stop()
+
+
+async def test_a_take_cut_short_is_completed_and_given_back_at_stop(dsn: str) -> None:
+    # A stopping crawl cancels its keeper: a take cancelled after the row named this worker,
+    # before the keeper counted the shard as held, left a shard locked, named ours, whose
+    # sites' leases nobody released (until the next run took the shard).
+    a, b = Recorder(), Recorder()
+    first = keeper(dsn, "w-a", a)
+    await first.start()
+    await first.beat()
+    shard = min(first.held)
+    del first.held[shard]  # the take's row update done, the keeper's own record not
+    a.taken.pop(shard)
+    await first.stop()
+    assert a.taken == {}
+    assert (shard, True) in a.lost  # its sites' URLs went back, as for any shard given back
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(f"SELECT owner FROM {LEASES} WHERE shard = %s", (shard,)).fetchone()
+    assert row == (None,)
+    second = keeper(dsn, "w-b", b)
+    await second.start()
+    await second.beat()
+    assert shard in second.held
+    await second.stop()

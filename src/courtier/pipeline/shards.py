@@ -24,6 +24,9 @@ Rules:
   One with fewer takes free ones; one with more gives back its extras gracefully: its
   sites stop starting, their work in flight finishes, their queued URLs go back to the
   store, then the lease is released.
+- A clean stop gives back every shard the session locks, held or not (a take cut short by
+  the stop, a shard dropped since the last heartbeat: taken whole first), so no site's URLs
+  stay leased until the next run takes its shard.
 - Times of leases and heartbeats are the database's (``clock_timestamp()``), so workers on
   machines whose clocks disagree still agree on who holds what.
 """
@@ -313,6 +316,20 @@ class ShardKeeper:
             (shard, self.worker_id),
         )
 
+    async def _take_and_give_back(self, shard: int) -> None:
+        """At stop, a shard this session locks but does not hold: a take the stopping crawl
+        cut short after its row named us, or a shard dropped since the last heartbeat. Nobody
+        else can hold it, but what its sites have leased (a dead holder's URLs, ours) would
+        wait for the next run's take of the shard: the take is completed (a fresh token, its
+        sites' leases released) and the shard given back like any other."""
+        assert self._conn is not None
+        token = await self._try_take(self._conn, shard, False)
+        if token is None:
+            return
+        self.held[shard] = token
+        await self.on_acquired(shard, token)
+        await self.give_back(shard)
+
     async def stop(self) -> None:
         import psycopg
 
@@ -323,6 +340,8 @@ class ShardKeeper:
             for shard in sorted(self.held):
                 await self.give_back(shard)
                 renewed = await self._renew_if_due(self._conn, renewed)
+            for shard in sorted(self._locked - self.held.keys()):
+                await self._take_and_give_back(shard)
             await self._conn.execute(f"DELETE FROM {WORKERS} WHERE id = %s", (self.worker_id,))
         except psycopg.Error as exc:  # our session was ended: the shard leases end with it
             log.warning("shard leases: %s; leases expire on their own", exc)
