@@ -223,9 +223,19 @@ UPDATE urls SET status = 1, next_due = NULL, leased_at = %(now)s FROM picked
 WHERE urls.id = picked.id
 RETURNING urls.id, fetch_url, site, depth, redirects, lane
 """
+
+
+def _fence_holds(shard: str, owner: str, token: str) -> str:
+    """The condition that one fence (its three placeholders) still holds, its lease row
+    share-locked until the statement's transaction ends (see ``_HELD``)."""
+    return (
+        f"EXISTS (SELECT 1 FROM {SHARD_LEASES} AS f WHERE f.shard = {shard} "
+        f"AND f.owner = {owner} AND f.token = {token} FOR SHARE)"
+    )
+
+
 _FENCED_LEASE_QUEUED: Final = _LEASE_QUEUED.format(
-    held=f"""AND EXISTS (SELECT 1 FROM {SHARD_LEASES} AS f WHERE f.shard = %(shard)s
-                     AND f.owner = %(owner)s AND f.token = %(token)s FOR SHARE)"""
+    held="AND " + _fence_holds("%(shard)s", "%(owner)s", "%(token)s")
 )
 _UNFENCED_LEASE_QUEUED: Final = _LEASE_QUEUED.format(held="")
 _SCHEDULE_COLUMNS: Final = (
@@ -619,10 +629,7 @@ class PostgresFrontier:
             condition += " AND id = ANY(%s::bigint[])"
             params += (list(ids),)
         if fence is not None:
-            condition += (
-                f" AND EXISTS (SELECT 1 FROM {SHARD_LEASES} AS f WHERE f.shard = %s"
-                " AND f.owner = %s AND f.token = %s FOR SHARE)"
-            )
+            condition += " AND " + _fence_holds("%s", "%s", "%s")
             params += (fence.shard, fence.owner, fence.token)
         if (sites is not None and not sites) or (ids is not None and not ids):
             return 0
