@@ -234,11 +234,15 @@ async def test_a_lock_kept_for_a_dropped_shard_is_let_go_at_the_next_beat(dsn: s
 
 
 class SlowGiver(Recorder):
-    """Giving a shard back waits for its fetches in flight: here 0.25 s a shard."""
+    """Giving a shard back waits for its fetches in flight: here ``delay`` s a shard."""
+
+    def __init__(self, delay: float = 0.25) -> None:
+        super().__init__()
+        self.delay = delay
 
     async def lost_shard(self, shard: int, graceful: bool) -> None:
         if graceful:
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(self.delay)
         await super().lost_shard(shard, graceful)
 
 
@@ -269,6 +273,53 @@ async def test_the_shards_kept_are_renewed_while_others_are_given_back(dsn: str)
     await second.stop()
 
 
+async def test_the_shards_kept_never_expire_while_one_give_back_outlasts_the_ttl(
+    dsn: str,
+) -> None:
+    # One shard's fetches in flight may take up to the fetch timeout (60 s) against a 15 s
+    # ttl: renewals go on during a give-back, not only between two.
+    a, b = SlowGiver(delay=1.2), Recorder()
+    first, second = keeper(dsn, "w-a", a, ttl=0.9), keeper(dsn, "w-b", b, ttl=30.0)
+    await first.start()
+    await first.beat()
+    await second.start()
+    lowest = SHARDS
+    rebalance = asyncio.ensure_future(first.beat())  # gives four back, 1.2 s each
+    while not rebalance.done():
+        lowest = min(lowest, await _unexpired(dsn, "w-a"))
+        await asyncio.sleep(0.1)
+    await rebalance
+    assert len(first.held) == SHARDS // 2
+    assert lowest >= SHARDS // 2
+    await first.stop()
+    await second.stop()
+
+
+async def test_a_give_back_whose_session_is_ended_meanwhile_still_finishes(dsn: str) -> None:
+    # Renewing during a give-back fails once the session is gone; the give-back itself (its
+    # sites' URLs put back through the frontier's own connection) must still run to its end.
+    a = SlowGiver(delay=0.4)
+    first = keeper(dsn, "w-a", a, ttl=0.6)
+    await first.start()
+    await first.beat()
+    shard = min(first.held)
+
+    async def end_the_session() -> None:
+        await asyncio.sleep(0.1)
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(
+                "SELECT pg_terminate_backend(backend_pid) FROM courtier_workers WHERE id = 'w-a'"
+            )
+
+    ender = asyncio.ensure_future(end_the_session())
+    with pytest.raises(psycopg.OperationalError):
+        await first.give_back(shard)
+    await ender
+    assert a.lost == [(shard, True)]
+    await first.stop()  # the others go back too, each as a graceful loss
+    assert sorted(a.lost) == [(s, True) for s in range(SHARDS)]
+
+
 async def test_a_take_cut_short_is_completed_and_given_back_at_stop(dsn: str) -> None:
     # A stopping crawl cancels its keeper: a take cancelled after the row named this worker,
     # before the keeper counted the shard as held, left a shard locked, named ours, whose
@@ -291,3 +342,49 @@ async def test_a_take_cut_short_is_completed_and_given_back_at_stop(dsn: str) ->
     await second.beat()
     assert shard in second.held
     await second.stop()
+
+
+@pytest.mark.parametrize("row", ["given back", "its dead holder's, expired"])
+async def test_a_take_in_progress_is_not_ended_as_a_hung_holder(dsn: str, row: str) -> None:
+    # Two workers go for the same free shard: the first has its lock and is about to name
+    # itself in the row, which still reads free (or expired: a dead worker's). That is no
+    # hung holder: the second must let it be, not end its session (and drop every shard it
+    # holds, their sites' URLs left leased until someone takes them again).
+    a, b = Recorder(), Recorder()
+    first, second = keeper(dsn, "w-a", a), keeper(dsn, "w-b", b)
+    await first.start()
+    await second.start()
+    shard = 3
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"INSERT INTO {LEASES} (shard) VALUES (%s) ON CONFLICT DO NOTHING", (shard,))
+        owner = None if row == "given back" else "w-dead"
+        conn.execute(
+            f"UPDATE {LEASES} SET owner = %s, expires_at = 0 WHERE shard = %s", (owner, shard)
+        )
+    assert first._conn is not None and second._conn is not None
+    assert await first._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
+    first._locked.add(shard)  # the first worker's take, between its lock and its row update
+    assert await second._try_take(second._conn, shard, True) is None
+    await first._conn.execute("SELECT 1")  # its session lives on
+    assert await first._try_take(first._conn, shard, True) is not None
+    await first.stop()
+    await second.stop()
+
+
+async def test_a_hung_holder_that_named_itself_is_still_ended(dsn: str) -> None:
+    # The rule above must not spare a real hung holder: the row names it, it expired, and
+    # the lock is still its session's.
+    a, b = Recorder(), Recorder()
+    hung, rescuer = keeper(dsn, "w-hung", a), keeper(dsn, "w-ok", b)
+    await hung.start()
+    await hung.beat()
+    shard = min(hung.held)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+    await rescuer.start()
+    assert rescuer._conn is not None
+    assert await rescuer._try_take(rescuer._conn, shard, True) is not None
+    assert hung._conn is not None
+    with pytest.raises(psycopg.OperationalError):
+        await hung._conn.execute("SELECT 1")
+    await rescuer.stop()

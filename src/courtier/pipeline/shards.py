@@ -18,7 +18,10 @@ Rules:
   (killed connection, expired lease) cannot book for it any more, whatever it believes. Its
   leases of the site's URLs carry the fence too (``PostgresFrontier.lease_due``).
 - A shard whose lease expired while its holder's session still holds the advisory lock (a
-  hung worker) is taken by ending that session (``pg_terminate_backend``).
+  hung worker) is taken by ending that session (``pg_terminate_backend``); only the
+  session of the worker the row names, or of one without a fresh heartbeat, since a lock
+  under a free or expired row is also another worker's take in progress. Heartbeats and
+  renewals go on every ``ttl / 3`` during takes and give-backs, a single give-back included.
 - Rebalancing: each worker aims for ``ceil(shards / live workers)`` shards (live: a
   heartbeat within ``ttl``, and a session still holding its shards' locks, or none yet).
   One with fewer takes free ones; one with more gives back its extras gracefully: its
@@ -72,7 +75,8 @@ CREATE TABLE IF NOT EXISTS {WORKERS} (
     heartbeat_at double precision NOT NULL,
     shards integer NOT NULL DEFAULT 0,
     requests bigint NOT NULL DEFAULT 0
-)
+);
+ALTER TABLE {WORKERS} ADD COLUMN IF NOT EXISTS backend_pid integer
 """
 
 
@@ -146,9 +150,9 @@ class ShardKeeper:
                 (self.shards,),
             )
         await self._conn.execute(
-            f"INSERT INTO {WORKERS} (id, host, pid, started_at, heartbeat_at) "
-            f"VALUES (%s, %s, %s, {_NOW}, {_NOW}) ON CONFLICT (id) DO UPDATE "
-            f"SET heartbeat_at = {_NOW}",
+            f"INSERT INTO {WORKERS} (id, host, pid, started_at, heartbeat_at, backend_pid) "
+            f"VALUES (%s, %s, %s, {_NOW}, {_NOW}, pg_backend_pid()) ON CONFLICT (id) DO UPDATE "
+            f"SET heartbeat_at = {_NOW}, backend_pid = pg_backend_pid()",
             (self.worker_id, socket.gethostname(), os.getpid()),
         )
 
@@ -180,11 +184,7 @@ class ShardKeeper:
     async def beat(self) -> None:
         conn = self._conn
         assert conn is not None
-        await conn.execute(
-            f"UPDATE {WORKERS} SET heartbeat_at = {_NOW}, shards = %s, requests = %s WHERE id = %s",
-            (len(self.held), self.requests(), self.worker_id),
-        )
-        await self._renew(conn)
+        await self._keep_alive(conn)
         for shard in sorted(self._locked - self.held.keys()):
             await _unlock(conn, shard)  # dropped since: free for whoever takes it next
             self._locked.discard(shard)
@@ -209,6 +209,16 @@ class ShardKeeper:
             for shard in sorted(self.held, reverse=True)[: len(self.held) - target]:
                 await self.give_back(shard)
                 renewed = await self._renew_if_due(conn, renewed)
+
+    async def _keep_alive(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """The heartbeat, then the renewals. A taker tells this worker's takes in progress
+        from a hung holder's lock by the heartbeat (``_end_hung_holder``): it is kept fresh
+        through long takes and give-backs as well as at each beat."""
+        await conn.execute(
+            f"UPDATE {WORKERS} SET heartbeat_at = {_NOW}, shards = %s, requests = %s WHERE id = %s",
+            (len(self.held), self.requests(), self.worker_id),
+        )
+        await self._renew(conn)
 
     async def _renew(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if not self.held:
@@ -261,7 +271,7 @@ class ShardKeeper:
         holder's (every shard dropped at once)."""
         if time.monotonic() - renewed <= self.ttl / 3:
             return renewed
-        await self._renew(conn)
+        await self._keep_alive(conn)
         return time.monotonic()
 
     async def _try_take(
@@ -289,14 +299,22 @@ class ShardKeeper:
         """The lease expired but its holder's session still holds the lock: a worker that
         stopped renewing. Ending that session frees the shard (and its others) at once."""
         # Only while the lease is still expired, checked in the same statement: another
-        # worker may have taken the shard since we looked, and its session is alive. A
-        # session ends some time after it is told to (its locks with it): wait for that
+        # worker may have taken the shard since we looked, and its session is alive. And
+        # only the session of the worker the row names, or of no live worker: a lock held
+        # under a row that reads free or expired is also another worker's take between its
+        # lock and its row update, and ending that session would drop every shard it holds.
+        # A session ends some time after it is told to (its locks with it): wait for that
         # (PostgreSQL 14's timeout argument), or the lock is still held when we try again.
         cursor = await conn.execute(
-            "SELECT pg_terminate_backend(pid, %s) FROM pg_locks WHERE locktype = 'advisory' "
-            "AND classid = %s AND objid = %s AND granted AND pid <> pg_backend_pid() "
-            f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %s AND expires_at < {_NOW})",
-            (_TERMINATE_WAIT_MS, _LOCK_SPACE, shard, shard),
+            "SELECT pg_terminate_backend(k.pid, %(wait)s) FROM pg_locks AS k "
+            "WHERE k.locktype = 'advisory' AND k.classid = %(space)s AND k.objid = %(shard)s "
+            "AND k.granted AND k.pid <> pg_backend_pid() "
+            f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %(shard)s AND expires_at < {_NOW}) "
+            f"AND (EXISTS (SELECT 1 FROM {LEASES} AS l JOIN {WORKERS} AS w ON w.id = l.owner "
+            "WHERE l.shard = %(shard)s AND w.backend_pid = k.pid) "
+            f"OR NOT EXISTS (SELECT 1 FROM {WORKERS} AS w WHERE w.backend_pid = k.pid "
+            f"AND w.heartbeat_at > {_NOW} - %(ttl)s))",
+            {"wait": _TERMINATE_WAIT_MS, "space": _LOCK_SPACE, "shard": shard, "ttl": self.ttl},
         )
         if await cursor.fetchall():  # else another worker took the shard since we looked
             log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
@@ -306,15 +324,31 @@ class ShardKeeper:
         if shard not in self.held or self._conn is None:
             return
         del self.held[shard]
-        await self.on_lost(shard, True)
-        # The lock first: a row that says "free" while the lock is still held is what a hung
-        # holder looks like, and a worker taking the shard in between would end this session.
+        await self._renewing(self._conn, self.on_lost(shard, True))
+        # The lock first: a worker taking the shard once the row reads free gets the lock.
         await _unlock(self._conn, shard)
         self._locked.discard(shard)
         await self._conn.execute(
             f"UPDATE {LEASES} SET owner = NULL, expires_at = 0 WHERE shard = %s AND owner = %s",
             (shard, self.worker_id),
         )
+
+    async def _renewing(self, conn: psycopg.AsyncConnection[Any], work: Awaitable[None]) -> None:
+        """``work`` (a shard given back: its fetches in flight may take up to the fetch
+        timeout, longer than the ttl), with the shards still held renewed every ``ttl / 3``
+        meanwhile. A renewal that fails (our session was ended) lets ``work`` finish first:
+        the shard's URLs go back through the frontier's own connection whatever ours does."""
+        task = asyncio.ensure_future(work)
+        try:
+            while not (await asyncio.wait({task}, timeout=self.ttl / 3))[0]:
+                await self._keep_alive(conn)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        except Exception:
+            await task
+            raise
+        task.result()
 
     async def _take_and_give_back(self, shard: int) -> None:
         """At stop, a shard this session locks but does not hold: a take the stopping crawl
