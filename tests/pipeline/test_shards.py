@@ -52,6 +52,12 @@ def keeper(dsn: str, name: str, recorder: Recorder, ttl: float = 30.0) -> ShardK
     )
 
 
+def _expire(dsn: str, shard: int) -> None:
+    """The shard's lease has expired: its holder stopped renewing (or renewed too late)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+
+
 def test_a_site_always_falls_into_the_same_shard() -> None:
     assert shard_of("a.test", 64) == shard_of("a.test", 64)
     assert {shard_of(f"s{n}.test", 64) for n in range(1000)} == set(range(64))
@@ -175,8 +181,7 @@ async def test_a_shard_dropped_and_taken_again_is_given_back_whole(dsn: str) -> 
     shard = min(first.held)
     # Its renewals came late and a booking's fence failed on the expired lease: the engine
     # drops the shard (``Cluster.lease_lost``) while the session still holds its lock.
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+    _expire(dsn, shard)
     del first.held[shard]
     await first.beat()  # below its target: it takes the shard again
     assert shard in first.held
@@ -218,8 +223,7 @@ async def test_a_lock_kept_for_a_dropped_shard_is_let_go_at_the_next_beat(dsn: s
     assert await _locked_by(first) == set(first.held)
     shard = min(first.held)
     del first.held[shard]  # dropped after a fence failed; the lock is still the session's
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+    _expire(dsn, shard)
     await first.beat()
     # The session locks exactly the shards it holds: none that another worker could only
     # take by ending this session as a hung holder's.
@@ -379,8 +383,7 @@ async def test_a_hung_holder_that_named_itself_is_still_ended(dsn: str) -> None:
     await hung.start()
     await hung.beat()
     shard = min(hung.held)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"UPDATE {LEASES} SET expires_at = 0 WHERE shard = %s", (shard,))
+    _expire(dsn, shard)
     await rescuer.start()
     assert rescuer._conn is not None
     assert await rescuer._try_take(rescuer._conn, shard, True) is not None
