@@ -115,4 +115,22 @@ def test_the_anchor_scan_finds_what_a_scan_per_anchor_finds(parts: list[str]) ->
         {i for a, ids in rules.exact.items() if a in text for i in ids}
         | {i for a, ids in rules.folded.items() if a in lower for i in ids}
     )
-    assert rules.occurring(text, lower, 0) == expected
+    assert rules.occurring(text, lower, 0) == (expected, {a for a in rules.folded if a in lower})
+
+
+_PHONE_TEXT = st.text(
+    alphabet=st.sampled_from([*"0123456789 +()-./x\n", "\u00a0", "é", "ж", "\u0663", "\U0001f600"]),
+    max_size=60,
+)
+
+
+@given(st.lists(st.one_of(_PHONE_TEXT, st.sampled_from(["+33\u00a01 23 45 67 89", "\udc80"]))))
+def test_phone_candidates_by_re2_are_those_re_finds(parts: list[str]) -> None:
+    """RE2 on UTF-8 (ASCII digits) finds the candidates ``re`` finds, at character offsets."""
+    text = "".join(parts)
+    patterns = r._ASCII_PHONES if r.digits_all_ascii(text) else r._PHONES
+    expected = [match.span() for match in patterns.candidate.finditer(text)]
+    assert list(r._candidates(text, patterns)) == expected
+    ascii_only = text.encode("ascii", "replace").decode("ascii")
+    expected = [match.span() for match in r._ASCII_PHONES.candidate.finditer(ascii_only)]
+    assert list(r._candidates(ascii_only, r._ASCII_PHONES)) == expected
