@@ -217,7 +217,13 @@ _MARKUP = st.lists(
          "<span id=cookie-bar>", "</span>", "<aside>", "<section hidden>", "</section>",
          "<div role=navigation>", "<div data-ad>", "<script>var a = 1;</script>",
          "<header>", "</header>", "<title>T</title>", "<body class=menu>", "<html class=ad>",
-         "Posted 5 minutes ago", "kept words", "£12.50", "2026-11-30", " ", "<svg><title>i"]
+         "Posted 5 minutes ago", "kept words", "£12.50", "2026-11-30", " ", "<svg><title>i",
+         "<div role=NAVIGATION>", "<p role=search>", "<p role='search x'>", "<i role>",
+         "<p aria-hidden=true>", "<p aria-hidden=TRUE>", "<p aria-hidden>", "<p data-ad-unit=3>",
+         "<b data-google-query-id>", "<FORM>", "<time>", "</time>", "<template><p>t",
+         "</template>", "<math><title>m</title></math>", "<math><nav>", "<select><option>o",
+         "<p class=ad hidden>", "<iframe>f</iframe>", "<title>U</title>", "<svg><nav>s",
+         "<button>b</button>", "<noscript>n</noscript>", "<object>", "</object>"]
     ),
     max_size=40,
 ).map("".join)  # fmt: skip
@@ -231,7 +237,11 @@ def _reference_content_text(html: str) -> str:
     tree = LexborHTMLParser(html)
     nodes = [
         *tree.css(fp._ALWAYS_DROPPED),
-        *(n for n in tree.css("[class], [id]") if fp._is_ad_node(n)),
+        *(
+            n
+            for n in tree.css("[class], [id]")
+            if fp._is_ad_slot(n.attributes.get("class"), n.attributes.get("id"))
+        ),
     ]
     nodes = [n for n in nodes if n.tag not in fp._STRUCTURE]
     marked = {n.mem_id for n in nodes}
@@ -253,7 +263,7 @@ def _reference_content_text(html: str) -> str:
     return normalise_text(" ".join(parts))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(_MARKUP)
 def test_removing_in_reverse_document_order_matches_removing_the_outermost(html: str) -> None:
     assert html_content_text(html) == _reference_content_text(html)
@@ -371,3 +381,21 @@ def test_punctuation_is_dropped_exactly_as_word_by_word(text: str) -> None:
 
 def test_punctuation_only_words_go_and_words_with_a_letter_stay() -> None:
     assert normalise_text("Updated 18:05 GMT . -- _ __x ¿qué? «» 5") == "Updated __x ¿qué? 5"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<p aria-hidden=TRUE>x</p><p>kept</p>",
+        "<p aria-hidden=true>x</p><p>kept</p>",
+        "<div role=NAVIGATION>x</div><p>kept</p>",
+        "<div role='navigation menu'>x</div><p>kept</p>",
+        "<div role=search>x</div><p>kept</p>",
+        "<i hidden=no>x</i><p data-ad-unit>y</p><p>kept</p>",
+        "<svg><title>s</title></svg><title>T</title><p>kept</p>",
+        "<nav><form><p class=ad>x</p></form></nav><time>now</time><p>kept</p>",
+    ],
+)
+def test_attribute_values_are_compared_as_css_compares_them(html: str) -> None:
+    """Exactly, case and all (``[role="navigation"]`` is no match for ``NAVIGATION``)."""
+    assert html_content_text(html) == _reference_content_text(html)
