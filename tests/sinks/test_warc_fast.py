@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from courtier.sinks import warc
 from courtier.sinks.warc import (
     FAST_LEVELS,
     compress_member,
@@ -75,3 +76,28 @@ def test_payload_digest_of_known_bodies():
         expected = base64.b32encode(hashlib.sha1(body).digest()).decode()
         assert payload_digest(body) == f"sha1:{expected}"
     assert payload_digest(b"") == "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
+
+
+_HEADER_TEXT = st.text(alphabet=st.sampled_from([*"aZ09 ;=-'\"/,*%", "é", "\u2603", "\x7f"]))
+
+
+@given(
+    st.sampled_from(["HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found", "GET /a?b=c HTTP/1.1"]),
+    st.lists(st.tuples(_HEADER_TEXT, _HEADER_TEXT), max_size=6),
+)
+def test_an_http_block_is_the_one_warcio_encodes(first_line, headers):
+    """Joined here when ASCII, by warcio otherwise: the bytes of warcio's ``to_ascii_bytes``
+    (for the blocks warcio can encode at all)."""
+    from warcio.statusandheaders import StatusAndHeaders
+
+    request = first_line.startswith("GET ")
+    if request:
+        http = StatusAndHeaders(first_line, list(headers), is_http_request=True)
+    else:
+        http = StatusAndHeaders(first_line[9:], list(headers), protocol="HTTP/1.1")
+    try:
+        expected = http.to_ascii_bytes()
+    except UnicodeEncodeError:  # what warcio cannot encode is percent-encoded whole
+        assert warc._http_block(first_line, list(headers)).isascii()
+        return
+    assert warc._http_block(first_line, list(headers)) == expected
