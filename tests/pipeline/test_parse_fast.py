@@ -170,3 +170,63 @@ def test_pages_and_sitemaps_cross_the_process_boundary_as_they_were() -> None:
     restored = pickle.loads(pickle.dumps(sitemap, pickle.HIGHEST_PROTOCOL))
     assert restored == sitemap and type(restored.links[0]) is Link
     assert restored.links[0].pattern == "shop.example/p/{n}"
+
+
+def _one_query(tree):
+    """The selection as one CSS query did it: the reference for ``parse._select``."""
+    kinds = {"title": [], "base": [], "meta": [], "a": [], "area": [], "img": []}
+    query = "title, base[href], meta[name][content], a[href], area[href], img[src]"
+    for node in tree.css(query):
+        kinds["a" if node.tag == "area" else node.tag].append(node)
+    return kinds["title"], kinds["base"], kinds["meta"], kinds["a"], kinds["img"]
+
+
+def _fields(page: ParsedPage) -> tuple:
+    return (
+        page.title, page.links, page.images, page.robots, page.nofollow, page.bad_links,
+        page.fingerprint,
+    )  # fmt: skip
+
+
+_MARKUP = st.lists(
+    st.sampled_from(
+        ["<a href=/x>x</a>", "<a>no</a>", "<a href>e</a>", "<a href=''>", "<area href=/m>",
+         "<A HREF=/U rel=NOFOLLOW>u</A>", "<img src=/i.png>", "<img>", "<img src>",
+         "<base href=/b/>", "<base>", "<base target=_top>", "<title>T</title>", "<title>",
+         "<meta name=robots content=noindex>", "<meta name=robots>", "<meta content=nofollow>",
+         "<meta name=courtier content=nofollow>", "<svg><a href=/s>s</a><title>st</title>",
+         "</svg>", "<math><a href=/m>", "</math>", "<template><a href=/t>", "</template>",
+         "<a href='/q?a=&amp;b'>", "<img src=//cdn.test/x.png>", "<a href=http://o.test/>",
+         "<p>", "</p>", "text", "<a href=\"javascript:x\">"]
+    ),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MARKUP)
+def test_the_selection_by_name_parses_as_the_one_query_did(html: str) -> None:
+    import unittest.mock
+
+    body = html.encode()
+    page = parse_page(body, "https://a.test/dir/page", token="courtier")
+    with unittest.mock.patch.object(parse, "_select", _one_query):
+        reference = parse_page(body, "https://a.test/dir/page", token="courtier")
+    assert _fields(page) == _fields(reference)
+
+
+def test_anchors_without_a_link_do_not_count_towards_the_cap(monkeypatch) -> None:
+    monkeypatch.setattr(parse, "_MAX_REFERENCES", 3)
+    body = b"<a>0</a><a name=n>1</a>" + b"".join(b"<a href=/%d>x</a>" % i for i in range(5))
+    body += b"<img><img src=/i1.png><img src=/i2.png><img src=/i3.png><img src=/i4.png>"
+    page = parse_page(body, "https://a.test/")
+    assert [link.canonical for link in page.links] == [f"https://a.test/{i}" for i in range(3)]
+    assert [link.canonical for link in page.images] == [
+        f"https://a.test/i{i}.png" for i in (1, 2, 3)
+    ]
+
+
+def test_the_first_base_with_an_href_is_the_base() -> None:
+    body = b"<base target=_top><base href=/b/><base href=/c/><a href=x>x</a>"
+    page = parse_page(body, "https://a.test/dir/page")
+    assert [link.canonical for link in page.links] == ["https://a.test/b/x"]

@@ -128,11 +128,8 @@ def _rebuild_page(
     return page
 
 
-_SELECTOR: Final = "title, base[href], meta[name][content], a[href], area[href], img[src]"
-"""Everything ``parse_page`` reads of a tree, in one query: each query walks the whole tree
-and compiles its selector (five of them made a simulated 6 KB page's parse 8-25 us slower,
-``bench_parse.py --stages``). A ``<base>`` anywhere applies to every link, as in a browser."""
-_ANCHOR_TAGS: Final = frozenset({"a", "area"})
+_ANCHORS: Final = "a[href], area[href]"
+"""Both kinds of link, in document order (one query: the rare page with ``<area>`` links)."""
 
 
 def _select(
@@ -140,20 +137,32 @@ def _select(
 ) -> tuple[
     list[LexborNode], list[LexborNode], list[LexborNode], list[LexborNode], list[LexborNode]
 ]:
-    """The nodes of ``_SELECTOR`` in document order, by kind: titles, bases, metas, anchors
-    (``a``, ``area``) and images."""
-    titles: list[LexborNode] = []
-    bases: list[LexborNode] = []
-    metas: list[LexborNode] = []
-    anchors: list[LexborNode] = []
-    images: list[LexborNode] = []
-    by_tag = {"title": titles, "base": bases, "meta": metas, "img": images}
-    for node in tree.css(_SELECTOR):
-        tag = node.tag
-        kind = anchors if tag in _ANCHOR_TAGS else by_tag.get(tag or "")
-        if kind is not None:
-            kind.append(node)
-    return titles, bases, metas, anchors, images
+    """What ``parse_page`` reads of a tree, in document order, by kind: titles, bases with an
+    ``href``, metas with a ``name`` and a ``content``, anchors (``a``, ``area``) and images.
+    Anchors and images may include elements without ``href`` / ``src`` (the caller skips
+    them), except beyond ``_MAX_REFERENCES`` (they must not count towards the cap).
+
+    Elements looked up by name (``tags``), not by one CSS query: lexbor matches each selector
+    of a query against each element, and a 6 KB page's query of six took 18-22 us against
+    7 for the six lookups (docs/benchmarks.md, session 23)."""
+    bases = [node for node in tree.tags("base") if "href" in node.attrs]
+    metas = [node for node in tree.tags("meta") if "name" in (a := node.attrs) and "content" in a]
+    anchors = tree.css(_ANCHORS) if tree.tags("area") else tree.tags("a")
+    images = tree.tags("img")
+    return (
+        tree.tags("title"),
+        bases,
+        metas,
+        _with(anchors, "href"),
+        _with(images, "src"),
+    )
+
+
+def _with(nodes: list[LexborNode], name: str) -> list[LexborNode]:
+    """``nodes``, or those with attribute ``name`` when there are more than the cap."""
+    if len(nodes) <= _MAX_REFERENCES:
+        return nodes
+    return [node for node in nodes if name in node.attrs]
 
 
 _MAX_REFERENCES = 5000
@@ -193,7 +202,7 @@ def parse_page(
     resolved: dict[str, Link | None] = {}
     seen: set[str] = set()
     for node in anchors[:_MAX_REFERENCES]:
-        attributes = node.attributes
+        attributes = node.attrs
         href = attributes.get("href")
         if href:
             href = encode_query(href, encoding)
@@ -202,7 +211,7 @@ def parse_page(
             if link is not None and rel and "nofollow" in rel.lower().split():
                 page.nofollow.add(link.canonical)
     for node in images[:_MAX_REFERENCES]:
-        src = node.attributes.get("src")
+        src = node.attrs.get("src")
         if src:
             _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
