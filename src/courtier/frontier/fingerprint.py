@@ -67,6 +67,8 @@ _MARKED: Final = ", ".join(
     f"[{name}]" for name in ("role", "aria-hidden", "hidden", *_AD_ATTRIBUTES, "class", "id")
 )
 """Elements with an attribute rule 1 reads: the dropped ones are among them."""
+_RULE_ATTRIBUTES: Final = frozenset({"role", "aria-hidden", "hidden", *_AD_ATTRIBUTES})
+"""The attributes rule 1 reads but ``class`` and ``id`` (most marked elements have none)."""
 _STRUCTURE: Final = frozenset({"html", "head", "body"})
 """Never dropped: the document itself (removing the root is not even allowed)."""
 _AD_TOKENS: Final = frozenset(
@@ -363,13 +365,14 @@ def _is_dropped(node: LexborNode) -> bool:
     """Does an attribute of ``node`` drop it (rule 1; values compared as CSS compares them:
     exactly, case and all)?"""
     attributes = node.attributes
-    return (
+    if not _RULE_ATTRIBUTES.isdisjoint(attributes) and (
         attributes.get("role") in _DROPPED_ROLES
         or attributes.get("aria-hidden") == "true"
         or "hidden" in attributes
         or any(name in attributes for name in _AD_ATTRIBUTES)
-        or _is_ad_slot(attributes.get("class"), attributes.get("id"))
-    )
+    ):
+        return True
+    return _is_ad_slot(attributes.get("class"), attributes.get("id"))
 
 
 def _is_ad_slot(classes: str | None, element_id: str | None) -> bool:
