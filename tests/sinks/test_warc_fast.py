@@ -101,3 +101,15 @@ def test_an_http_block_is_the_one_warcio_encodes(first_line, headers):
         assert warc._http_block(first_line, list(headers)).isascii()
         return
     assert warc._http_block(first_line, list(headers)) == expected
+
+
+def test_record_ids_are_random_version_4_uuids():
+    import uuid
+
+    ids = [warc._record_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for record_id in ids:
+        assert record_id.startswith("<urn:uuid:") and record_id.endswith(">")
+        parsed = uuid.UUID(record_id[len("<urn:uuid:") : -1])
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == record_id[len("<urn:uuid:") : -1]  # lower-case, hyphenated
