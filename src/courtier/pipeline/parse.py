@@ -144,7 +144,7 @@ def _select(
 
     Elements looked up by name (``tags``), not by one CSS query: lexbor matches each selector
     of a query against each element, and a 6 KB page's query of six took 18-22 us against
-    7 for the six lookups (docs/benchmarks.md, session 23)."""
+    8 for this selection (docs/benchmarks.md, session 23)."""
     bases = [node for node in tree.tags("base") if "href" in node.attrs]
     metas = [node for node in tree.tags("meta") if "name" in (a := node.attrs) and "content" in a]
     anchors = tree.css(_ANCHORS) if tree.tags("area") else tree.tags("a")
