@@ -234,9 +234,18 @@ def _reference_content_text(html: str) -> str:
     by walking each node's ancestors), on the same rules."""
     from courtier.frontier import fingerprint as fp
 
+    always_dropped = ", ".join(  # rule 1 but the ad tokens of ids and classes, as CSS
+        [
+            *fp._DROPPED_TAGS,
+            *(f'[role="{role}"]' for role in sorted(fp._DROPPED_ROLES)),
+            '[aria-hidden="true"]',
+            "[hidden]",
+            *(f"[{name}]" for name in fp._AD_ATTRIBUTES),
+        ]
+    )
     tree = LexborHTMLParser(html)
     nodes = [
-        *tree.css(fp._ALWAYS_DROPPED),
+        *tree.css(always_dropped),
         *(
             n
             for n in tree.css("[class], [id]")

@@ -51,18 +51,6 @@ _DROPPED_ROLES: Final = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "dialog"}
 )
 _AD_ATTRIBUTES: Final = ("data-ad-slot", "data-ad", "data-ad-unit", "data-google-query-id")
-_ALWAYS_DROPPED: Final = ", ".join(
-    [
-        *_DROPPED_TAGS,
-        *sorted(f'[role="{role}"]' for role in _DROPPED_ROLES),
-        '[aria-hidden="true"]',
-        "[hidden]",
-        *(f"[{name}]" for name in _AD_ATTRIBUTES),
-    ]
-)
-"""Rule 1 but the ad tokens of ids and classes (``_is_ad_slot``), as one CSS selector: what
-``tree_content_text`` removes is what this selector and those tokens pick (a test holds it
-to that)."""
 _MARKED: Final = ", ".join(
     f"[{name}]" for name in ("role", "aria-hidden", "hidden", *_AD_ATTRIBUTES, "class", "id")
 )
