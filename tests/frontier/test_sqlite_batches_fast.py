@@ -6,6 +6,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
+from courtier.frontier import sqlite_store
 from courtier.frontier.base import HorizonLink, NewUrl, Outcome, UrlStatus
 from courtier.frontier.sqlite_store import SqliteFrontier
 
@@ -41,4 +44,49 @@ def test_first_of_two_equal_canonicals_wins_and_each_horizon_link_counts(tmp_pat
     store.write_batch([], [], links[:1], 3.0)
     assert store.host_links()[0].links == 4
     assert store.counts()["horizon_urls"] == 1
+    store.close()
+
+
+def _bytes_written() -> int:
+    """What this process has handed to write calls so far (Linux)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no wchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+@pytest.mark.parametrize("in_memory_rows", [sqlite_store.JOURNAL_IN_MEMORY_ROWS, 0])
+def test_a_batch_writes_the_pages_it_changes_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory_rows: int
+) -> None:
+    """A crawl-sized batch (new URLs over many sites, outcomes of leased ones) on a store with
+    rows on every page: its pages go to the write-ahead log and nowhere else. Past the bound
+    (here 0 rows), SQLite's statement journal spills them to a temporary file as well."""
+    monkeypatch.setattr(sqlite_store, "JOURNAL_IN_MEMORY_ROWS", in_memory_rows)
+    store = SqliteFrontier(tmp_path / "f.sqlite3")
+    store._db.execute("PRAGMA wal_autocheckpoint=0")  # the log only grows: its size is a count
+    rng = random.Random(8)
+    sites = [f"s{n}.test" for n in range(300)]
+
+    def new(count: int, first: int) -> list[NewUrl]:
+        return [
+            NewUrl(f"http://{s}/p/{i}", f"http://{s}/p/{i}", s, 1)
+            for i in range(first, first + count)
+            for s in [rng.choice(sites)]
+        ]
+
+    store.write_batch(new(6000, 0), [], [], 1.0)
+    leased = [u for urls in store.lease_due(4, sites, 2.0).values() for u in urls]
+    outcomes = [Outcome(u.id, UrlStatus.DONE, 200, 3.0, "fp") for u in leased]
+    log = tmp_path / "f.sqlite3-wal"
+    log_before, written_before = log.stat().st_size, _bytes_written()
+    store.write_batch(new(2000, 6000), outcomes, [], 3.0)
+    logged = log.stat().st_size - log_before
+    written = _bytes_written() - written_before
+    assert logged > 100 * 4096  # the batch changed many pages
+    if in_memory_rows:
+        assert written < 1.1 * logged
+    else:
+        assert written > 1.5 * logged  # the measure sees a second copy when there is one
     store.close()

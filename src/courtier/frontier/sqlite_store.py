@@ -24,6 +24,15 @@ write into the store file itself: it is created on open whatever the version, wi
 version bump, so stores that already hold saved floors keep them and an older courtier can
 still open a newer store.
 
+A transaction of a batch the engine sized (``write_batch``, ``ingest``, ``record_fetch``,
+``lease_due``, ``lease``; up to ``JOURNAL_IN_MEMORY_ROWS`` rows) keeps its statement journal in
+memory (``temp_store``): a statement that changes many rows inside a transaction saves the
+pages it changes there, to undo itself alone if it fails, and SQLite spills that journal to a
+file in the temporary directory past 64 KiB: each batch's pages were written twice, once to
+the log and once there (~3,400 page writes a second at 2,000 sites). A transaction of any
+other size (a seed, a release of every lease, an eviction) keeps the file: it may touch every
+page of a large store.
+
 Origins (``save_origins``) live in ``origin_sites`` and ``origin_changes``, the tables of
 ``courtier.origins.store`` (whose functions hold their SQL), created the same way on open: so
 ``OriginStore`` opened on the store file (``courtier origins``) reads what a crawl saved.
@@ -154,6 +163,10 @@ _V1_COLUMNS: Final = (
 # Columns added by version 2: the validators a conditional refresh sends back.
 _V2_COLUMNS: Final = (("etag", "TEXT"), ("last_modified", "TEXT"), ("payload_digest", "TEXT"))
 
+JOURNAL_IN_MEMORY_ROWS: Final = 10_000
+"""Rows a transaction may write with its statement journal in memory: about a page a row at
+most (a batch of 9,500 on a 164 MB store: 36 MB more peak memory, docs/benchmarks.md)."""
+
 _DUE_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS urls_due ON urls (site, lane, next_due) WHERE next_due IS NOT NULL"
 )
@@ -254,6 +267,7 @@ class SqliteFrontier:
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._policy = refresh_policy
+        self._journal_in_memory = False
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             use_wal(self._db, 5.0)  # the connection's own busy timeout (sqlite3's default)
@@ -311,10 +325,16 @@ class SqliteFrontier:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _transaction(self, rows: int | None = None) -> Iterator[None]:
         """One write transaction, taken up front (no lock upgrade half-way), rolled back on
-        any error so a failed batch leaves nothing half-written."""
+        any error so a failed batch leaves nothing half-written. ``rows``: what a batch
+        writes at most, known in advance (None: unbounded); see the module's docstring."""
+        in_memory = rows is not None and rows <= JOURNAL_IN_MEMORY_ROWS
         try:
+            if in_memory is not self._journal_in_memory:
+                # Read when the transaction begins; switched only between batch kinds.
+                self._db.execute(f"PRAGMA temp_store={'MEMORY' if in_memory else 'DEFAULT'}")
+                self._journal_in_memory = in_memory
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
@@ -363,7 +383,8 @@ class SqliteFrontier:
         *,
         host_edges: Sequence[HostEdge] = (),
     ) -> list[str]:
-        with self._transaction():
+        rows = len(new_urls) + len(outcomes) + len(horizon) + len(host_edges)
+        with self._transaction(rows):
             fed, _ = self._insert(new_urls, now)
             self._apply_outcomes(outcomes)
             self._record_horizon(horizon, now)
@@ -371,7 +392,7 @@ class SqliteFrontier:
         return sorted(fed)
 
     def ingest(self, new_urls: Sequence[NewUrl], now: float) -> Ingested:
-        with self._transaction():
+        with self._transaction(len(new_urls)):
             fed, inserted = self._insert(new_urls, now)
         return Ingested(len(new_urls), inserted, tuple(sorted(fed)))
 
@@ -393,7 +414,7 @@ class SqliteFrontier:
         return set(sites), len(sites)
 
     def record_fetch(self, outcomes: Sequence[Outcome]) -> None:
-        with self._transaction():
+        with self._transaction(len(outcomes)):
             self._apply_outcomes(outcomes)
 
     def _apply_outcomes(self, outcomes: Sequence[Outcome]) -> None:
@@ -560,7 +581,7 @@ class SqliteFrontier:
         now: float,
         fences: Mapping[str, Fence] | None = None,
     ) -> dict[str, list[LeasedUrl]]:
-        with self._transaction():
+        with self._transaction(limit_per_host * len(hosts)):
             due = {
                 host: [
                     LeasedUrl(r[0], r[2], r[3], r[4], r[5], _LANES[r[6]], r[8], r[9], r[10], r[11])
@@ -578,7 +599,7 @@ class SqliteFrontier:
     ) -> list[LeasedUrl]:
         """Queued URLs of ``site``, shallowest first, marked leased in the same transaction
         (one machine's store: no shard leases, ``fence`` is not checked)."""
-        with self._transaction():
+        with self._transaction(limit):
             rows = self._db.execute(
                 "SELECT id, fetch_url, site, depth, redirects, lane FROM urls "
                 "WHERE site = ? AND status = 0 ORDER BY depth, id LIMIT ?",
