@@ -26,6 +26,7 @@ the loop computing them itself (as it did before).
     PYTHONPATH=src python bench/bench_parse.py --phases     # where the time of a 100 KB page goes
     PYTHONPATH=src python bench/bench_parse.py --loop       # loop-side cost per link
     PYTHONPATH=src python bench/bench_parse.py --stages     # a worker's job on simulated pages
+    PYTHONPATH=src python bench/bench_parse.py --stages --page-bytes 100000
 """
 
 from __future__ import annotations
@@ -284,17 +285,17 @@ def _phases(body: bytes, repeat: int) -> None:
     print(f"{'parse_page, same page again':28} {timed(lambda: parse_page(body, _BASE)):8.3f}")
 
 
-def _simweb_pages(sites: int) -> list[tuple[str, bytes]]:
+def _simweb_pages(sites: int, page_bytes: int = 6000) -> list[tuple[str, bytes]]:
     """Home, item and listing pages of the first ``sites`` seed sites of the 2,000-site
-    world ``bench_rebook.py --sites 2000 --page-bytes 6000`` crawls, as its server renders
-    them (nothing is served: the renderer is called directly)."""
+    world ``bench_rebook.py --sites 2000 --page-bytes PAGE_BYTES`` crawls, as its server
+    renders them (nothing is served: the renderer is called directly)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from _crawlbench import world_params
     from courtier.simweb.network import Network
     from courtier.simweb.pages import PageRenderer
     from courtier.simweb.world import build_world
 
-    world = build_world(world_params("demo", 2000, 6000, 1))
+    world = build_world(world_params("demo", 2000, page_bytes, 1))
     renderer = PageRenderer(world, Network(182, 8080))
     pages = []
     for n, host in enumerate(list(world.seed_hosts)[:sites]):
@@ -306,10 +307,10 @@ def _simweb_pages(sites: int) -> list[tuple[str, bytes]]:
     return pages
 
 
-def _stages(repeat: int) -> None:
-    """A parse worker's job on the simulated web's 6 KB pages, stage by stage: best of
-    ``repeat`` passes over all pages, microseconds a page (the link cache warm, as in a
-    worker that has seen the sites' navigation)."""
+def _stages(repeat: int, page_bytes: int = 6000) -> None:
+    """A parse worker's job on the simulated web's pages (6 KB unless told), stage by
+    stage: best of ``repeat`` passes over all pages, microseconds a page (the link cache
+    warm, as in a worker that has seen the sites' navigation)."""
     import pickle
 
     from selectolax.lexbor import LexborHTMLParser
@@ -321,7 +322,7 @@ def _stages(repeat: int) -> None:
     from courtier.sinks.redact import DEFAULT_POLICY, redact, region_of
     from courtier.sinks.warc import Capture, encode_capture
 
-    pages = _simweb_pages(150)
+    pages = _simweb_pages(max(10, 900_000 // page_bytes), page_bytes)  # 150 sites at 6 KB
     level = WarcSection().compression_level  # the crawl's default
     context = ReadContext("text/html; charset=utf-8", "courtier", (), DEFAULT_POLICY, "a.test")
     headers = (("Content-Type", "text/html; charset=utf-8"), ("Server", "simweb"))
@@ -392,9 +393,12 @@ def main() -> None:
     parser.add_argument(
         "--stages", action="store_true", help="a worker's job stage by stage, simulated pages"
     )
+    parser.add_argument(
+        "--page-bytes", type=int, default=6000, help="with --stages: the simulated pages' size"
+    )
     args = parser.parse_args()
     if args.stages:
-        _stages(max(3, args.repeat // 6))
+        _stages(max(3, args.repeat // 6), args.page_bytes)
         return
     if args.phases:
         _phases(ordinary_page(100_000), args.repeat)
