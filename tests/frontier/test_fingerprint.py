@@ -388,6 +388,15 @@ def test_punctuation_is_dropped_exactly_as_word_by_word(text: str) -> None:
     assert normalise_text(text) == _normalise_word_by_word(text)
 
 
+def test_every_character_alone_or_beside_an_underscore_is_judged_as_isalnum_judges_it() -> None:
+    """Each code point as a word of its own and next to "_" (no isalnum), in one text:
+    the regex's character classes against str.isalnum over the whole of Unicode."""
+    chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    text = " ".join(chars) + " " + " ".join(f"_{c}" for c in chars)
+    assert not text.isascii()
+    assert normalise_text(text) == _normalise_word_by_word(text)
+
+
 def test_punctuation_only_words_go_and_words_with_a_letter_stay() -> None:
     assert normalise_text("Updated 18:05 GMT . -- _ __x ¿qué? «» 5") == "Updated __x ¿qué? 5"
 
