@@ -349,6 +349,24 @@ def test_characters_re2_reads_differently_are_stood_in_for(
     assert erase_volatile(text.upper()) == _VOLATILE.sub(" ", text.upper())
 
 
+def test_a_stand_in_lower_cased_is_the_stand_in_of_the_lower_case() -> None:
+    """What lets ``erase_volatile`` skip ``str.lower`` on non-ASCII text: for every character
+    but the few it sends elsewhere, lower-casing the stand-in's bytes gives the stand-in of
+    the lower-cased character."""
+    from courtier.frontier.fingerprint import _LOWER_CASED_UNLIKE_STAND_IN
+
+    def stand_in(text: str) -> bytes:
+        return text.encode("ascii", "courtier-stand-in")
+
+    differ = [
+        char
+        for char in map(chr, range(sys.maxunicode + 1))
+        if not "\ud800" <= char <= "\udfff" and stand_in(char).lower() != stand_in(char.lower())
+    ]
+    assert differ == ["\u0130", "\u212a"]
+    assert set(differ) < set(_LOWER_CASED_UNLIKE_STAND_IN)
+
+
 @pytest.mark.parametrize(
     "text",
     ["ſep 30", "Mon, 30 NOV 2026", "İstanbul 5 minutes ago", "JUST NOW ı", "5 \u212aeeks ago"],

@@ -217,6 +217,10 @@ def _stand_in_error(error: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("courtier-stand-in", _stand_in_error)
 _FOLDS_TO_ASCII: Final = ("\u0131", "\u017f")
+_LOWER_CASED_UNLIKE_STAND_IN: Final = ("\u0130", "\u212a", *_FOLDS_TO_ASCII, _NARROW_SPACE_STAND_IN)
+"""Characters whose stand-in, lower-cased, is not the stand-in of their lower case ("İ"
+lower-cases to two characters, the Kelvin sign to "k"), and those ``erase_volatile`` hands
+to ``re`` whatever the engine."""
 _ASCII_PUNCTUATION_WORD: Final = re.compile(r" [\x00-\x08\x0e-\x1b!-/:-@\[-`{-\x7f]+(?= )")
 """A word of ASCII text with no isalnum() character, between single spaces: any ASCII
 character but a letter, a digit or one ``str.split`` splits on (tab to carriage return,
@@ -302,6 +306,15 @@ def normalise_text(text: str) -> str:
 
 def erase_volatile(text: str) -> str:
     """``text`` with every volatile token (rule 3) replaced by a space."""
+    if not text.isascii() and not any(c in text for c in _LOWER_CASED_UNLIKE_STAND_IN):
+        # Most non-ASCII text holds a few such characters (a "©", a "’"), which make all of
+        # it a string of wider characters that lower() walks one by one. The stand-in of the
+        # text, lower-cased as bytes, is that of the lower-cased text (a test checks every
+        # character): erasing takes half the time (6 KB 31-34 -> 18-21 us, 100 KB 614 -> 324).
+        extra = len(text.encode("utf-8", "surrogatepass")) - len(text)
+        if extra * _RE2_SHARE <= len(text):
+            stand_in = text.encode("ascii", "courtier-stand-in").lower()
+            return _erased(text, _stand_in_spans(stand_in))
     lowered = text.lower()
     if (
         len(lowered) != len(text)
@@ -315,6 +328,10 @@ def erase_volatile(text: str) -> str:
         spans = [match.span() for match in _VOLATILE_LOWER.finditer(lowered)]
     else:
         spans = _stand_in_spans(lowered.encode("ascii", "courtier-stand-in"))
+    return _erased(text, spans)
+
+
+def _erased(text: str, spans: list[tuple[int, int]]) -> str:
     parts: list[str] = []
     done = 0
     for start, end in spans:
