@@ -99,8 +99,7 @@ def test_a_path_too_long_under_its_origin_is_decided_as_without_the_cache() -> N
 
 
 def test_the_caches_are_bounded() -> None:
-    canonical_link.cache_clear()
-    parse._path_tails.cache_clear()
+    parse.clear_link_caches()
     assert canonical_link.cache_info().maxsize == LINK_CACHE_SIZE
     assert parse._path_tails.cache_info().maxsize == LINK_CACHE_SIZE
     keys = parse._BaseKeys("https://shop.example/dir/")
@@ -112,8 +111,7 @@ def test_the_caches_are_bounded() -> None:
     # The oldest were forgotten, and are made again, the same.
     assert keys.link("/item/0") == make_link("/item/0", "https://shop.example/")
     assert keys.link("item/0") == make_link("item/0", "https://shop.example/dir/")
-    canonical_link.cache_clear()
-    parse._path_tails.cache_clear()
+    parse.clear_link_caches()
 
 
 def test_a_page_parses_the_same_with_a_cold_and_a_warm_cache() -> None:
@@ -122,8 +120,7 @@ def test_a_page_parses_the_same_with_a_cold_and_a_warm_cache() -> None:
         b"<a href='https://Other.Example:443/x#f'>o</a><a href='/calendar/2026/11/30'>c</a>"
         b"<a href='mailto:x@y.example'>m</a><img src='/img/1.jpg'><a href='//cdn.example/z'>z</a>"
     )
-    canonical_link.cache_clear()
-    parse._path_tails.cache_clear()
+    parse.clear_link_caches()
     cold = parse_page(body, "https://shop.example/dir/page")
     warm = parse_page(body, "https://shop.example/dir/page")
     assert cold == warm and canonical_link.cache_info().hits > 0

@@ -310,6 +310,12 @@ def _tails_of(raw: str) -> tuple[str, str, str, bool] | None:
 _path_tails: Final = lru_cache(maxsize=LINK_CACHE_SIZE)(_tails_of)
 
 
+def clear_link_caches() -> None:
+    """Forget every link this worker made (as a new worker would have)."""
+    canonical_link.cache_clear()
+    _path_tails.cache_clear()
+
+
 class _BaseKeys:
     """The bases one page's references are cached under (see above)."""
 
