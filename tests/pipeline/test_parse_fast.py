@@ -58,7 +58,7 @@ _REFERENCES = st.one_of(
             "/é?é=1",
         ]
     ),
-    st.text(alphabet="/.?#&=%2eEab:@\\ \t", max_size=12),
+    st.text(alphabet="/.?#&=%2eEab:@;+\\ \t", max_size=12),
 )
 
 
@@ -72,6 +72,30 @@ def test_the_cache_never_changes_a_link(pairs: list[tuple[str, str]]) -> None:
             parse._BaseKeys(base).link(raw.strip())
     for raw, base in pairs:
         assert parse._BaseKeys(base).link(raw.strip()) == make_link(raw.strip(), base)
+
+
+_PLAIN_PATHS = st.builds(
+    lambda path, tail: "/" + path + tail,
+    st.text(alphabet="ab1/.;=%2eE_-~:@!$&()*+,", max_size=16),
+    st.sampled_from(["", "?", "?b=1&a=2", "?utm_source=x&a=%7e", "?a&a=&&", "#f", "?x=1#f?y"]),
+).filter(lambda raw: raw[1:2] not in parse._NOT_SECOND)  # "//x" names a host: never asked
+
+
+@settings(max_examples=500, deadline=None)
+@given(_PLAIN_PATHS)
+def test_a_path_tails_without_a_url_are_those_of_the_link(raw: str) -> None:
+    # ``_tails_of`` makes a plain reference's tails directly: they must be what the link
+    # made under any origin has after that origin.
+    base = "https://shop.example/dir/page"
+    link = make_link(raw, base)
+    tails = parse._tails_of(raw)
+    if link is None:
+        assert tails is None
+        return
+    assert tails is not None
+    prefix = "https://shop.example"
+    assert (prefix + tails[0], prefix + tails[1]) == (link.canonical, link.fetch_url)
+    assert ("shop.example" + tails[2], tails[3]) == (link.pattern, link.volatile)
 
 
 def test_path_absolute_links_share_one_entry_across_sites() -> None:

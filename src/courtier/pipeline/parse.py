@@ -33,7 +33,15 @@ from courtier.pipeline.decode import encode_query
 from courtier.pipeline.nesting import nesting_cut
 from courtier.politeness.robots_meta import directives, meta_applies
 from courtier.sinks.redact import redact_url
-from courtier.url import MAX_URL_LENGTH, Url, UrlError, _ada, parse_url
+from courtier.url import (
+    MAX_URL_LENGTH,
+    Url,
+    UrlError,
+    _ada,
+    canonical_target,
+    parse_url,
+    plain_path_target,
+)
 
 
 class Link(NamedTuple):
@@ -299,6 +307,15 @@ def _tails_of(raw: str) -> tuple[str, str, str, bool] | None:
     """What follows the origin in the ``Link`` of a path-absolute ``raw`` (see above): the
     canonical URL's, the fetch URL's and the pattern's tails, and whether it is volatile;
     None when ``raw`` is no crawlable reference (the caller then asks ``make_link``)."""
+    target = plain_path_target(raw)
+    if target is not None and len(_TAIL_PREFIX) + len(target) <= MAX_URL_LENGTH:
+        # Most are plain: what ``make_link`` would make, without making a URL first. Every new
+        # item, image and page of a site comes here once: "/item/7?ref=grid" 8.1 -> 6.3 us,
+        # "/img/7.jpg" 5.1 -> 3.2; bench_parse's 100 KB page cold 5.9-6.3 -> 4.8-5.0 ms.
+        canonical = canonical_target(target)
+        path, _, query = canonical.partition("?")
+        pattern, _, volatile = pattern_of("", path, query)
+        return canonical, target, pattern, volatile
     link = make_link(raw, f"{_TAIL_PREFIX}/")
     if link is None:
         return None

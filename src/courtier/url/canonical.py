@@ -112,13 +112,19 @@ def parse_url(
     fetch_url = f"{scheme}://{authority}{target}"
     if len(fetch_url) > MAX_URL_LENGTH:
         raise UrlError(f"URL is {len(fetch_url)} characters long; the limit is {MAX_URL_LENGTH}")
+    canonical = f"{scheme}://{authority}{canonical_target(target, strip_params)}"
+    return Url(scheme, host, port, fetch_url, canonical)
+
+
+def canonical_target(target: str, strip_params: frozenset[str] = DEFAULT_STRIP_PARAMS) -> str:
+    """The canonical form of a fetch URL's path and query (what follows its authority)."""
     path, _, query = target.partition("?")
-    canonical = f"{scheme}://{authority}{canonical_path(path, strip_params)}"
+    path = canonical_path(path, strip_params)
     if query:
         query = canonical_query(query, strip_params)
         if query:
-            canonical = f"{canonical}?{query}"
-    return Url(scheme, host, port, fetch_url, canonical)
+            return f"{path}?{query}"
+    return path
 
 
 def _whatwg(raw: str, base: str | None) -> tuple[str, str, int | None, str]:
@@ -167,13 +173,27 @@ _BASE_CACHE_SIZE: Final = 1024
 
 def _plain(raw: str, base: str | None) -> tuple[str, str, int | None, str] | None:
     """(scheme, canonical host, port, target) of a plain reference, or None: ask WHATWG."""
+    origin = None if base is None else _base_origin(base)
+    if raw[:1] == "/":
+        target = None if origin is None else plain_path_target(raw)
+        return None if target is None or origin is None else (*origin, target)
+    hash_at = raw.find("#")
+    return _plain_absolute(raw if hash_at < 0 else raw[:hash_at], base, origin)
+
+
+def plain_path_target(raw: str) -> str | None:
+    """The fetch target (path and query) of a plain path-absolute reference ``raw``, the same
+    under every valid http(s) base, or None: not plain (ask ``parse_url``)."""
     hash_at = raw.find("#")
     head = raw if hash_at < 0 else raw[:hash_at]
-    origin = None if base is None else _base_origin(base)
-    if head[:1] == "/":
-        if origin is None or _PLAIN_PATH.fullmatch(head) is None or _dot_segments(head):
-            return None
-        return origin[0], origin[1], origin[2], head
+    if head[:1] != "/" or _PLAIN_PATH.fullmatch(head) is None or _dot_segments(head):
+        return None
+    return head
+
+
+def _plain_absolute(
+    head: str, base: str | None, origin: tuple[str, str, int | None] | None
+) -> tuple[str, str, int | None, str] | None:
     match = _PLAIN_ABSOLUTE.fullmatch(head)
     if match is None or (base is not None and origin is None):
         return None
@@ -268,6 +288,8 @@ __all__ = [
     "DEFAULT_STRIP_PARAMS",
     "MAX_URL_LENGTH",
     "Url",
+    "canonical_target",
     "parse_url",
+    "plain_path_target",
     "site_key",
 ]
