@@ -106,7 +106,10 @@ def pattern_of(
     (as ``urlsplit(url).hostname`` gives it), path and query: ``url_pattern`` without the
     split, for callers that hold the parts (a parse worker, right after canonicalising)."""
     path_key, path_volatile = _path_pattern(path, policy)
-    query_key, query_volatile = _query_pattern(query, policy)
+    if len(query) <= _CACHED_QUERY_CHARS:
+        query_key, query_volatile = _cached_query_pattern(query, policy.max_query_keys)
+    else:
+        query_key, query_volatile = _query_pattern(query, policy.max_query_keys)
     key = f"{host}{path_key}" + (f"?{query_key}" if query_key else "")
     return key, host, path_volatile or query_volatile
 
@@ -149,7 +152,7 @@ def _segment_shape(segment: str) -> tuple[str, bool]:
     return _DIGITS.sub("{n}", segment), False
 
 
-def _query_pattern(query: str, policy: TrapPolicy) -> tuple[str, bool]:
+def _query_pattern(query: str, max_query_keys: int) -> tuple[str, bool]:
     if not query:
         return "", False
     if "%" in query or "+" in query:
@@ -172,7 +175,7 @@ def _query_pattern(query: str, policy: TrapPolicy) -> tuple[str, bool]:
             volatile = True
     distinct = sorted(set(keys))
     volatile |= len(distinct) < len(keys)  # a repeated key: a query string that keeps growing
-    if len(distinct) > policy.max_query_keys:
+    if len(distinct) > max_query_keys:
         return "{many}", True
     # Repeats are marked in the key so that ``?f=1`` and ``?f=1&f=1`` count separately:
     # one pattern, one cap.
@@ -204,6 +207,21 @@ _CACHED_CHARS: Final = 64
 _cached_segment_shape: Final = lru_cache(maxsize=_CACHE_SIZE)(_segment_shape)
 _cached_key_shape: Final = lru_cache(maxsize=_CACHE_SIZE)(_key_shape)
 _cached_volatile_value: Final = lru_cache(maxsize=_CACHE_SIZE)(_looks_volatile_value)
+# Whole query strings repeat too (every card's "?ref=grid&pos=3", a site's "?utm_source=..."):
+# 2.4 us to pattern one, 0.2 to look it up.
+_CACHED_QUERY_CHARS: Final = 128
+_cached_query_pattern: Final = lru_cache(maxsize=_CACHE_SIZE)(_query_pattern)
+
+
+def clear_pattern_caches() -> None:
+    """Forget every segment, key, value and query judged (as a new process would have)."""
+    for cache in (
+        _cached_segment_shape,
+        _cached_key_shape,
+        _cached_volatile_value,
+        _cached_query_pattern,
+    ):
+        cache.cache_clear()
 
 
 def _is_session_parameter(segment: str) -> bool:

@@ -27,7 +27,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
-from courtier.frontier.traps import pattern_of
+from courtier.frontier.traps import clear_pattern_caches, pattern_of
 from courtier.net.spool import Body, body_bytes
 from courtier.pipeline.decode import encode_query
 from courtier.pipeline.nesting import nesting_cut
@@ -42,6 +42,7 @@ from courtier.url import (
     parse_url,
     plain_path_target,
 )
+from courtier.url.canonical import clear_url_caches
 
 
 class Link(NamedTuple):
@@ -330,9 +331,12 @@ _path_tails: Final = lru_cache(maxsize=LINK_CACHE_SIZE)(_tails_of)
 
 
 def clear_link_caches() -> None:
-    """Forget every link this worker made (as a new worker would have)."""
+    """Forget every link this worker made, and every part of one it judged on the way (as
+    a new worker would have)."""
     canonical_link.cache_clear()
     _path_tails.cache_clear()
+    clear_url_caches()
+    clear_pattern_caches()
 
 
 class _BaseKeys:

@@ -121,10 +121,25 @@ def canonical_target(target: str, strip_params: frozenset[str] = DEFAULT_STRIP_P
     path, _, query = target.partition("?")
     path = canonical_path(path, strip_params)
     if query:
-        query = canonical_query(query, strip_params)
+        if len(query) <= _CACHED_QUERY_CHARS:
+            query = _cached_canonical_query(query, strip_params)
+        else:
+            query = canonical_query(query, strip_params)
         if query:
             return f"{path}?{query}"
     return path
+
+
+# A site's query strings repeat ("?page=2", every card's "?ref=grid&pos=3"): 1.7 us to
+# canonicalise one, 0.15 to look it up.
+_CACHED_QUERY_CHARS: Final = 128
+_cached_canonical_query: Final = lru_cache(maxsize=8192)(canonical_query)
+
+
+def clear_url_caches() -> None:
+    """Forget every base and query this process parsed (as a new one would have)."""
+    _cached_canonical_query.cache_clear()
+    _base_origin.cache_clear()
 
 
 def _whatwg(raw: str, base: str | None) -> tuple[str, str, int | None, str]:
