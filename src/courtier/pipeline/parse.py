@@ -313,8 +313,8 @@ def _tails_of(raw: str) -> tuple[str, str, str, bool] | None:
     target = plain_path_target(raw)
     if target is not None and len(_TAIL_PREFIX) + len(target) <= MAX_URL_LENGTH:
         # Most are plain: what ``make_link`` would make, without making a URL first. Every new
-        # item, image and page of a site comes here once: "/item/7?ref=grid" 8.1 -> 6.3 us,
-        # "/img/7.jpg" 5.1 -> 3.2; bench_parse's 100 KB page cold 5.9-6.3 -> 4.8-5.0 ms.
+        # item, image and page of a site comes here once: "/item/7?ref=grid&pos=7" 8.1 -> 6.3
+        # us, "/img/7.jpg" 5.1 -> 3.2 (docs/benchmarks.md, session 25).
         canonical = canonical_target(target)
         path, _, query = canonical.partition("?")
         pattern, _, volatile = pattern_of("", path, query)

@@ -190,8 +190,10 @@ def _plain(raw: str, base: str | None) -> tuple[str, str, int | None, str] | Non
     """(scheme, canonical host, port, target) of a plain reference, or None: ask WHATWG."""
     origin = None if base is None else _base_origin(base)
     if raw[:1] == "/":
-        target = None if origin is None else plain_path_target(raw)
-        return None if target is None or origin is None else (*origin, target)
+        target = plain_path_target(raw) if origin is not None else None
+        if origin is None or target is None:
+            return None
+        return (*origin, target)
     hash_at = raw.find("#")
     return _plain_absolute(raw if hash_at < 0 else raw[:hash_at], base, origin)
 
