@@ -90,3 +90,31 @@ def test_a_batch_writes_the_pages_it_changes_once(
     else:
         assert written > 1.5 * logged  # the measure sees a second copy when there is one
     store.close()
+
+
+def test_the_log_holds_many_batches_before_the_database_file_is_written(tmp_path: Path) -> None:
+    """Batches that change more pages than SQLite's default checkpoint (1,000) leave the
+    database file untouched until ``WAL_CHECKPOINT_PAGES``: a page rewritten batch after
+    batch is copied into it once, not once a batch."""
+    store = SqliteFrontier(tmp_path / "f.sqlite3")
+    sites = [f"s{n}.test" for n in range(300)]
+    store.write_batch([NewUrl(f"http://{s}/", f"http://{s}/", s, 0) for s in sites], [], [], 1.0)
+    store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    database = tmp_path / "f.sqlite3"
+    before = database.read_bytes()
+    log = tmp_path / "f.sqlite3-wal"
+    first = 0
+    while log.stat().st_size < 1500 * 4096:  # past the default's checkpoint
+        store.write_batch(
+            [
+                NewUrl(f"http://{s}/p/{first + i}", f"http://{s}/p/{first + i}", s, 1)
+                for i, s in enumerate(sites * 5)
+            ],
+            [],
+            [],
+            2.0,
+        )
+        first += 1500
+    assert log.stat().st_size < sqlite_store.WAL_CHECKPOINT_PAGES * 4096
+    assert database.read_bytes() == before
+    store.close()

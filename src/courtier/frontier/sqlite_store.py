@@ -255,6 +255,14 @@ _SCHEDULE_COLUMNS: Final = (
 )
 
 
+WAL_CHECKPOINT_PAGES: Final = 10_000
+"""Pages the write-ahead log holds before a commit copies them into the database (SQLite's
+default is 1,000). A crawl rewrites the same index and row pages batch after batch; each
+checkpoint copies a page once however often it changed since the last, so a longer log
+copies fewer: the crawl-shaped store load 68-86 -> 56-60 ms of CPU a cycle, for a log of
+~55 MB instead of ~18 (docs/frontier-store.md)."""
+
+
 class SqliteFrontier:
     """The embedded frontier store. ``cache_mib`` sizes SQLite's page cache."""
 
@@ -273,6 +281,7 @@ class SqliteFrontier:
             use_wal(self._db, 5.0)  # the connection's own busy timeout (sqlite3's default)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA cache_size=-{max(1, cache_mib) * 1024}")
+            self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot open the frontier store {path}: {exc}") from exc
