@@ -83,7 +83,7 @@ _PLAIN_PATHS = st.builds(
 
 @settings(max_examples=500, deadline=None)
 @given(_PLAIN_PATHS)
-def test_a_path_tails_without_a_url_are_those_of_the_link(raw: str) -> None:
+def test_a_plain_paths_tails_are_those_of_its_link(raw: str) -> None:
     # ``_tails_of`` makes a plain reference's tails directly: they must be what the link
     # made under any origin has after that origin.
     base = "https://shop.example/dir/page"
