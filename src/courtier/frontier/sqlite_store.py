@@ -259,7 +259,7 @@ WAL_CHECKPOINT_PAGES: Final = 10_000
 """Pages the write-ahead log holds before a commit copies them into the database (SQLite's
 default is 1,000). A crawl rewrites the same index and row pages batch after batch; each
 checkpoint copies a page once however often it changed since the last, so a longer log
-copies fewer: the crawl-shaped store load 68-86 -> 56-60 ms of CPU a cycle, for a log of
+copies fewer: the crawl-shaped store load 70-85 -> 65-68 ms of CPU a cycle, for a log of
 ~55 MB instead of ~18 (docs/frontier-store.md)."""
 
 

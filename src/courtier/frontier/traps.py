@@ -208,7 +208,7 @@ _cached_segment_shape: Final = lru_cache(maxsize=_CACHE_SIZE)(_segment_shape)
 _cached_key_shape: Final = lru_cache(maxsize=_CACHE_SIZE)(_key_shape)
 _cached_volatile_value: Final = lru_cache(maxsize=_CACHE_SIZE)(_looks_volatile_value)
 # Whole query strings repeat too (every card's "?ref=grid&pos=3", a site's "?utm_source=..."):
-# 2.4 us to pattern one, 0.2 to look it up.
+# 1.6 us to pattern one, 0.09 to look it up (timeit, best of 5).
 _CACHED_QUERY_CHARS: Final = 128
 _cached_query_pattern: Final = lru_cache(maxsize=_CACHE_SIZE)(_query_pattern)
 

@@ -39,10 +39,10 @@ from courtier.url import (
     UrlError,
     _ada,
     canonical_target,
+    clear_url_caches,
     parse_url,
     plain_path_target,
 )
-from courtier.url.canonical import clear_url_caches
 
 
 class Link(NamedTuple):

@@ -130,8 +130,9 @@ def canonical_target(target: str, strip_params: frozenset[str] = DEFAULT_STRIP_P
     return path
 
 
-# A site's query strings repeat ("?page=2", every card's "?ref=grid&pos=3"): 1.7 us to
-# canonicalise one, 0.15 to look it up.
+# A site's query strings repeat ("?page=2", every card's "?ref=grid&pos=3"): 1.5 us to
+# canonicalise one, 0.09 to look it up (timeit, best of 5).
+
 _CACHED_QUERY_CHARS: Final = 128
 _cached_canonical_query: Final = lru_cache(maxsize=8192)(canonical_query)
 
@@ -306,6 +307,7 @@ __all__ = [
     "MAX_URL_LENGTH",
     "Url",
     "canonical_target",
+    "clear_url_caches",
     "parse_url",
     "plain_path_target",
     "site_key",
