@@ -132,9 +132,16 @@ def test_a_platform_name_before_the_cdn_in_the_chain_still_merges() -> None:
 
 
 def test_cdn_headers_on_a_shared_address_prevent_a_merge() -> None:
-    edge = fingerprint("x", ("CF-Ray", "1-FRA"), ("X-Shop", "1"), server="cloudflare")
+    edge = fingerprint("x", ("CF-Ray", "1-FRA"), ("X-Powered-By", "PHP/8.2"), server="cloudflare")
     result = cluster([site(h, "203.0.113.9", headers=edge) for h in ("a.test", "b.test")])
     assert result["a.test"].origin != result["b.test"].origin
+
+
+def test_a_distinctive_backend_shared_behind_a_cdn_is_one_origin() -> None:
+    edge = fingerprint("x", ("CF-Ray", "1-FRA"), ("X-Shop", "1"), server="cloudflare")
+    result = cluster([site(h, "203.0.113.9", headers=edge) for h in ("a.test", "b.test")])
+    assert result["a.test"].origin == result["b.test"].origin
+    assert result["a.test"].origin.startswith("hdr:")
 
 
 def test_cdn_ptr_names_prevent_a_merge() -> None:

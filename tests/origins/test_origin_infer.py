@@ -52,6 +52,7 @@ WORLD = {
     "c1.test": _dns("c1.test", "10.0.0.9", cname=("p.platform.test",)),
     "c2.test": _dns("c2.test", "10.0.0.9", cname=("p.platform.test",)),
     "solo.test": _dns("solo.test", "10.0.0.7"),
+    "k1.test": _dns("k1.test", "10.0.0.11", cname=("d1.cloudfront.net",)),
     "bad1.test": _dns("bad1.test", "10.0.0.5", "192.168.1.1"),
     "bad2.test": _dns("bad2.test", "192.168.1.1"),
 }
@@ -145,13 +146,15 @@ def _home(host: str) -> ProbeResponse:
 
 async def test_headers_a_crawl_saw_anyway_count_where_dns_is_indeterminate() -> None:
     inference = OriginInference(TableDns(WORLD), address_allowed=_allowed)
-    await inference.add(["t1.test", "t2.test", "c1.test", "c2.test", "solo.test"])
+    await inference.add(["t1.test", "t2.test", "c1.test", "c2.test", "solo.test", "k1.test"])
     before = inference.assignments["t1.test"]
     assert before.origin == inference.assignments["t2.test"].origin  # the shared address
     assert inference.observe("t1.test", _home("t1.test"), None)
     assert inference.observe("t2.test", _home("t2.test"), None)
     assert not inference.observe("t1.test", _home("t1.test"), None)  # once per host
-    assert not inference.observe("c1.test", _home("c1.test"), None)  # DNS explains it
+    # A shared CNAME name may be a CDN edge (strangers) or a platform: headers tell.
+    assert inference.observe("c1.test", _home("c1.test"), None)
+    assert not inference.observe("k1.test", _home("k1.test"), None)  # a known CDN's name
     assert not inference.observe("solo.test", _home("solo.test"), None)  # shares nothing
     assert not inference.observe("unknown.test", _home("unknown.test"), None)
     result = await inference.recheck()  # nothing expired: the observations re-cluster

@@ -8,11 +8,15 @@ Rules:
 - Response headers mark a CDN edge when they carry a cache-status header a CDN adds
   (``X-Cache``, ``CF-Cache-Status``, ...), a CDN's request-id header (``CF-Ray``,
   ``X-Amz-Cf-Id``, ...), or a ``Server`` naming a CDN product.
+- An address is a CDN edge's when it lies in a range a CDN publishes for its edges
+  (``PUBLISHED_CDN_RANGES``: Cloudflare's and Fastly's lists). Edges that publish nothing are
+  known by their names and headers, or by behaviour (``courtier.origins.cluster``).
 - Extra suffixes can be configured; they add to the built-in list, never replace it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +49,84 @@ KNOWN_CDN_SUFFIXES: tuple[str, ...] = (
     "gcdn.co",
     "cdngc.net",
 )
+
+# Address ranges CDNs publish for their edges, as published (Cloudflare: /ips-v4 and /ips-v6
+# of cloudflare.com; Fastly: its public-ip-list API). They change rarely; when a CDN adds a
+# range, add it here with the list it came from. A missing range only costs speed (its sites
+# are told apart by headers instead), never politeness.
+PUBLISHED_CDN_RANGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "cloudflare",
+        (
+            "173.245.48.0/20",
+            "103.21.244.0/22",
+            "103.22.200.0/22",
+            "103.31.4.0/22",
+            "141.101.64.0/18",
+            "108.162.192.0/18",
+            "190.93.240.0/20",
+            "188.114.96.0/20",
+            "197.234.240.0/22",
+            "198.41.128.0/17",
+            "162.158.0.0/15",
+            "104.16.0.0/13",
+            "104.24.0.0/14",
+            "172.64.0.0/13",
+            "131.0.72.0/22",
+            "2400:cb00::/32",
+            "2606:4700::/32",
+            "2803:f800::/32",
+            "2405:b500::/32",
+            "2405:8100::/32",
+            "2a06:98c0::/29",
+            "2c0f:f248::/32",
+        ),
+    ),
+    (
+        "fastly",
+        (
+            "23.235.32.0/20",
+            "43.249.72.0/22",
+            "103.244.50.0/24",
+            "103.245.222.0/23",
+            "103.245.224.0/24",
+            "104.156.80.0/20",
+            "140.248.64.0/18",
+            "140.248.128.0/17",
+            "146.75.0.0/17",
+            "151.101.0.0/16",
+            "157.52.64.0/18",
+            "167.82.0.0/17",
+            "167.82.128.0/20",
+            "167.82.160.0/20",
+            "167.82.224.0/20",
+            "172.111.64.0/18",
+            "185.31.16.0/22",
+            "199.27.72.0/21",
+            "199.232.0.0/16",
+            "2a04:4e40::/32",
+            "2a04:4e42::/32",
+        ),
+    ),
+)
+
+_PUBLISHED_NETWORKS = tuple(
+    (cdn, ipaddress.ip_network(text)) for cdn, ranges in PUBLISHED_CDN_RANGES for text in ranges
+)
+
+
+@lru_cache(maxsize=65_536)
+def published_cdn_range(address: str) -> str | None:
+    """ "<cdn>'s published edge range <network>" when ``address`` lies in one, else None."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    for cdn, network in _PUBLISHED_NETWORKS:
+        if ip.version == network.version and ip in network:
+            return f"{cdn}'s published edge range {network}"
+    return None
+
 
 # Headers only a caching edge adds (lowercase names).
 CDN_HEADER_NAMES: frozenset[str] = frozenset(

@@ -4,10 +4,16 @@ A pure function of the facts gathered per site; no I/O, no clock.
 
 Rules, strongest first:
 1. A site whose DNS lookup failed stays on its own (``dns-failure``).
-2. CDN edges are not origins. A CNAME chain is read up to its first CDN name; the links before
-   it are the platform's own names and still count. A site that is itself a CDN name, whose
-   chain reaches a CDN, whose addresses have CDN PTR names, or whose responses carry CDN
-   headers contributes no address.
+2. CDN edges are not origins. A name or address is an edge when it is known as one (a CDN
+   suffix, a CDN's PTR name, a CDN's published address range: ``courtier.origins.cdn``) or
+   when it behaves as one (``_behaving_edges``): the sites that reach it directly answer with a
+   CDN's edge headers (a ray id, a cache status) and do not all share one distinctive backend,
+   which a platform behind a CDN would. A CNAME chain is read up to its first edge name; the
+   links before it are the platform's own names and still count. A site that is itself a CDN
+   name, whose chain reaches an edge, whose addresses are all edge addresses, or whose
+   responses carry CDN headers contributes no address.
+   Behind edges, only a shared distinctive fingerprint groups sites (``headers``): generic
+   stack evidence never does (``header_evidence``), so strangers on one edge stay apart.
 3. Sites sharing a CNAME chain link are one origin (``cname``, strong).
 4. Sites sharing an address that has a (non-CDN) PTR name are one origin: the PTR names the
    server (``ptr-address``, strong).
@@ -23,6 +29,11 @@ Rules, strongest first:
    rest of its origin gets ``header-conflict`` evidence, which lowers its confidence.
 7. TLS certificates only raise or lower confidence (``courtier.origins.tls_evidence``).
 
+Before their first answers are in, sites sharing a name or an address that is not known as
+an edge are one origin: a platform's tenants are never sent more than its one budget while
+nothing tells it from an edge. The first answers of ``EDGE_SAMPLE`` sites that reach it
+directly decide (a crawl observes its own robots.txt and home page answers; docs/origins.md).
+
 Origin ids are derived from the evidence: ``cname:<name>``, ``ptr:<name>``, ``hdr:<signature>``,
 ``addr:<address>`` (the key shared by most of the origin's sites, in that order of preference;
 among CNAME links, the one deepest in the chain), or ``site:<host>`` for a site on its own. The
@@ -35,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from courtier.origins.cdn import CdnRules
+from courtier.origins.cdn import CdnRules, published_cdn_range
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.evidence import Evidence, Kind, combined_confidence
 from courtier.origins.header_evidence import HeaderFingerprint
@@ -50,6 +61,9 @@ CDN_WEIGHT = 0.6
 DNS_FAILURE_WEIGHT = 0.3
 HEADER_CONFLICT_WEIGHT = -0.25
 TLS_PEERS_COMPARED = 8  # a site's certificate is compared with this many others of its origin
+EDGE_SAMPLE = 3
+"""Sites reaching a shared name or address directly whose answers decide whether it is a CDN
+edge (or all of them, when fewer share it)."""
 
 _KEY_PRIORITY = {"cname": 4, "ptr": 3, "hdr": 2, "addr": 1}
 
@@ -113,12 +127,81 @@ class _Clustering:
         self.keys: dict[str, set[str]] = defaultdict(set)
         self.cdn: dict[str, str] = {}
         self.depth: dict[str, int] = defaultdict(int)  # key -> deepest position in a chain
+        self.edge_names: dict[str, str] = {}
+        """Shared CNAME names that behave as CDN edges -> why."""
+        self.edge_addresses: dict[str, str] = {}
+        """Shared addresses that are CDN edges (published ranges, behaviour) -> why."""
 
     def run(self) -> dict[str, Assignment]:
+        resolved = [f for f in self.facts.values() if f.dns.error is None]
+        self._behaving_edges(resolved)
         usable = [f for f in self.facts.values() if self._usable(f)]
         self._by_cname(usable)
+        self._behind_edges([f for f in usable if f.host in self.cdn])
         self._by_address([f for f in usable if f.host not in self.cdn])
         return self._assign()
+
+    # -- edges known by behaviour -------------------------------------------------------
+
+    def _behaving_edges(self, sites: list[SiteFacts]) -> None:
+        """Shared names and addresses whose direct sites answer as a CDN edge does (rule 2)."""
+        by_link: dict[str, list[SiteFacts]] = defaultdict(list)
+        for site in sites:
+            for link in site.dns.cname_chain:
+                if self.rules.name_reason(link) is not None:
+                    break
+                by_link[link].append(site)
+        shared = {link for link, members in by_link.items() if len(members) > 1}
+        for link, members in by_link.items():
+            if link not in shared:
+                continue
+            direct = [m for m in members if _direct(m.dns.cname_chain, link, shared)]
+            reason = _edge_behaviour(link, direct)
+            if reason is not None:
+                self.edge_names[link] = reason
+        by_address: dict[str, list[SiteFacts]] = defaultdict(list)
+        for site in sites:
+            for address in site.dns.addresses:
+                by_address[address].append(site)
+        for address, members in by_address.items():
+            published = published_cdn_range(address)
+            if published is not None:
+                self.edge_addresses[address] = f"{address} is in {published}"
+            elif len(members) > 1 and not any(members[0].dns.ptr.get(address, ())):
+                reason = _edge_behaviour(address, members)
+                if reason is not None:
+                    self.edge_addresses[address] = reason
+
+    def _edge_reason(self, site: SiteFacts) -> str | None:
+        for link in site.dns.cname_chain:
+            if link in self.edge_names:
+                return self.edge_names[link]
+        addresses = site.dns.addresses
+        if addresses and all(a in self.edge_addresses for a in addresses):
+            return self.edge_addresses[addresses[0]]
+        return None
+
+    def _behind_edges(self, sites: list[SiteFacts]) -> None:
+        """Sites behind CDN edges: one origin only where a distinctive fingerprint is shared."""
+        by_signature: dict[str, list[SiteFacts]] = defaultdict(list)
+        for site in sites:
+            if site.headers is not None and site.headers.signature is not None:
+                by_signature[site.headers.signature].append(site)
+        for signature, holders in by_signature.items():
+            if len(holders) < 2:
+                continue
+            self.union.union(h.host for h in holders)
+            fingerprint = holders[0].headers
+            assert fingerprint is not None
+            detail = (
+                f"{len(holders)} sites behind CDN edges answer with one distinctive "
+                f"fingerprint: {fingerprint.describe()}"
+            )
+            for holder in holders:
+                self.evidence[holder.host].append(
+                    Evidence(Kind.HEADERS, signature, HEADER_WEIGHT, detail)
+                )
+                self.keys[holder.host].add(f"hdr:{signature}")
 
     def _usable(self, site: SiteFacts) -> bool:
         if site.dns.error is not None:
@@ -135,17 +218,21 @@ class _Clustering:
             self.rules.name_reason(site.host)
             or self.rules.first_name_reason(site.dns.cname_chain)
             or self.rules.first_name_reason(site.dns.ptr_names)
+            or self._edge_reason(site)
             or (site.headers.cdn if site.headers is not None else None)
         )
         if reason is not None:
             self.cdn[site.host] = reason
-            self.evidence[site.host].append(Evidence(Kind.CDN, "edge", CDN_WEIGHT, reason))
+            detail = f"behind a CDN edge: {reason}"
+            if site.headers is None or site.headers.signature is None:
+                detail += "; no distinctive backend evidence, so an origin of its own"
+            self.evidence[site.host].append(Evidence(Kind.CDN, "edge", CDN_WEIGHT, detail))
         return True
 
     def _platform_links(self, dns: DnsFacts) -> list[str]:
         links = []
         for name in dns.cname_chain:
-            if self.rules.name_reason(name) is not None:
+            if self.rules.name_reason(name) is not None or name in self.edge_names:
                 break
             links.append(name)
         return links
@@ -343,6 +430,35 @@ class _Clustering:
                 self.evidence[host].append(max(positive, key=lambda r: r.weight))
             elif relations:
                 self.evidence[host].append(relations[0])
+
+
+def _direct(chain: tuple[str, ...], link: str, shared: set[str]) -> bool:
+    """Does a chain reach ``link`` with no shared name before it (not through a platform)?"""
+    for name in chain:
+        if name == link:
+            return True
+        if name in shared:
+            return False
+    return False
+
+
+def _edge_behaviour(name: str, direct: list[SiteFacts]) -> str | None:
+    """Why the shared ``name`` (or address) is a CDN edge by what its direct sites answered,
+    or None: enough of them answered (``EDGE_SAMPLE``), every answer carried an edge's headers,
+    and they do not all share one distinctive backend (that is a platform behind a CDN)."""
+    observed = [s.headers for s in direct if s.headers is not None]
+    if len(direct) < 2 or len(observed) < min(EDGE_SAMPLE, len(direct)):
+        return None
+    if any(fp.cdn is None for fp in observed):
+        return None
+    signatures = {fp.signature for fp in observed}
+    if len(signatures) == 1 and None not in signatures:
+        return None
+    backends = len({fp.signature or f"site{n}" for n, fp in enumerate(observed)})
+    return (
+        f"{name}: {len(direct)} sites reach it and their answers carry CDN edge headers "
+        f"({observed[0].cdn}) over {backends} different backends"
+    )
 
 
 def cluster(facts: Iterable[SiteFacts], rules: CdnRules | None = None) -> dict[str, Assignment]:

@@ -6,10 +6,14 @@ function of that and the host name.
 
 Rules:
 - A fingerprint is *distinctive* only when it carries something a platform chose: a header name
-  outside the standard and security header sets (``X-Plinth-Tenant``), a cookie name outside the
-  well-known framework and analytics ones, an ``X-Powered-By``, or a not-found page that does not
-  name the host (one page served for every tenant). ``Server: nginx`` alone is shared by millions
-  of unrelated servers and is never enough.
+  outside the standard, security and generic-stack header sets (``X-Plinth-Tenant``), a cookie
+  name outside the well-known framework and analytics ones, an ``X-Powered-By`` that names no
+  common software stack (``PlinthSites``, not ``PHP/8.2`` or ``Express``), or a not-found page
+  that does not name the host and is not a software stack's stock page (one page served for
+  every tenant). What every install of a common stack sends (``Server: nginx``,
+  ``X-Powered-By: PHP``, ``PHPSESSID``, ``X-AspNet-Version``, Apache's or nginx's stock 404)
+  is shared by millions of unrelated servers and is never enough: behind a CDN edge it would
+  merge strangers.
 - Values that differ per tenant are dropped: the fingerprint keeps header *names*, cookie
   *names*, and the values of ``Server``, ``X-Powered-By`` and ``Via`` only.
 - The signature (what two sites must share to be one platform) is a hash of the server stack
@@ -22,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -101,8 +106,128 @@ GENERIC_COOKIES: frozenset[str] = frozenset(
         "__cfduid",
         "awsalb",
         "awsalbcors",
+        "_session_id",
+        "rack.session",
+        "express.sid",
+        "ci_session",
+        "cakephp",
+        "symfony",
+        "arraffinity",
+        "arraffinitysamesite",
+        "wordpress_test_cookie",
+        "_gat",
+        "_fbp",
     }
 )
+
+# Cookie name prefixes of common stacks and load balancers (``BIGipServer<pool>``,
+# ``wordpress_logged_in_<hash>``): the rest of the name varies per install.
+GENERIC_COOKIE_PREFIXES: tuple[str, ...] = (
+    "bigipserver",
+    "wordpress_",
+    "wp-settings",
+    "wp_",
+    "_ga_",
+    "_hj",
+    "ts0",
+)
+
+
+def generic_cookie(name: str) -> bool:
+    """Is this cookie name sent by every install of a common stack, CMS or analytics tag?"""
+    return name in GENERIC_COOKIES or name.startswith(GENERIC_COOKIE_PREFIXES)
+
+
+# Headers that every install of a common software stack sends (CMSs, frameworks, app servers,
+# caches in front of one server): not a platform's choice, so never distinctive.
+GENERIC_STACK_HEADERS: frozenset[str] = frozenset(
+    {
+        "x-aspnet-version",
+        "x-aspnetmvc-version",
+        "x-sourcefiles",
+        "x-runtime",
+        "x-request-runtime",
+        "x-pingback",
+        "x-generator",
+        "x-drupal-cache",
+        "x-drupal-dynamic-cache",
+        "x-litespeed-cache",
+        "x-litespeed-cache-control",
+        "x-turbo-charged-by",
+        "x-mod-pagespeed",
+        "x-page-speed",
+        "x-varnish",
+        "x-redirect-by",
+        "x-nextjs-cache",
+        "x-nextjs-prerender",
+        "x-nextjs-stale-time",
+        "x-middleware-rewrite",
+        "x-backend-server",
+        "x-upstream",
+        "x-proxy-cache",
+        "x-debug-token",
+        "x-debug-token-link",
+        "x-permitted-cross-domain-policies",
+        "x-download-options",
+        "x-robots-tag",
+        "x-content-security-policy",
+        "x-webkit-csp",
+        "x-correlation-id",
+        "x-trace-id",
+        "x-response-time",
+        "x-envoy-upstream-service-time",
+        "x-b3-traceid",
+        "traceparent",
+        "origin-agent-cluster",
+        "timing-allow-origin",
+        "access-control-allow-credentials",
+        "access-control-allow-headers",
+        "access-control-allow-methods",
+        "access-control-expose-headers",
+        "access-control-max-age",
+        "expect-ct",
+        "feature-policy",
+        "document-policy",
+        "cross-origin-resource-policy",
+    }
+)
+
+# ``X-Powered-By`` values (and ``Server`` products) of common stacks: every install sends them.
+_GENERIC_POWERED_BY = re.compile(
+    r"^\s*(php|asp\.net|express|next\.js|nuxt|servlet|jsp|jetty|tomcat|undertow|plesk\w*|"
+    r"wordpress|w3 total cache|wp engine|phusion passenger|passenger|mono|zend|perl|python|"
+    r"django|flask|laravel|symfony|craft cms|drupal|joomla|typo3|hhvm|openresty|nginx|apache|"
+    r"kestrel|node\.js|koa|hapi|sails|meteor|ruby|rails|puma|unicorn|gunicorn|uvicorn|"
+    r"waitress|litespeed|cherrypy|tornado|coldfusion|ocaml|dart|go|java|play|vert\.x)"
+    r"(\b|[/ \d.]|$)",
+    re.IGNORECASE,
+)
+
+# Phrases of the stock not-found pages software stacks serve out of the box (Apache, nginx,
+# IIS, Express, Django, Rails, Caddy, Tomcat, Jetty, gunicorn, LiteSpeed, OpenResty...).
+_STOCK_NOT_FOUND = re.compile(
+    rb"(the requested url .{0,80}was not found on this server|<center>(nginx|openresty)"
+    rb"|<hr><center>|cannot (get|post) /|the requested resource was not found on this server"
+    rb"|the page you were looking for doesn't exist|http error 404|server error in '/' application"
+    rb"|404 - file or directory not found|apache tomcat|powered by jetty|litespeed web server"
+    rb"|<title>404 not found</title>|^\s*(404 )?not found\s*$|^\s*404 page not found\s*$)",
+    re.IGNORECASE | re.DOTALL,
+)
+STOCK_PAGE_MAX_BYTES = 4096
+"""Stock error pages are small; a bigger not-found page was made by somebody."""
+
+
+def generic_powered_by(value: str) -> bool:
+    """Does this ``X-Powered-By`` name a common stack (sent by every install of it)?"""
+    return bool(_GENERIC_POWERED_BY.match(value))
+
+
+def stock_not_found(body: bytes) -> bool:
+    """Is this a software stack's stock not-found page (served alike by unrelated servers)?"""
+    if not body.strip():
+        return True  # an empty 404 is every stack's default somewhere
+    return len(body) <= STOCK_PAGE_MAX_BYTES and bool(_STOCK_NOT_FOUND.search(body))
+
 
 # Varies from one response to the next: kept out of the header order.
 _VOLATILE = frozenset({"retry-after", "age", "set-cookie", "date", "content-length"})
@@ -116,6 +241,7 @@ class ProbeResponse:
     headers: tuple[tuple[str, str], ...]
     body_sha256: str
     body_names_host: bool = False  # the body contains the host name
+    body_stock: bool = False  # a software stack's stock error page (shared by strangers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +260,7 @@ class HeaderFingerprint:
         return bool(
             self.platform_headers
             or self.cookie_names
-            or self.powered_by
+            or (self.powered_by and not generic_powered_by(self.powered_by))
             or self.not_found_hash is not None
         )
 
@@ -192,9 +318,12 @@ def body_sha256(body: bytes) -> str:
 def probe_response(
     status: int, headers: Sequence[tuple[str, str]], body: bytes, host: str
 ) -> ProbeResponse:
-    """Build a ``ProbeResponse``, noting whether the body names the host (then it is not shared)."""
+    """Build a ``ProbeResponse``, noting whether the body names the host (then it is not shared)
+    and whether it is a software stack's stock page (then strangers share it)."""
     names_host = host.lower().encode() in body.lower()
-    return ProbeResponse(status, tuple(headers), body_sha256(body), names_host)
+    return ProbeResponse(
+        status, tuple(headers), body_sha256(body), names_host, stock_not_found(body)
+    )
 
 
 def header_fingerprint(
@@ -213,13 +342,22 @@ def header_fingerprint(
             first.setdefault(lower, value.strip())
             if lower == "set-cookie":
                 cookie = _cookie_name(value)
-                if cookie and cookie not in GENERIC_COOKIES:
+                if cookie and not generic_cookie(cookie):
                     cookies.add(cookie)
-            elif lower not in STANDARD_HEADERS and lower not in CDN_HEADER_NAMES:
+            elif (
+                lower not in STANDARD_HEADERS
+                and lower not in CDN_HEADER_NAMES
+                and lower not in GENERIC_STACK_HEADERS
+            ):
                 platform.add(lower)
     not_found_hash = None
     order_source = responses[-1]
-    if missing is not None and missing.status == 404 and not missing.body_names_host:
+    if (
+        missing is not None
+        and missing.status == 404
+        and not missing.body_names_host
+        and not missing.body_stock
+    ):
         not_found_hash = missing.body_sha256
     all_headers = [h for r in responses for h in r.headers]
     return HeaderFingerprint(

@@ -16,10 +16,12 @@ Rules:
   looks them up, on their own), and the rest are clustered without them. A crawl's sites
   wait for the inference of the seed: one unanswered question among 2,000 would otherwise
   hold every one of them for the resolver's whole timeout.
-- ``observe`` takes header evidence a crawl gathered anyway (its own fetch of a site's home
-  page): under the same rule as a probe (DNS indeterminate, once per host), at no
-  extra request. It counts from the next ``add`` or ``recheck``. ``observe_tls`` likewise
-  takes the certificate an https fetch saw (corroboration only, so whatever DNS says).
+- ``observe`` takes header evidence a crawl gathered anyway (its own fetch of a site's
+  robots.txt or home page), once per host, at no extra request, where headers can change the
+  answer: DNS is indeterminate, or the host shares a CNAME name or an address with another
+  host that may be a CDN edge rather than a platform (``cluster`` rule 2). It counts from the
+  next ``add`` or ``recheck``. ``observe_tls`` likewise takes the certificate an https fetch
+  saw (corroboration only, so whatever DNS says).
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class OriginInference:
         self._hosts_per_address: Counter[str] = Counter()
         """How many known hosts resolve to each address (kept with ``_facts``): the crawl
         asks "is this address shared?" once per site, so it must not recount every host."""
+        self._hosts_per_link: Counter[str] = Counter()
+        """How many known hosts have each name in their CNAME chain (kept with ``_facts``)."""
         self._probed: set[str] = set()
         self._checked_at: dict[str, float] = {}
         self._assignments: dict[str, Assignment] = {}
@@ -141,7 +145,9 @@ class OriginInference:
         facts = self._facts.get(host)
         if facts is None or host in self._probed:
             return False
-        if not self._indeterminate(facts.dns, self._hosts_per_address):  # fetched: no check
+        if not (
+            self._indeterminate(facts.dns, self._hosts_per_address) or self._maybe_edge(facts.dns)
+        ):  # fetched: no check
             return False
         self._probed.add(host)
         self._facts[host] = replace(facts, headers=header_fingerprint(home, missing))
@@ -206,7 +212,9 @@ class OriginInference:
             old = self._facts.get(facts.host)
             if old is not None:
                 self._hosts_per_address.subtract(set(old.dns.addresses))
+                self._hosts_per_link.subtract(set(old.dns.cname_chain))
             self._hosts_per_address.update(set(facts.addresses))
+            self._hosts_per_link.update(set(facts.cname_chain))
             keep_headers = old is not None and old.dns.addresses == facts.addresses
             if not keep_headers:
                 self._probed.discard(facts.host)
@@ -237,6 +245,18 @@ class OriginInference:
         if facts.error is not None or facts.cname_chain or facts.ptr:
             return False
         return any(shared[a] > 1 for a in facts.addresses)
+
+    def _maybe_edge(self, facts: DnsFacts) -> bool:
+        """The host shares a name or an address not known as a CDN's with another host: its
+        answers tell whether that is an edge (strangers) or a platform (one origin)."""
+        if facts.error is not None:
+            return False
+        for name in facts.cname_chain:
+            if self._rules.name_reason(name) is not None:
+                return False  # a known CDN: its names group nothing already
+            if self._hosts_per_link[name] > 1:
+                return True
+        return any(self._hosts_per_address[a] > 1 for a in facts.addresses)
 
     def _needs_probe(self, facts: DnsFacts, shared: Counter[str]) -> bool:
         return self._indeterminate(facts, shared) and all(self._allowed(a) for a in facts.addresses)
