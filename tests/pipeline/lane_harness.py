@@ -161,7 +161,7 @@ class Lanes:
             parse=self._parse,
             arm=lambda lane: self.pages.arm(lane),
             lookup_origin=lambda lane: None,
-            observe_home=lambda lane, answer: None,
+            observe_answer=lambda lane, answer: None,
         )
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
             self.site_lanes, config.crawl.max_in_flight

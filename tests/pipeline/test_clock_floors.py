@@ -47,3 +47,18 @@ async def test_a_floor_is_hard_on_a_key_with_burst_tolerance() -> None:
     limit = config.limits.policy().limits([LimitKey.parse("bucket:simstore/media-a")])
     slot = await clocks.book(limit, 1.0, max_lead=60.0)
     assert slot.start >= NOW + 5.0  # a Retry-After on a bucket is not shortened by its burst
+
+
+async def test_a_site_leaving_a_crowded_origin_carries_only_its_own_share_of_the_clock() -> None:
+    """Strangers split off a CDN edge's shared key: the new key is raised to the old one's
+    clock, but no further than the moving site's own last request can demand (the cap)."""
+    limiter = MemoryLimiter(clock=lambda: NOW)
+    clocks = KeyClocks(limiter, Config().limits.policy())
+    await clocks.raise_floors({"origin:cname:edge.test": NOW + 9.0})  # 200 sites' bookings
+    await clocks.carry("origin:cname:edge.test", "origin:site:a.test", cap=NOW + 2.0)
+    await clocks.carry("origin:cname:edge.test", "origin:site:b.test")
+    tats = await limiter.tats(["origin:site:a.test", "origin:site:b.test"])
+    assert tats["origin:site:a.test"] == NOW + 2.0
+    assert tats["origin:site:b.test"] == NOW + 9.0  # uncapped: the whole clock, as before
+    await clocks.carry("origin:cname:edge.test", "origin:site:c.test", cap=NOW + 20.0)
+    assert (await limiter.tats(["origin:site:c.test"]))["origin:site:c.test"] == NOW + 9.0

@@ -59,7 +59,7 @@ class Clocks:
     def __init__(self) -> None:
         self.carried: list[tuple[str, str]] = []
 
-    async def carry(self, old: str, new: str) -> None:
+    async def carry(self, old: str, new: str, *, cap: float | None = None) -> None:
         self.carried.append((old, new))
 
 

@@ -94,14 +94,15 @@ class KeyClocks:
         self.booked_keys.add(limit.key)
         await self.limiter.charge(limit, cost)
 
-    async def carry(self, old_key: str, new_key: str) -> None:
+    async def carry(self, old_key: str, new_key: str, *, cap: float | None = None) -> None:
         """A site moving to another origin brings the old origin's clock along: a fresh key
-        must not let it start early."""
+        must not let it start early. ``cap``: no later than this (the old key is shared by
+        other sites, whose bookings the moving site did not make)."""
         if old_key == new_key:
             return
         old = (await self.limiter.tats([old_key])).get(old_key)
         if old is not None:
-            await self.raise_floors({new_key: old})
+            await self.raise_floors({new_key: old if cap is None else min(old, cap)})
 
     async def restore(self, floors: Mapping[str, float]) -> int:
         await self.raise_floors(floors, durable=False)

@@ -268,6 +268,7 @@ class Engine:
             tasks=self.tasks,
             early=self._early_origins,
             started=self._began,
+            spent=self._dearest_on,
         )
         write, save, kept = self.sink.write, self._save_robots, self.sink.archive
         services = LaneServices(
@@ -290,7 +291,7 @@ class Engine:
             parse=self.parser.run,
             arm=lambda lane: self.pages.arm(lane),
             lookup_origin=self.origins.look_up,
-            observe_home=self.origins.observe_home,
+            observe_answer=self.origins.observe_answer,
         )
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
             self.site_lanes, config.crawl.max_in_flight
@@ -438,6 +439,11 @@ class Engine:
 
     def _is_stopping(self) -> bool:
         return self._stopping
+
+    def _dearest_on(self, origin: str) -> float:
+        """Seconds of ``origin``'s clock one request of the dearest class takes."""
+        dearest = max(self.site_lanes.costs.costs.values())
+        return dearest * self.feedback.origin_interval(origin)
 
     def _interval_of(self, site: str) -> float | None:
         lane = self.sites.get(site)

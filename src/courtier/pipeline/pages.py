@@ -74,7 +74,7 @@ class SiteLanes(LaneKindBase):
         parse: Parse,
         arm: Callable[[SiteLane], None],
         lookup_origin: Callable[[SiteLane], None],
-        observe_home: Callable[[SiteLane, Answer], None],
+        observe_answer: Callable[[SiteLane, Answer], None],
     ) -> None:
         super().__init__(services)
         self.max_lead = self.config.politeness.max_lead
@@ -83,7 +83,7 @@ class SiteLanes(LaneKindBase):
         self.parse = parse
         self.arm = arm
         self.lookup_origin = lookup_origin
-        self.observe_home = observe_home
+        self.observe_answer = observe_answer
         self.hungry: Callable[[], None] = lambda: None
         """Called when a site with nothing to fetch found new URLs of its own (the engine
         makes it ``Feeder.hurry``)."""
@@ -256,7 +256,10 @@ class SiteLanes(LaneKindBase):
 
     async def _robots(self, lane: SiteLane, work: RobotsWork, context: RequestContext) -> None:
         async def get(fetch_url: str, host: str, why: RequestContext) -> Answer:
-            return await self._get(lane, fetch_url, host, why)
+            answer = await self._get(lane, fetch_url, host, why)
+            if host == lane.host:  # the site's first answer: evidence of who serves it
+                self.observe_answer(lane, answer)
+            return answer
 
         outcome = await self.fetch_rules(lane, work, get, context)
         if outcome is not None:
@@ -386,7 +389,7 @@ class SiteLanes(LaneKindBase):
                 if lane.discovered > found and not lane.queue and lane.store_empty:
                     self.hungry()  # the site waits for what this page found: write it soon
                 if target_of(item.fetch_url) == "/":
-                    self.observe_home(lane, answer)
+                    self.observe_answer(lane, answer)
             return page, encoded, error
         return None, None, None
 
