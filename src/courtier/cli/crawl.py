@@ -37,6 +37,7 @@ from courtier.inputs import (
 )
 from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.events import Observer
+from courtier.pipeline.spacing_report import describe as describe_spacing
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.store_lock import StoreBusy
 from courtier.politeness.limiter.base import LimiterError
@@ -239,6 +240,10 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
         (
             "horizon links / sites",
             f"{data['horizon_links']} / {data['store'].get('horizon_sites')}",
+        ),
+        (
+            "spacing achieved / allowed, keys waited on (median)",
+            describe_spacing(data.get("spacing", {})),
         ),
         (
             "missed slots (rebook rate)",

@@ -134,6 +134,8 @@ class LaneState(Generic[W]):
     """The lane's work in flight."""
     launched: bool = False
     """It has started a request: past the first-contact gate."""
+    limits: tuple[Limit, ...] = ()
+    """The keys ``slot`` was booked on, with their parameters then (the spacing report)."""
 
 
 class Lane(Protocol):
@@ -346,6 +348,7 @@ class Scheduler(Generic[L, W]):
             return True
         if booking is None:
             return False
+        lane.sched.limits = limits
         self._booked(lane, booking, booked_at, at_once=at_once)
         return True
 
@@ -361,6 +364,7 @@ class Scheduler(Generic[L, W]):
         )
         if self.stopping or state.phase is not Phase.BOOKING:
             return
+        state.limits = limits
         self._booked(lane, booking, booked_at, at_once=False)
 
     def _join_line(self, lane: L, limits: tuple[Limit, ...], now: float) -> bool:
@@ -444,6 +448,7 @@ class Scheduler(Generic[L, W]):
         state.launched = True
         state.in_flight += 1
         self.in_flight += 1
+        self.stats.spacing.started(state.limits, slot.cost, state.booked_at, now)
         self.kind.started(lane, work, now)
         answered = _Answered(self, lane)
         sent = _Sent(self.spacing, slot)

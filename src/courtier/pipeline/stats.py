@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from courtier.net.fetch import FetchResult
+from courtier.pipeline.spacing_report import SpacingReport
 
 
 @dataclass(slots=True)
@@ -34,6 +35,8 @@ class CrawlStats:
     """Lanes that joined a saturated key's line without asking (``key_waits``)."""
     gate_holds: int = 0
     """Lanes the start gate held back (``crawl.start_rate``): they waited unbooked."""
+    spacing: SpacingReport = field(default_factory=SpacingReport)
+    """Achieved start-to-start spacing against the allowed one, per key type."""
     latency_slowdowns: Counter[str] = field(default_factory=Counter)
     """Rate cuts by latency feedback, per key type (site, origin)."""
     origin_pauses: int = 0
@@ -174,6 +177,7 @@ class CrawlStats:
             "slots": self.slots,
             "missed_slots": self.missed_slots,
             "rebook_rate": round(self.rebook_rate, 5),
+            "spacing": self.spacing.as_dict(),
             "lead_refusals": self.lead_refusals,
             "line_joins": self.line_joins,
             "gate_holds": self.gate_holds,

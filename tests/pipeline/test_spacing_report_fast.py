@@ -1,0 +1,70 @@
+"""The spacing report: achieved start-to-start spacing against the allowed one, per key type,
+judged only where the work waited for the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lane_harness import Lanes, allow_all
+
+from courtier.config import load
+from courtier.pipeline.spacing_report import SpacingReport, describe
+from courtier.politeness.gcra import KeyParams, Limit
+
+SITE = Limit("site:a.test", KeyParams(1.02, 0.0, 0.25, weighted=False))
+ORIGIN = Limit("origin:site:a.test", KeyParams(0.5, 0.0, 0.25, weighted=True))
+
+
+def test_starts_at_the_allowance_report_one() -> None:
+    report = SpacingReport()
+    for n in range(5):
+        start = 1.02 * n
+        report.started((SITE, ORIGIN), 2.0, booked_at=start - 0.01, now=start)
+    site = report.as_dict()["site"]
+    assert site["starts"] == 4 and site["median_ratio"] == 1.0
+    origin = report.as_dict()["origin"]  # 2 units at 2 units/s: 1.0 s allowed, 1.02 taken
+    assert origin["median_ratio"] == 1.02
+
+
+def test_work_that_waited_a_whole_extra_interval_shows_twice_the_allowance() -> None:
+    """The shape a crawl must never hide: booked in time, started one interval late."""
+    report = SpacingReport()
+    for n in range(5):
+        previous = 2.04 * (n - 1)
+        report.started((SITE, ORIGIN), 2.0, booked_at=previous + 1.02, now=2.04 * n)
+    rows = report.as_dict()
+    assert rows["site"]["median_ratio"] == 2.0
+    assert rows["site"]["mean_gap_s"] == 2.04 and rows["site"]["mean_allowed_s"] == 1.02
+    assert "site x2.00" in describe(rows)
+
+
+def test_a_lane_with_no_work_waiting_is_not_a_shortfall() -> None:
+    report = SpacingReport()
+    report.started((SITE,), 2.0, booked_at=0.0, now=0.0)
+    report.started((SITE,), 2.0, booked_at=5.0, now=5.0)  # its next URL came late
+    assert report.as_dict() == {}
+    assert describe(report.as_dict()) == "no key was waited on"
+
+
+def test_the_allowance_follows_the_cost_and_interval_each_start_was_booked_at() -> None:
+    report = SpacingReport()
+    slowed = Limit("origin:o", KeyParams(1.0, 0.0, 0.25, weighted=True))  # latency: half rate
+    report.started((ORIGIN,), 4.0, booked_at=0.0, now=0.0)  # an index page: 2 s
+    report.started((slowed,), 1.0, booked_at=1.0, now=2.0)
+    report.started((slowed,), 1.0, booked_at=2.5, now=3.0)  # an image at the slowed rate: 1 s
+    assert report.as_dict()["origin"]["median_ratio"] == 1.0
+
+
+async def test_the_scheduler_feeds_the_report_with_what_it_started(tmp_path: Path) -> None:
+    harness = Lanes(load(None, ["limits.origin.rate=1000"]), tmp_path, allow_all)
+    harness.start()
+    try:
+        site = harness.site("a.test", [f"/p{n}" for n in range(6)])
+        harness.pages.arm(site)
+        await harness.timer.advance(10.0)
+        row = harness.stats.spacing.as_dict()["site"]
+        assert row["starts"] >= 5
+        assert 0.99 <= row["median_ratio"] <= 1.05  # each page as soon as the site allows
+        assert "spacing" in harness.stats.as_dict()
+    finally:
+        await harness.close()
