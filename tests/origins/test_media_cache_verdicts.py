@@ -93,9 +93,13 @@ def test_an_image_service_is_a_cache_once_it_shows_one_and_a_store_after_silence
     cache.record(UNKNOWN)
     cache.record(MISS)
     assert cache.behaviour is ServiceBehaviour.CACHE
-    for _ in range(10):
+    for _ in range(2):
         cache.record(UNKNOWN)
-    assert cache.behaviour is ServiceBehaviour.CACHE  # one verdict is proof enough
+    assert cache.behaviour is ServiceBehaviour.CACHE  # a silent image or two: still a cache
+    cache.record(UNKNOWN)
+    assert cache.behaviour is ServiceBehaviour.STORE  # the evidence changed: so does the mode
+    cache.record(HIT)
+    assert cache.behaviour is ServiceBehaviour.CACHE  # and back
 
     store = CacheObservations(store_after=3)
     for _ in range(2):

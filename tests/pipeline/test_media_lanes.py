@@ -130,7 +130,46 @@ async def test_an_image_service_without_cache_headers_becomes_store_like(make) -
     keys = [d["keys"] for d in harness.documents]
     assert keys[0] == ["imgsvc:img.simresize.test/acme", "origin:o1"]  # unknown: as a cache
     assert keys[-1] == ["imgsvc:img.simresize.test/acme"]  # five silent answers: a store
-    assert harness.media.hosts["img.simresize.test"].service.behaviour.value == "store-like"
+    (lane,) = harness.media.lanes.values()
+    assert lane.observations.behaviour.value == "store-like"
+
+
+async def test_an_image_service_is_judged_per_customer_and_changes_with_the_evidence(
+    make,
+) -> None:
+    """One service caches for one customer and serves another from its store: each customer
+    is limited by what its own answers show, and a customer whose answers change is judged
+    again (a store-like customer whose images start carrying cache verdicts is a cache)."""
+    cached = {"acme"}
+
+    def answer(url: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        if url.endswith("robots.txt"):
+            return 404, [], b""
+        customer = url.split("/")[3]
+        return 200, [("X-Cache", "MISS")] if customer in cached else [], b"x"
+
+    harness = make(load(None, FAST), answer, {"acme.test": "o1", "bolt.test": "o2"})
+    fetched = 0
+    for n in range(7):
+        for customer in ("acme", "bolt"):
+            url = f"http://img.simresize.test/{customer}/w_320/img/{n}.jpg"
+            harness.media.offer(url, f"{customer}.test")
+            fetched += 1
+            await harness.fetched(fetched)
+    keys = {d["url"]: d["keys"] for d in harness.documents}
+    last = "http://img.simresize.test/{}/w_320/img/6.jpg"
+    assert keys[last.format("acme")] == ["imgsvc:img.simresize.test/acme", "origin:o1"]
+    assert keys[last.format("bolt")] == ["imgsvc:img.simresize.test/bolt"]  # store-like
+    cached.add("bolt")  # bolt's images now come through the service's cache
+    for n in range(7, 9):
+        harness.media.offer(f"http://img.simresize.test/bolt/w_320/img/{n}.jpg", "bolt.test")
+        fetched += 1
+        await harness.fetched(fetched)
+    keys = {d["url"]: d["keys"] for d in harness.documents}
+    assert keys["http://img.simresize.test/bolt/w_320/img/8.jpg"] == [
+        "imgsvc:img.simresize.test/bolt",
+        "origin:o2",
+    ]
 
 
 async def test_robots_txt_of_a_media_host_is_obeyed(make) -> None:

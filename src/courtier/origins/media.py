@@ -12,8 +12,10 @@ Rules:
 - A cache's miss expectation per customer is learned from its verdicts: a miss is expected
   (and booked against the customer's origin before the request) until enough recent
   verdicts show a high hit ratio. A miss that was not expected is charged after the fact.
-- An image service is limited as a CDN while its responses carry cache verdicts (or before
-  it has shown anything) and as an object store once enough responses carried none.
+- An image service is judged per customer (its key): limited as a CDN while the customer's
+  answers carry cache verdicts (or before they have shown anything), as an object store once
+  ``store_after`` answers in a row carried none, and as a CDN again when verdicts come back:
+  the mode follows the latest evidence, it never sticks.
 """
 
 from __future__ import annotations
@@ -142,16 +144,20 @@ class CacheObservations:
     expect_miss_above: float = 0.1
     """A miss share above this keeps misses expected."""
     store_after: int = 5
-    """Responses without any verdict that make an image service store-like."""
+    """Responses in a row without any verdict that make an image service store-like."""
     recent: deque[CacheVerdict] = field(default_factory=deque)
     verdicts_seen: int = 0
     silent_seen: int = 0
+    silent_run: int = 0
+    """Latest answers in a row that carried no verdict."""
 
     def record(self, verdict: CacheVerdict) -> None:
         if verdict is CacheVerdict.UNKNOWN:
             self.silent_seen += 1
+            self.silent_run += 1
             return
         self.verdicts_seen += 1
+        self.silent_run = 0
         self.recent.append(verdict)
         while len(self.recent) > self.window:
             self.recent.popleft()
@@ -165,8 +171,8 @@ class CacheObservations:
 
     @property
     def behaviour(self) -> ServiceBehaviour:
+        if self.silent_run >= self.store_after:
+            return ServiceBehaviour.STORE
         if self.verdicts_seen:
             return ServiceBehaviour.CACHE
-        if self.silent_seen >= self.store_after:
-            return ServiceBehaviour.STORE
         return ServiceBehaviour.UNKNOWN

@@ -97,8 +97,6 @@ class MediaLane:
 class MediaHost:
     crawl_delay: float = 0.0
     suspended_reason: str | None = None
-    service: CacheObservations = field(default_factory=CacheObservations)
-    """What the host's answers show about caching (decides how an image service is limited)."""
 
 
 class MediaLanes(LaneKindBase):
@@ -205,7 +203,7 @@ class MediaLanes(LaneKindBase):
             if key.type is KeyType.ORIGIN:
                 limits.append(self.feedback.origin_limit(key.name))
                 continue
-            if key.type is KeyType.IMGSVC and host.service.behaviour is ServiceBehaviour.STORE:
+            if key.type is KeyType.IMGSVC and lane.observations.behaviour is ServiceBehaviour.STORE:
                 # An image service that shows no cache is limited like an object store.
                 params = self.policy.types[KeyType.BUCKET].key_params()
             else:
@@ -222,7 +220,7 @@ class MediaLanes(LaneKindBase):
         return Limit(f"site:{site}", KeyParams(interval, params.burst, params.slot_width, False))
 
     def _keys(self, lane: MediaLane, item: MediaItem) -> tuple[LimitKey, ...]:
-        service = self.hosts[item.url.site].service.behaviour
+        service = lane.observations.behaviour  # per customer: a service varies by customer
         return politeness_keys(
             item.url,
             rules=self.rules,
@@ -307,8 +305,7 @@ class MediaLanes(LaneKindBase):
             cache = cache_verdict(result.headers)
             self.stats.cache[cache.value] += 1
             lane.observations.record(cache)
-            self.hosts[item.url.site].service.record(cache)
-            await self._charge_unexpected_miss(item, context.keys, cache)
+            await self._charge_unexpected_miss(lane, item, context.keys, cache)
         if verdict is Verdict.REDIRECT and answer.redirect is not None:
             self._redirect(item, answer.redirect)
         done()  # the key's place in flight: keeping the answer is our own work
@@ -338,14 +335,14 @@ class MediaLanes(LaneKindBase):
             self.stats.refused["redirect-out-of-scope"] += 1
 
     async def _charge_unexpected_miss(
-        self, item: MediaItem, keys: tuple[str, ...], verdict: CacheVerdict
+        self, lane: MediaLane, item: MediaItem, keys: tuple[str, ...], verdict: CacheVerdict
     ) -> None:
         """A miss booked as a hit reached the customer's origin: charge it there now."""
         if verdict is not CacheVerdict.MISS or any(k.startswith("origin:") for k in keys):
             return
         if item.source is MediaSource.STORE:
             return
-        if self.hosts[item.url.site].service.behaviour is ServiceBehaviour.STORE:
+        if lane.observations.behaviour is ServiceBehaviour.STORE:
             return
         origin = self._customer_origin(item)
         if origin is None:
