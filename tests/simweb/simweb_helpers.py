@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import aiohttp
@@ -13,6 +14,17 @@ from courtier.simweb.log import RequestRecord, read_log
 # test overruns one with a dozen requests instead of the hundreds the default limit needs.
 SMALL = WorldParams(
     seed=7, unavailable_seconds=1.0, slow_latency=0.05, bucket_rate=5.0, bucket_burst=1.0
+)
+# SMALL with the real web's shapes: edge sites (one of each stack and a few more), platform C
+# tenants, platform A's media host, vanity media hosts and the image service's modes.
+REALWEB = dataclasses.replace(
+    SMALL,
+    n_edge_sites=12,
+    n_edge_tenants=4,
+    platform_media=1,
+    vanity_media=0.5,
+    imgsvc_store_share=0.3,
+    imgsvc_mixed_share=0.2,
 )
 
 

@@ -21,7 +21,13 @@ Rules (the ground truth is the world, never the crawler's own view):
   are never charged; a miss for no known customer is only counted. `cdn-misses` holds when no
   origin that received misses is over budget.
 - Media hosts (CDN, image service, store) are not origins with a budget of their own: the
-  caches are judged by the misses they pass on, the store per bucket.
+  caches are judged by the misses they pass on, the store per bucket. A vanity media host
+  (`images.<site>`) is the CDN or the store it CNAMEs to: a miss there is its site's, a
+  request there is its bucket's. Platform A's media host is platform A's own servers: every
+  request to it is charged to platform A as an image (1 unit; `media_requests`).
+- The image service answers some customers store-like (`World.imgsvc_mode`): nothing reaches
+  the customer, and the service limits the customer like a bucket, so those requests are
+  judged per customer as a bucket named `imgsvc:simresize/<label>`.
 - Per bucket (records whose `bucket` is set: path-style and virtual-hosted alike): the most
   requests starting in any 1 s and 5 s window, against `World.bucket_limit(window)` =
   `bucket_rate × (window + bucket_burst) + 1` (GCRA with a burst tolerance). `bucket-rate`
@@ -70,7 +76,10 @@ from courtier.simweb.ceiling import (
 )
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.world import (
+    CHARGED_MEDIA_KINDS,
     CRAWLER_TOKEN,
+    IMGSVC_PROVIDER,
+    IMGSVC_STORE,
     MEDIA_KINDS,
     Behaviour,
     Site,
@@ -124,6 +133,7 @@ class OriginFigures:
     limit_1s: float
     limit_5s: float
     miss_requests: int  # CDN and image-service cache misses for its sites, counted in
+    media_requests: int = 0  # requests to its own media host (platform A's), counted in
 
     @property
     def over_budget(self) -> bool:
@@ -271,6 +281,7 @@ def audit_records(
     counts: Counter[str] = Counter()
     media_kinds: Counter[str] = Counter()
     misses: dict[str, list[_Span]] = defaultdict(list)  # customer origin -> miss spans
+    charged: dict[str, list[_Span]] = defaultdict(list)  # origin -> its media host's requests
     bucket_spans: dict[str, list[_Span]] = defaultdict(list)
     first, last, total = float("inf"), float("-inf"), 0
     uncertain, longest_uncertainty = 0, 0.0
@@ -308,6 +319,14 @@ def audit_records(
                         counts["unattributed-miss"] += 1
                     else:
                         misses[customer.origin].append((record.earliest, record.start))
+            if site.kind in CHARGED_MEDIA_KINDS:
+                charged[site.origin].append((record.earliest, record.start))
+            if site.kind is SiteKind.IMGSVC:
+                customer = world.media_customer(record.host, record.target)
+                mode = world.imgsvc_mode(record.host, record.target)
+                if customer is not None and mode == IMGSVC_STORE:
+                    name = f"imgsvc:{IMGSVC_PROVIDER}/{customer.label}"
+                    bucket_spans[name].append((record.earliest, record.start))
         if record.bucket:
             bucket_spans[record.bucket].append((record.earliest, record.start))
 
@@ -326,13 +345,18 @@ def audit_records(
             for r in site_records:
                 if r.status == 503:
                     violation(Violation("overload", host, r.target, r.start, "503 overloaded"))
-    origins = _origin_figures(world, by_site, misses)
+    origins = _origin_figures(world, by_site, misses, charged)
     buckets = _bucket_figures(world, bucket_spans)
     duration = max(0.0, last - first) if total else 0.0
+    # Misses and media-host requests alike: charged to an origin, no site's requests.
+    extra = {
+        origin: sorted(start for _, start in misses.get(origin, []) + charged.get(origin, []))
+        for origin in {*misses, *charged}
+    }
     ceiling = compute_ceiling(
         world,
         by_site,
-        {origin: [start for _, start in spans] for origin, spans in misses.items()},
+        extra,
         seed,
         robots.allowed,
         start=min(first, run_start or first) if total else (run_start or 0.0),
@@ -466,7 +490,10 @@ def _max_in_window(spans: Sequence[_Span], costs: Sequence[int], window: float) 
 
 
 def _origin_figures(
-    world: World, by_site: dict[str, list[RequestRecord]], misses: dict[str, list[_Span]]
+    world: World,
+    by_site: dict[str, list[RequestRecord]],
+    misses: dict[str, list[_Span]],
+    charged: dict[str, list[_Span]],
 ) -> tuple[OriginFigures, ...]:
     per_origin: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
     for host, records in by_site.items():
@@ -476,8 +503,9 @@ def _origin_figures(
         per_origin[site.origin].extend(
             (r.earliest, r.start, request_cost(site, r.target.partition("?")[0])) for r in records
         )
-    for origin, spans in misses.items():
-        per_origin[origin].extend((earliest, start, MISS_COST) for earliest, start in spans)
+    for extra in (misses, charged):
+        for origin, spans in extra.items():
+            per_origin[origin].extend((earliest, start, MISS_COST) for earliest, start in spans)
     figures = []
     for origin, booked in per_origin.items():
         booked.sort()
@@ -487,10 +515,11 @@ def _origin_figures(
         largest = max(costs)
         one, five = (_max_in_window(spans, costs, w) for w in WINDOWS)
         missed = len(misses.get(origin, ()))
+        media = len(charged.get(origin, ()))
         figures.append(
             OriginFigures(
                 origin,
-                len(booked) - missed,
+                len(booked) - missed - media,
                 sum(costs),
                 budget,
                 one,
@@ -498,6 +527,7 @@ def _origin_figures(
                 budget * WINDOWS[0] + largest,
                 budget * WINDOWS[1] + largest,
                 missed,
+                media,
             )
         )
     return tuple(sorted(figures, key=lambda f: f.origin))

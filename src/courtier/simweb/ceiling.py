@@ -14,7 +14,8 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
     origin's mean, else the run's, else 2 (a detail page);
   - CDN and image-service cache misses charged to the origin are no site's requests, so no
     site interval limits them: their mean rate over the origin's time with work (the misses
-    there were, not more: a site has a handful of images) is added to the sum;
+    there were, not more: a site has a handful of images) is added to the sum; so are the
+    requests to the origin's own media host (platform A's), charged to it alike;
   - a site inside a Retry-After window it answered (from that answer's end to its
     `retry_until`) adds nothing to the sum: the server asked for nothing then.
 - An origin has work from the run's first request (every seed site has its robots.txt and home
@@ -34,6 +35,10 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
   use; cache misses already reach the origins' figures, hits cost nobody.
 - Fast start: origins with work (world seed) sent no request in the run's first `fast_start`
   seconds, never requested ones included.
+- Per kind of site (`Ceiling.kinds`): the same sums over the origins whose sites are of one
+  kind (standalone, cname-tenant, header-tenant, edge-site, edge-tenant; an extra seed's kind
+  is its own, horizon or farm; an origin of several kinds is "mixed"). Platform A's media host
+  requests and the cache misses charged to an origin count with the origin's kind.
 """
 
 from __future__ import annotations
@@ -48,7 +53,16 @@ from courtier.simweb.world import Behaviour, Site, SiteKind, World, request_cost
 DEFAULT_IDLE_AFTER = 10.0
 DEFAULT_FAST_START = 10.0
 FALLBACK_COST = 2.0  # a detail page, when a run has no request to take a mean from
-WORK_KINDS = frozenset({SiteKind.STANDALONE, SiteKind.CNAME_TENANT, SiteKind.HEADER_TENANT})
+WORK_KINDS = frozenset(
+    {
+        SiteKind.STANDALONE,
+        SiteKind.CNAME_TENANT,
+        SiteKind.HEADER_TENANT,
+        SiteKind.EDGE_SITE,
+        SiteKind.EDGE_TENANT,
+    }
+)
+MIXED_KIND = "mixed"
 _RATE_LIMITED = frozenset({Behaviour.RATE_LIMIT_SECONDS, Behaviour.RATE_LIMIT_DATE})
 
 Allowed = Callable[[Site, str], bool]
@@ -70,11 +84,29 @@ class OriginCeiling:
     second_half_units: int
     first_request: float | None  # seconds after the run's start; None: never requested
     last_request: float | None  # its last request's start, seconds after the run's start
+    kind: str = ""  # the kind of its sites (a `SiteKind` value), MIXED_KIND if several
 
     @property
     def utilisation(self) -> float:
         """Achieved ÷ ceiling, uncapped: above 1 means more than the server allowed."""
         return self.units / self.ceiling_units if self.ceiling_units > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class KindCeiling:
+    """The ceiling and utilisation summed over the origins of one kind of site."""
+
+    kind: str
+    origins: int
+    sites: int
+    rate: float  # ceiling units per second over the run
+    ceiling_units: float
+    units: float  # achieved, each origin's counted up to its own ceiling
+    raw_units: int
+    utilisation: float
+    second_half_ceiling_units: float
+    second_half_units: float
+    second_half_utilisation: float
 
 
 @dataclass(frozen=True)
@@ -98,6 +130,10 @@ class Ceiling:
     finished: tuple[str, ...]
     neglected: tuple[str, ...]  # idle at the end with core pages unrequested: charged anyway
     origins: tuple[OriginCeiling, ...]
+    kinds: tuple[KindCeiling, ...] = ()  # per kind of site, by kind
+
+    def by_kind(self) -> dict[str, KindCeiling]:
+        return {k.kind: k for k in self.kinds}
 
 
 def compute_ceiling(
@@ -114,8 +150,9 @@ def compute_ceiling(
     fast_start: float = DEFAULT_FAST_START,
 ) -> Ceiling:
     """The ceiling of a run. `by_site` holds each site's records sorted by start, `misses` the
-    cache-miss starts per customer origin, `seed` the canonical seed hosts (extra seeds in),
-    `allowed` whether the world's robots.txt allows a target on a site."""
+    starts of the cache misses and media-host requests charged to each origin, `seed` the
+    canonical seed hosts (extra seeds in), `allowed` whether the world's robots.txt allows a
+    target on a site."""
     duration = max(0.0, end - start)
     mid = start + duration / 2
     world_seed = frozenset(world.seed_hosts)
@@ -174,7 +211,37 @@ def compute_ceiling(
             and o.last_request < duration - idle_after
         ),
         origins=tuple(origins),
+        kinds=kind_ceilings(origins, duration),
     )
+
+
+def kind_ceilings(origins: Sequence[OriginCeiling], duration: float) -> tuple[KindCeiling, ...]:
+    """The ceiling and its utilisation per kind of site, summed as the whole is."""
+    grouped: dict[str, list[OriginCeiling]] = defaultdict(list)
+    for o in origins:
+        grouped[o.kind].append(o)
+    kinds = []
+    for kind, group in sorted(grouped.items()):
+        ceiling_units = sum(o.ceiling_units for o in group)
+        capped = sum(min(float(o.units), o.ceiling_units) for o in group)
+        half_ceiling = sum(o.second_half_ceiling_units for o in group)
+        half = sum(min(float(o.second_half_units), o.second_half_ceiling_units) for o in group)
+        kinds.append(
+            KindCeiling(
+                kind=kind,
+                origins=len(group),
+                sites=sum(o.sites for o in group),
+                rate=ceiling_units / duration if duration > 0 else 0.0,
+                ceiling_units=ceiling_units,
+                units=capped,
+                raw_units=sum(o.units for o in group),
+                utilisation=_ratio(capped, ceiling_units),
+                second_half_ceiling_units=half_ceiling,
+                second_half_units=half,
+                second_half_utilisation=_ratio(half, half_ceiling),
+            )
+        )
+    return tuple(kinds)
 
 
 @dataclass(frozen=True)
@@ -242,7 +309,13 @@ def _origin(
         second_half_units=half,
         first_request=None if first is None else first - ctx.start,
         last_request=None if last is None else last - ctx.start,
+        kind=_kind(sites),
     )
+
+
+def _kind(sites: Sequence[Site]) -> str:
+    kinds = {str(s.kind) for s in sites}
+    return kinds.pop() if len(kinds) == 1 else MIXED_KIND
 
 
 def _site_limit(world: World, site: Site, site_interval: float) -> float:

@@ -7,7 +7,12 @@ Rules:
 - Behaviours (429, 503, latency) are decided before the page is rendered; traffic is recorded
   for every request, refused or not.
 - The CDN and the image service are caches: the first fetch of an object is `X-Cache: MISS`,
-  later ones `HIT` with an `Age`. The store reports the bucket it served in the log.
+  later ones `HIT` with an `Age`. The image service answers some customers (or some of a
+  customer's images) store-like instead, with no cache header (`World.imgsvc_mode`). The store
+  reports the bucket it served in the log.
+- The CDN edge (`World.edge_slots`) adds its headers to every answer it gives (`stacks`):
+  `Via`, `X-Served-By`, a `QS-Ray` new on every answer, and `X-Cache` (`MISS`; an image of an
+  edge site fetched before: `HIT` and `Age`). A Host it does not serve gets its 421 page.
 - Every request is logged after its response is written, with start and end times, and the
   earliest it may have arrived when the server's loop had stood still (``stalls``).
 """
@@ -28,9 +33,25 @@ from aiohttp.web_response import StreamResponse
 from courtier.simweb.behaviours import SiteTraffic, decide
 from courtier.simweb.log import RequestLog, RequestRecord
 from courtier.simweb.network import Network
-from courtier.simweb.pages import TEXT, Page, PageRenderer, not_found
+from courtier.simweb.pages import HTML, TEXT, Page, PageRenderer, not_found
+from courtier.simweb.stacks import (
+    APP_NOT_FOUND,
+    EDGE_ERROR,
+    EDGE_ERROR_STATUS,
+    edge_headers,
+    platform_c_headers,
+    stack_headers,
+    stack_response_headers,
+)
 from courtier.simweb.stalls import LoopWatch
-from courtier.simweb.world import CANARY_SLOT, Site, SiteKind, World
+from courtier.simweb.world import (
+    CANARY_SLOT,
+    IMGSVC_STORE,
+    Site,
+    SiteKind,
+    World,
+    normalise_host_header,
+)
 
 Clock = Callable[[], float]
 SHUTDOWN_SECONDS = 1.0
@@ -48,8 +69,13 @@ def platform_headers(site: Site) -> tuple[tuple[str, str], ...]:
             ("X-Plinth-Tenant", site.label),
             ("Set-Cookie", f"plinth_sid={sid}; Path=/; HttpOnly"),
         )
-    if site.kind is SiteKind.CNAME_TENANT:
-        return (("Server", "nginx"),)
+    if site.kind in (SiteKind.CNAME_TENANT, SiteKind.PLATFORM_MEDIA):
+        return (("Server", "nginx"),)  # platform A's servers
+    if site.kind is SiteKind.EDGE_SITE and site.stack is not None:
+        server, app = stack_headers(site.stack, site.host)  # what its home page sends
+        return server + app
+    if site.kind is SiteKind.EDGE_TENANT:
+        return platform_c_headers(site.host)
     if site.kind is SiteKind.CDN:
         return (("Server", "SimCDN"),)
     if site.kind is SiteKind.IMGSVC:
@@ -89,6 +115,13 @@ class SimHttp:
         self._traffic: dict[str, SiteTraffic] = {}
         self._first_fetch: dict[str, float] = {}  # cache object -> first fetch time
         self._headers = {host: platform_headers(site) for host, site in world.sites.items()}
+        self._stacks = {
+            host: stack_headers(site.stack, host)
+            for host, site in world.sites.items()
+            if site.stack is not None
+        }
+        self._edge_index = {slot: i for i, slot in enumerate(world.edge_slots)}
+        self._responses = 0  # answers given: the counter per-answer header values come from
         self._servers: list[asyncio.Server] = []
         self._handlers: list[web.Server] = []
 
@@ -156,10 +189,30 @@ class SimHttp:
         return response
 
     async def _answer(self, slot: int, host_header: str, target: str, start: float) -> _Answer:
+        self._responses += 1
+        answer = await self._origin_answer(slot, host_header, target, start)
+        edge = self._edge_index.get(slot)
+        if edge is not None:
+            headers = answer.headers
+            headers.extend(edge_headers(edge, self._responses))
+            path = target.partition("?")[0]
+            if answer.page.status == EDGE_ERROR_STATUS and answer.page.body == EDGE_ERROR:
+                headers.append(("Server", "quickserve"))
+            elif answer.page.status == 200 and path.startswith("/img/"):
+                self._cache_status(f"{normalise_host_header(host_header)}{path}", start, headers)
+            else:
+                headers.append(("X-Cache", "MISS"))
+        return answer
+
+    async def _origin_answer(
+        self, slot: int, host_header: str, target: str, start: float
+    ) -> _Answer:
         if slot == CANARY_SLOT:
             return _Answer(Page(200, CANARY_BODY, TEXT))
         site = self.world.site_of_host(host_header)
         if site is None or slot not in site.slots:
+            if slot in self._edge_index:  # the edge knows no such site
+                return _Answer(Page(EDGE_ERROR_STATUS, EDGE_ERROR, HTML))
             return _Answer(not_found(None))
         traffic = self._traffic.get(site.host)
         if traffic is None:
@@ -180,10 +233,33 @@ class SimHttp:
             page = Page(refusal.status, b"Slow down, please.\n", TEXT)
             return _Answer(page, headers, bucket=bucket, retry_until=refusal.retry_until)
         page = self.renderer.render(site, path, query)
+        if site.stack is not None:
+            headers = self._stack_answer_headers(site.stack, site.host, page)
         cache = None
-        if page.status == 200 and site.kind in (SiteKind.CDN, SiteKind.IMGSVC):
-            cache = self._cache_status(f"{site.host}{path}", start, headers)
+        if page.status == 200 and (
+            site.kind is SiteKind.CDN
+            or (
+                site.kind is SiteKind.IMGSVC
+                and self.world.imgsvc_mode(host_header, target) != IMGSVC_STORE
+            )
+        ):
+            cache = self._cache_status(self._cache_key(site, path), start, headers)
         return _Answer(page, headers, cache=cache, bucket=bucket)
+
+    def _stack_answer_headers(self, stack: str, host: str, page: Page) -> list[tuple[str, str]]:
+        """The web server's headers, and the application's on the pages it makes."""
+        server, app = self._stacks[host]
+        made_by_app = page.content_type == HTML and (page.status != 404 or stack in APP_NOT_FOUND)
+        if not made_by_app:
+            return list(server)
+        return [*server, *app, *stack_response_headers(stack, self._responses)]
+
+    @staticmethod
+    def _cache_key(site: Site, path: str) -> str:
+        """A vanity host and its distribution name are one distribution: one cache."""
+        if site.customer is not None:
+            return f"distribution:{site.customer}{path}"
+        return f"{site.host}{path}"
 
     def _cache_status(self, key: str, now: float, headers: list[tuple[str, str]]) -> str:
         first = self._first_fetch.get(key)

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from courtier.simweb.network import Network
+from courtier.simweb.stacks import PLATFORM_C_404, stack_not_found
 from courtier.simweb.world import (
     CDN_HOST,
     IMGSVC_HOST,
+    PLATFORM_A_MEDIA_HOST,
     STORE_HOST,
     Behaviour,
     Site,
@@ -52,9 +54,14 @@ class Page:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-def not_found(site: Site | None) -> Page:
+def not_found(site: Site | None, path: str = "/") -> Page:
     if site is not None and site.kind is SiteKind.HEADER_TENANT:
         return Page(404, PLATFORM_B_404, HTML)
+    if site is not None and site.kind is SiteKind.EDGE_TENANT:
+        return Page(404, PLATFORM_C_404, HTML)
+    if site is not None and site.stack is not None:  # an edge site: its stack's stock page
+        body, content_type, headers = stack_not_found(site.stack, path)
+        return Page(404, body, content_type, headers)
     host = site.host if site else "this server"
     return Page(
         404, f"<html><body><h1>404</h1><p>Not found on {host}</p></body></html>".encode(), HTML
@@ -123,7 +130,12 @@ class PageRenderer:
             return self._imgsvc(site, path)
         if site.kind in (SiteKind.HORIZON, SiteKind.FARM):
             return self._outside(site, path)
-        return self._seed_page(site, path, query)
+        if site.kind is SiteKind.PLATFORM_MEDIA:
+            return self._platform_media(site, path)
+        page = self._seed_page(site, path, query)
+        if page.status == 404 and site.stack is not None:
+            return not_found(site, path)  # the stock page of the stack names the path
+        return page
 
     def _seed_page(self, site: Site, path: str, query: str) -> Page:
         parts = path.strip("/").split("/")
@@ -312,6 +324,10 @@ class PageRenderer:
         elif site.bucket:
             images.append(f"{net.origin_url(STORE_HOST)}/{site.bucket}/img/{b}.jpg")
         images.append(f"{net.origin_url(IMGSVC_HOST)}/{site.label}/w_320/img/{a}.jpg")
+        if site.kind is SiteKind.CNAME_TENANT and PLATFORM_A_MEDIA_HOST in self.world.sites:
+            images.append(f"{net.origin_url(PLATFORM_A_MEDIA_HOST)}/{site.label}/img/{b}.jpg")
+        if site.media_host is not None:
+            images.append(f"{net.origin_url(site.media_host)}/img/{a}.jpg")
         return images
 
     # -- hosts outside the seed ----------------------------------------------------------------
@@ -333,8 +349,17 @@ class PageRenderer:
         return self._html(site, f"{site.host} page {n}", links, f"/page/{n}")
 
     def _cdn(self, site: Site, path: str) -> Page:
+        if site.customer is not None:  # a vanity host or a distribution name: /img/N.jpg
+            name = f"cdn//{site.customer}{path}"  # the bytes cdn.simcdn.test/<host>/… serves
+            return self._media_image(site, True, path.lstrip("/"), name)
         host, _, rest = path.lstrip("/").partition("/")
         return self._media_image(site, host in self.world.sites, rest, f"cdn/{path}")
+
+    def _platform_media(self, site: Site, path: str) -> Page:
+        label, _, rest = path.lstrip("/").partition("/")  # /<tenant label>/img/N.jpg
+        tenant = self.world.customer_labels.get(label.lower())
+        known = tenant is not None and self.world.sites[tenant].origin == site.origin
+        return self._media_image(site, known, rest, f"platform-media/{path}")
 
     def _store(self, site: Site, path: str) -> Page:
         if site.bucket is None:  # path-style: /<bucket>/<key>

@@ -61,6 +61,8 @@ def _summary(report: AuditReport) -> Table:
         f"{c.utilisation:.1%} (second half {c.second_half_utilisation:.1%}; uncapped "
         f"{c.raw_utilisation:.1%})",
     )
+    if len(c.kinds) > 1:
+        table.add_row("utilisation by kind", kinds_line(report))
     table.add_row("fast start", _fast_start(report))
     stalled = report.stamp_uncertainty
     if stalled.requests:
@@ -72,6 +74,20 @@ def _summary(report: AuditReport) -> Table:
         )
     table.add_row("verdict", "[green]OK[/green]" if report.ok else "[red]FAIL[/red]")
     return table
+
+
+def kinds_line(report: AuditReport) -> str:
+    """Utilisation per kind of site, with the share of the ceiling each kind holds."""
+    c = report.ceiling
+    return ", ".join(
+        f"{k.kind} {k.utilisation:.1%} ({k.origins} origins, "
+        f"{_share(k.ceiling_units, c.ceiling_units):.0%} of the ceiling)"
+        for k in c.kinds
+    )
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
 
 
 def _fast_start(report: AuditReport) -> str:

@@ -14,7 +14,12 @@ Rules:
 - A CDN path names its customer by host (`/<site host>/img/N.jpg`, any spelling); an image
   service path by the site's first DNS label (`/<label>/<transform>/img/N.jpg`, any case).
   Customers are seed sites. Should two seed sites share a label, the label belongs to the one
-  whose canonical host sorts first.
+  whose canonical host sorts first. A vanity media host or a CDN distribution name serves one
+  customer (`Site.customer`) and its paths carry none (`/img/N.jpg`).
+- The real web's shapes (edge sites, edge tenants, the platform media host, vanity media
+  hosts, the image service's per-customer mode) are built after every older step, with the
+  rng where the older steps left it: a world whose new parameters are 0 is the world these
+  parameters built before the shapes existed, byte for byte.
 """
 
 from __future__ import annotations
@@ -34,6 +39,21 @@ CDN_HOST = "cdn.simcdn.test"
 STORE_HOST = "s3.simstore.test"
 IMGSVC_HOST = "img.simresize.test"
 STORE_PROVIDER = "simstore"
+IMGSVC_PROVIDER = "simresize"
+CDN_DOMAIN = "simcdn.test"  # distribution names d<13 hex>.simcdn.test live under it
+
+# The edge of a CDN whose name does not say so: unrelated sites and platform C CNAME to it.
+EDGE_HOST = "edge.quickserve.test"
+PLATFORM_C_HOST = "tenants.platform-c.test"  # CNAME -> EDGE_HOST
+PLATFORM_C = "platform-c"
+PLATFORM_A = "platform-a"
+PLATFORM_A_MEDIA_HOST = "media.platform-a.test"  # CNAME -> edge.platform-a.test
+
+# How the image service answers a customer: as a cache (X-Cache, misses reach the customer),
+# as a store (no cache headers, nothing reaches the customer), or per image (odd N cached).
+IMGSVC_CACHE = "cache"
+IMGSVC_STORE = "store"
+IMGSVC_MIXED = "mixed"
 
 # The user-agent product token whose robots.txt rules the audit applies.
 CRAWLER_TOKEN = "courtier"
@@ -57,12 +77,37 @@ class SiteKind(StrEnum):
     CDN = "cdn"
     STORE = "store"
     IMGSVC = "imgsvc"
+    EDGE_SITE = "edge-site"  # an unrelated site behind the CDN edge: its own origin
+    EDGE_TENANT = "edge-tenant"  # a platform C tenant behind the same edge: origin platform-c
+    PLATFORM_MEDIA = "platform-media"  # platform A's media host, on platform A's servers
 
 
 SEED_KINDS = frozenset(
-    {SiteKind.STANDALONE, SiteKind.CNAME_TENANT, SiteKind.HEADER_TENANT, SiteKind.BAIT}
+    {
+        SiteKind.STANDALONE,
+        SiteKind.CNAME_TENANT,
+        SiteKind.HEADER_TENANT,
+        SiteKind.BAIT,
+        SiteKind.EDGE_SITE,
+        SiteKind.EDGE_TENANT,
+    }
 )
-MEDIA_KINDS = frozenset({SiteKind.CDN, SiteKind.STORE, SiteKind.IMGSVC})
+MEDIA_KINDS = frozenset({SiteKind.CDN, SiteKind.STORE, SiteKind.IMGSVC, SiteKind.PLATFORM_MEDIA})
+# Media hosts served by an origin's own servers: their requests are charged to that origin.
+CHARGED_MEDIA_KINDS = frozenset({SiteKind.PLATFORM_MEDIA})
+
+# The server stacks behind the edge sites (`courtier.simweb.stacks` has their headers and
+# stock not-found pages), in the order the builder picks from.
+STACKS = (
+    "nginx-php",
+    "apache-php",
+    "iis-aspnet",
+    "express",
+    "rails",
+    "django",
+    "caddy",
+    "wordpress",
+)
 
 
 class Behaviour(StrEnum):
@@ -121,6 +166,13 @@ class WorldParams:
     crawl_delay: float = 2.0
     bucket_rate: float = 50.0  # requests per second one object-store bucket accepts
     bucket_burst: float = 5.0  # seconds of burst tolerance a bucket allows on top of its rate
+    # The real web's shapes (docs/simweb.md); 0 leaves a world as it was before they existed.
+    n_edge_sites: int = 0  # unrelated sites CNAMEd to EDGE_HOST, each its own origin
+    n_edge_tenants: int = 0  # platform C tenants: CNAME PLATFORM_C_HOST -> EDGE_HOST
+    platform_media: int = 0  # 1: platform A tenants' pages embed PLATFORM_A_MEDIA_HOST images
+    vanity_media: float = 0.0  # share of own-domain seed sites with images.<host> media
+    imgsvc_store_share: float = 0.0  # image-service customers answered store-like
+    imgsvc_mixed_share: float = 0.0  # customers answered cache-like or store-like per image
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -141,17 +193,13 @@ class WorldParams:
         return cls(**kwargs)  # type: ignore[arg-type]
 
 
-SIZE_PRESETS: Mapping[str, WorldParams] = {
-    "small": WorldParams(),
-    "demo": WorldParams(n_standalone=40, n_cname_tenants=30, n_header_tenants=20, n_horizon=20),
-    "bench": WorldParams(
-        n_standalone=1200, n_cname_tenants=500, n_header_tenants=300, n_horizon=100, n_farm=8
-    ),
-}
-
-
 def params_for_total(base: WorldParams, n_sites: int) -> WorldParams:
-    """Split `n_sites` seed sites like a real mix: 60% standalone, 25% and 15% platform tenants."""
+    """Split `n_sites` seed sites like a real mix: 60% standalone, 25% and 15% platform tenants.
+
+    A base with sites behind the CDN edge (the `web` preset) is split like the real web
+    instead (`web_split`)."""
+    if base.n_edge_sites or base.n_edge_tenants:
+        return web_split(base, n_sites)
     if n_sites < len(SPECIAL_STANDALONE) + 3:
         raise ValueError(f"need at least {len(SPECIAL_STANDALONE) + 3} sites, got {n_sites}")
     cname = max(1, n_sites * 25 // 100)
@@ -159,6 +207,47 @@ def params_for_total(base: WorldParams, n_sites: int) -> WorldParams:
     return dataclasses.replace(
         base, n_standalone=n_sites - cname - header, n_cname_tenants=cname, n_header_tenants=header
     )
+
+
+def web_split(base: WorldParams, n_sites: int) -> WorldParams:
+    """Split `n_sites` seed sites like the real web: 48% platform A tenants, 20% platform B
+    tenants, 10% unrelated sites behind the CDN edge, 4% platform C tenants behind it, the
+    rest (18%) standalone."""
+    if n_sites < len(SPECIAL_STANDALONE) + 4:
+        raise ValueError(f"need at least {len(SPECIAL_STANDALONE) + 4} sites, got {n_sites}")
+    cname = max(1, n_sites * 48 // 100)
+    header = max(1, n_sites * 20 // 100)
+    edge = max(1, n_sites * 10 // 100)
+    tenants = max(1, n_sites * 4 // 100)
+    return dataclasses.replace(
+        base,
+        n_standalone=n_sites - cname - header - edge - tenants,
+        n_cname_tenants=cname,
+        n_header_tenants=header,
+        n_edge_sites=edge,
+        n_edge_tenants=tenants,
+    )
+
+
+SIZE_PRESETS: Mapping[str, WorldParams] = {
+    "small": WorldParams(),
+    "demo": WorldParams(n_standalone=40, n_cname_tenants=30, n_header_tenants=20, n_horizon=20),
+    "bench": WorldParams(
+        n_standalone=1200, n_cname_tenants=500, n_header_tenants=300, n_horizon=100, n_farm=8
+    ),
+    # The real web's mix and shapes: 500 seed sites split by `web_split`, media on.
+    "web": web_split(
+        WorldParams(
+            n_horizon=100,
+            n_farm=8,
+            platform_media=1,
+            vanity_media=0.25,
+            imgsvc_store_share=0.3,
+            imgsvc_mixed_share=0.05,
+        ),
+        500,
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -175,6 +264,10 @@ class Site:
     latency: float = 0.0
     bucket: str | None = None  # its object-store bucket (seed sites) or the bucket it is (store)
     store_style: str = "virtual"  # how its pages link the bucket: "virtual" or "path"
+    stack: str | None = None  # edge sites: the server stack behind the edge (`STACKS`)
+    media_host: str | None = None  # seed sites: their vanity media host (images.<host>)
+    customer: str | None = None  # a vanity or distribution media host: the site it serves
+    imgsvc_mode: str = IMGSVC_CACHE  # how the image service answers for this customer
 
     @property
     def is_seed(self) -> bool:
@@ -207,6 +300,7 @@ class World:
     popular_horizon_host: str = ""
     # first DNS label -> the seed site it names on the image service (see `media_customer`)
     customer_labels: Mapping[str, str] = field(default_factory=dict)
+    edge_slots: tuple[int, ...] = field(default=())  # the CDN edge's servers (EDGE_HOST)
 
     def site_of_host(self, host_header: str) -> Site | None:
         """The site a Host header (any spelling, with or without port) names, or None."""
@@ -226,12 +320,15 @@ class World:
 
         CDN: the first path segment is the customer's host, any spelling (case, trailing dot,
         port, percent-encoding, Unicode IDN). Image service: the first path segment is the
-        customer's first DNS label, any case (an IDN site's in punycode or in Unicode). Any
-        other host, an unknown customer or a customer outside the seed gives None.
+        customer's first DNS label, any case (an IDN site's in punycode or in Unicode). A
+        vanity media host on the CDN, or a distribution name, serves one customer whatever the
+        path. Any other host, an unknown customer or a customer outside the seed gives None.
         """
         site = self.site_of_host(host_header)
         if site is None or site.kind not in (SiteKind.CDN, SiteKind.IMGSVC):
             return None
+        if site.customer is not None:  # a vanity host or a distribution name: one customer
+            return self.sites[site.customer]
         path = target.partition("?")[0].partition("#")[0]
         segment = unquote(path.lstrip("/").partition("/")[0]).strip()
         if not segment:
@@ -242,6 +339,20 @@ class World:
             host = self.customer_labels.get(segment.lower())
             customer = None if host is None else self.sites[host]
         return customer if customer is not None and customer.is_seed else None
+
+    def imgsvc_mode(self, host_header: str, target: str) -> str | None:
+        """How the image service answers this request: IMGSVC_CACHE (X-Cache; a miss reaches
+        the customer) or IMGSVC_STORE (no cache headers; nothing reaches the customer). A
+        mixed customer's odd-numbered images are cached, its even ones stored. None: not an
+        image-service request for a known customer."""
+        site = self.site_of_host(host_header)
+        customer = self.media_customer(host_header, target)
+        if site is None or site.kind is not SiteKind.IMGSVC or customer is None:
+            return None
+        if customer.imgsvc_mode != IMGSVC_MIXED:
+            return customer.imgsvc_mode
+        stem = target.partition("?")[0].rpartition("/")[2].removesuffix(".jpg")
+        return IMGSVC_CACHE if stem.isdigit() and int(stem) % 2 else IMGSVC_STORE
 
     def sites_with(self, behaviour: Behaviour) -> tuple[Site, ...]:
         return tuple(s for s in self.sites.values() if behaviour in s.behaviours)
@@ -491,6 +602,122 @@ def _horizon(b: _Builder) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     return tuple(horizon), tuple(farm), horizon[0]
 
 
+def _edge(b: _Builder) -> tuple[int, ...]:
+    """The CDN edge: two addresses with no PTR name, for unrelated sites and platform C.
+
+    Each edge site CNAMEs to the edge name and has a server stack of its own behind it; each
+    platform C tenant CNAMEs to the platform's name, which CNAMEs to the edge name."""
+    p = b.params
+    if not p.n_edge_sites and not p.n_edge_tenants:
+        return ()
+    slots = (b.slot(), b.slot())
+    b.a_records[EDGE_HOST] = slots
+    for i in range(p.n_edge_sites):
+        host = b.host()
+        b.cnames[host] = EDGE_HOST
+        bucket, style = b.bucketed(host)
+        b.add(
+            Site(
+                host,
+                SiteKind.EDGE_SITE,
+                host,
+                slots,
+                robots_text=b.robots(),
+                bucket=bucket,
+                store_style=style,
+                # The first ones take each stack in turn, so a small world has all of them.
+                stack=STACKS[i] if i < len(STACKS) else b.rng.choice(STACKS),
+            )
+        )
+    if p.n_edge_tenants:
+        b.cnames[PLATFORM_C_HOST] = EDGE_HOST
+    for _ in range(p.n_edge_tenants):
+        host = b.host()
+        b.cnames[host] = PLATFORM_C_HOST
+        bucket, style = b.bucketed(host)
+        b.add(
+            Site(
+                host,
+                SiteKind.EDGE_TENANT,
+                PLATFORM_C,
+                slots,
+                robots_text=b.robots(),
+                bucket=bucket,
+                store_style=style,
+            )
+        )
+    return slots
+
+
+def _platform_media(b: _Builder) -> None:
+    """Platform A's media host, on platform A's own servers: its requests are platform A's."""
+    if not b.params.platform_media or not b.params.n_cname_tenants:
+        return
+    slots = next(s.slots for s in b.sites.values() if s.kind is SiteKind.CNAME_TENANT)
+    b.cnames[PLATFORM_A_MEDIA_HOST] = "edge.platform-a.test"
+    b.add(
+        Site(
+            PLATFORM_A_MEDIA_HOST,
+            SiteKind.PLATFORM_MEDIA,
+            PLATFORM_A,
+            slots,
+            robots_text="User-agent: *\nAllow: /\n",
+        )
+    )
+
+
+def _vanity_media(b: _Builder) -> None:
+    """Some own-domain seed sites serve media from `images.<host>`: a CNAME to a CDN
+    distribution name `d<13 hex>.simcdn.test` (on the CDN's address; the CDN serves the site
+    there, paths without a customer) or to the site's own bucket host (the store serves the
+    bucket there)."""
+    share = b.params.vanity_media
+    if share <= 0:
+        return
+    cdn_slots = b.sites[CDN_HOST].slots
+    for site in list(b.sites.values()):
+        own_domain = site.kind in (SiteKind.STANDALONE, SiteKind.EDGE_SITE)
+        if not own_domain or site.unicode_host or not site.bucket or b.rng.random() >= share:
+            continue
+        vanity = f"images.{site.host}"
+        if b.rng.random() < 0.5:
+            distribution = f"d{b.rng.getrandbits(52):013x}.{CDN_DOMAIN}"
+            b.a_records[distribution] = cdn_slots
+            b.cnames[vanity] = distribution
+            for host in (distribution, vanity):
+                b.add(Site(host, SiteKind.CDN, "simcdn", cdn_slots, customer=site.host))
+        else:
+            bucket_host = f"{site.bucket}.{STORE_HOST}"
+            b.cnames[vanity] = bucket_host
+            store = b.sites[bucket_host].slots
+            b.add(
+                Site(
+                    vanity,
+                    SiteKind.STORE,
+                    "simstore",
+                    store,
+                    robots_status=404,
+                    bucket=site.bucket,
+                    customer=site.host,
+                )
+            )
+        b.sites[site.host] = dataclasses.replace(site, media_host=vanity)
+
+
+def _imgsvc_modes(b: _Builder) -> None:
+    """Which image-service customers are answered as a store, or per image."""
+    store, mixed = b.params.imgsvc_store_share, b.params.imgsvc_mixed_share
+    if store <= 0 and mixed <= 0:
+        return
+    for site in list(b.sites.values()):
+        if not site.is_seed or site.kind is SiteKind.BAIT:
+            continue
+        draw = b.rng.random()
+        mode = IMGSVC_STORE if draw < store else IMGSVC_MIXED if draw < store + mixed else None
+        if mode is not None:
+            b.sites[site.host] = dataclasses.replace(site, imgsvc_mode=mode)
+
+
 def _spellings(sites: Mapping[str, Site]) -> dict[str, str]:
     table: dict[str, str] = {}
     for site in sites.values():
@@ -517,6 +744,11 @@ def build_world(params: WorldParams) -> World:
         raise ValueError("a world needs at least one standalone site")
     if not params.bucket_rate > 0 or not params.bucket_burst >= 0:
         raise ValueError("bucket_rate must be positive and bucket_burst not negative")
+    for name in ("vanity_media", "imgsvc_store_share", "imgsvc_mixed_share"):
+        if not 0 <= getattr(params, name) <= 1:
+            raise ValueError(f"{name} must be a share between 0 and 1")
+    if params.imgsvc_store_share + params.imgsvc_mixed_share > 1:
+        raise ValueError("imgsvc_store_share + imgsvc_mixed_share must not exceed 1")
     b = _Builder(params)
     _platform_a(b)
     _platform_b(b)
@@ -524,7 +756,12 @@ def build_world(params: WorldParams) -> World:
     _standalone(b)
     _bait(b)
     horizon, farm, popular = _horizon(b)
+    # The real web's shapes: after every older step, so older worlds stay as they were.
+    edge_slots = _edge(b)
+    _platform_media(b)
     buckets = _buckets(b)
+    _vanity_media(b)
+    _imgsvc_modes(b)
     return World(
         params=params,
         sites=dict(b.sites),
@@ -537,4 +774,5 @@ def build_world(params: WorldParams) -> World:
         farm_hosts=farm,
         popular_horizon_host=popular,
         customer_labels=_customer_labels(b.sites),
+        edge_slots=edge_slots,
     )
