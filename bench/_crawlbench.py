@@ -16,6 +16,9 @@ fifth between runs of one tree): a run read at a slow host is compared with othe
 The ceiling's run starts when the crawler process is launched (`audit(run_start=…)`), so its
 start-up (imports, origin inference, robots.txt before the first page) is charged: every seed
 origin has work from then on. Requests/s are over the server-side span (first request to last).
+Utilisation is given per kind of site too (standalone, cname-tenant, header-tenant, edge-site,
+edge-tenant: `Ceiling.kinds`), so a crawler that keeps one kind of origin busy and starves
+another shows it. `--size web` is the real web's mix and shapes (`SIZE_PRESETS["web"]`).
 """
 
 from __future__ import annotations
@@ -174,6 +177,7 @@ class RunResult:
             "utilisation": round(c.utilisation, 3),
             "utilisation_second_half": round(c.second_half_utilisation, 3),
             "utilisation_uncapped": round(c.raw_utilisation, 3),
+            "utilisation_by_kind": {k.kind: round(k.utilisation, 3) for k in c.kinds},
             "origins_with_work": c.origins_with_work,
             "first_request_s": _round(c.first_request),
             "late_start": len(c.late_start),
@@ -191,6 +195,12 @@ class RunResult:
             "server_stalled_requests": self.report.stamp_uncertainty.requests,
             "server_stall_max_ms": round(1000 * self.report.stamp_uncertainty.longest),
         }
+
+
+def kinds_text(d: dict[str, Any], sep: str = ",", colon: str = ":") -> str:
+    """Utilisation per kind of site, as one short piece of text."""
+    kinds = d["utilisation_by_kind"]
+    return sep.join(f"{kind}{colon}{u:.3f}" for kind, u in kinds.items()) or "-"
 
 
 def _round(value: float | None) -> float | None:
@@ -338,7 +348,7 @@ def run(
 def table(results: list[RunResult]) -> str:
     """The side-by-side table, as Markdown."""
     head = (
-        "| crawler | world | requests/s | ceiling (units/s) | utilisation (2nd half) "
+        "| crawler | world | requests/s | ceiling (units/s) | utilisation (2nd half; by kind) "
         "| CPU-s / 1,000 req (2nd half) | rebook rate | loop lag p99 | 1st request "
         "| late start | violations | host us (before / after) |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -353,7 +363,7 @@ def table(results: list[RunResult]) -> str:
         rows.append(
             f"| {r.crawler} | {r.world} ({r.seed_sites} sites) | {d['requests_per_s']} "
             f"| {d['ceiling_units_per_s']} | {d['utilisation']:.2f} "
-            f"({d['utilisation_second_half']:.2f}) "
+            f"({d['utilisation_second_half']:.2f}; {kinds_text(d, ', ', ' ')}) "
             f"| {d['cpu_s_per_1000']:.2f} ({'-' if half is None else f'{half:.2f}'}) "
             f"| {rebook} | {lag} | {d['first_request_s']} s "
             f"| {d['late_start']} of {d['origins_with_work']} | {found} "

@@ -4,6 +4,7 @@ politeness ceiling used (overall and in the run's second half), the crawler's CP
 the audit's violations.
 
     python bench/bench_rebook.py --sites 500 --page-bytes 300000 --duration 40
+    python bench/bench_rebook.py --size web --sites 2000 --duration 40   # the real web's shapes
 
 Each run starts a fresh simulated web in its own process and runs `courtier crawl` against it
 in another (the command `courtier demo` runs, with the same world), so the crawler's CPU time
@@ -19,12 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _crawlbench import run, world_params
+from _crawlbench import kinds_text, run, world_params
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", default="demo", help="world preset, as for demo")
+    parser.add_argument(
+        "--size", default="demo", help="world preset, as for demo (web: the real web's shapes)"
+    )
     parser.add_argument("--sites", type=int, default=500, help="seed sites (0: the preset's)")
     parser.add_argument("--page-bytes", type=int, default=300_000)
     parser.add_argument("--seed", type=int, default=1)
@@ -56,7 +59,7 @@ def main() -> int:
             f"requests={d['requests']} ({d['requests_per_s']}/s, {crawl['bytes'] / 1e6:.0f} MB, "
             f"media={sum(crawl.get('media_requests', {}).values())}) "
             f"ceiling={d['ceiling_units_per_s']} units/s utilisation={d['utilisation']:.3f} "
-            f"second_half={d['utilisation_second_half']:.3f} "
+            f"second_half={d['utilisation_second_half']:.3f} by_kind={kinds_text(d)} "
             f"late_start={d['late_start']}/{d['origins_with_work']} "
             f"cpu_s_per_1000={d['cpu_s_per_1000']} (second half {half}; "
             f"cpu {d['cpu_s']}s, main {d['main_cpu_s']}s) "
