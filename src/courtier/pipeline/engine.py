@@ -33,6 +33,7 @@ from courtier.gc_pacing import GcPacing
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.net.spool import Spool
+from courtier.origins.cdn import CdnRules
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.apply import FeedbackWriter
 from courtier.pipeline.archive import archived
@@ -46,6 +47,7 @@ from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.hops import HopBooker
 from courtier.pipeline.media import MediaLane, MediaLanes
+from courtier.pipeline.media_places import MediaPlaces
 from courtier.pipeline.origins_live import LiveOrigins, infer_early
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.parse_pool import ParsePool
@@ -135,6 +137,8 @@ class Engine:
         self.pages.stop(list(self.sites.values()))
         if self.media is not None:
             self.media.stopping = True
+            if self.media.places is not None:
+                self.media.places.stopping = True
             self.media_scheduler.stop(list(self.media.lanes.values()))
 
     # -- the run ------------------------------------------------------------------------
@@ -306,6 +310,8 @@ class Engine:
                 self.media, config.media.max_in_flight
             )
             self.discovery.media = self.media.offer
+            if self.inference is not None:
+                self.media.places = self._media_places(self.media)
         self.feeder = Feeder(
             config,
             frontier=self.frontier,
@@ -439,6 +445,19 @@ class Engine:
 
     def _is_stopping(self) -> bool:
         return self._stopping
+
+    def _media_places(self, media: MediaLanes) -> MediaPlaces:
+        def seed_origins() -> set[str]:
+            return {o for lane in self.sites.values() if (o := lane.booked_origin) is not None}
+
+        return MediaPlaces(
+            self.origins.hosts_facts,
+            seed_origins,
+            media.rules.cdn_names or CdnRules(),
+            lambda url, referrer, placement: media.offer(url, referrer, placement=placement),
+            self.tasks,
+            self.timer,
+        )
 
     def _dearest_on(self, origin: str) -> float:
         """Seconds of ``origin``'s clock one request of the dearest class takes."""

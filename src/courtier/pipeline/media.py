@@ -39,6 +39,7 @@ from courtier.pipeline.answers import Verdict, decide, document
 from courtier.pipeline.discovery import MAX_REDIRECTS
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.keeping import Keeper
+from courtier.pipeline.media_places import MediaPlaces, Placement
 from courtier.pipeline.scheduler import LaneState, Launch, Wait
 from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import RobotsWork
@@ -68,6 +69,8 @@ class MediaItem:
     """The referrer's origin when the item was offered: a worker of a shared crawl may hand
     the referrer's site to another worker (its lane, and the live answer, go with it) while
     the item still waits here, and its miss still reaches that origin."""
+    placement: Placement | None = None
+    """Where a host known by its DNS, not its name, lives (``media_places``): its keys."""
 
 
 MediaWork = MediaItem | RobotsWork
@@ -128,6 +131,9 @@ class MediaLanes(LaneKindBase):
         self.keeper = Keeper(config, self.stats, services.archive, None, services.parse)
         """Archives each answer (a text body, e.g. an SVG, redacted first)."""
         self.stopping = False
+        self.places: MediaPlaces | None = None
+        """Looks up image hosts that are media by their DNS, not their names (the engine
+        sets it where origin inference runs)."""
 
     # -- intake -------------------------------------------------------------------------
 
@@ -137,11 +143,13 @@ class MediaLanes(LaneKindBase):
         referrer: str,
         redirects: int = 0,
         customer_origin: str | None = None,
+        placement: Placement | None = None,
     ) -> bool:
         """Queue a media URL a page of ``referrer`` embeds. False: not a media host's URL.
         A parsed ``Url`` (a page's image link) is taken as it is, not parsed again.
         ``customer_origin``: the referrer's origin if it is no longer known here (a redirect
-        of an item offered earlier)."""
+        of an item offered earlier). ``placement``: where a host media by its DNS lives (an
+        unknown host's first images are looked up, ``media_places``, and stay horizon)."""
         if isinstance(fetch_url, Url):
             url = fetch_url
         else:
@@ -151,13 +159,25 @@ class MediaLanes(LaneKindBase):
                 return False
         source = self.rules.media_source(url)
         if source is None:
-            return False
+            places = self.places
+            if placement is None and places is not None:
+                placement = places.placed.get(url.site)
+                if placement is None and not places.known(url.site) and not redirects:
+                    places.ask(url, referrer)
+            if placement is None:
+                return False
+            source = placement.source
+        else:
+            placement = None  # a name that says media wins over DNS
         if self.stopping or not self.seen.first_sighting(url.canonical):
             return True
         if self.queued >= self.config.media.max_queued:
             self.stats.media_dropped += 1
             return True
-        name = str(politeness_keys(url, rules=self.rules)[-1])
+        if placement is None:
+            name = str(politeness_keys(url, rules=self.rules)[-1])
+        else:
+            name = str(placement.keys_for(miss_expected=True, customer_origin=None)[-1])
         lane = self.lanes.get(name)
         if lane is None:
             interval = self.config.site_interval
@@ -165,9 +185,8 @@ class MediaLanes(LaneKindBase):
                 name, url.site, url.scheme, backoff=BackoffState(interval=interval)
             )
         self.hosts.setdefault(url.site, MediaHost())
-        lane.queue.append(
-            MediaItem(url, referrer, source, redirects, self.origin_of(referrer) or customer_origin)
-        )
+        origin = self.origin_of(referrer) or customer_origin
+        lane.queue.append(MediaItem(url, referrer, source, redirects, origin, placement))
         self.queued += 1
         self.arm(lane)
         return True
@@ -199,9 +218,15 @@ class MediaLanes(LaneKindBase):
         if isinstance(work, RobotsWork):
             return (self._site_limit(lane.site, self.config.site_interval),), self.robots_cost
         limits = []
+        spaced = False
         for key in self._keys(lane, work):
             if key.type is KeyType.ORIGIN:
                 limits.append(self.feedback.origin_limit(key.name))
+                continue
+            if key.type is KeyType.SITE:  # a same-origin media host: its own spacing
+                interval = max(self.config.site_interval, host.crawl_delay)
+                limits.append(self._site_limit(lane.site, interval))
+                spaced = True
                 continue
             if key.type is KeyType.IMGSVC and lane.observations.behaviour is ServiceBehaviour.STORE:
                 # An image service that shows no cache is limited like an object store.
@@ -211,7 +236,7 @@ class MediaLanes(LaneKindBase):
             if str(key) == lane.name and lane.latency.factor < 1.0:
                 params = dataclasses.replace(params, interval=params.interval / lane.latency.factor)
             limits.append(Limit(str(key), params))
-        if host.crawl_delay:
+        if host.crawl_delay and not spaced:
             limits.append(self._site_limit(lane.site, host.crawl_delay))
         return tuple(limits), self.image_cost
 
@@ -220,6 +245,11 @@ class MediaLanes(LaneKindBase):
         return Limit(f"site:{site}", KeyParams(interval, params.burst, params.slot_width, False))
 
     def _keys(self, lane: MediaLane, item: MediaItem) -> tuple[LimitKey, ...]:
+        if item.placement is not None:
+            return item.placement.keys_for(
+                miss_expected=lane.observations.miss_expected,
+                customer_origin=self._customer_origin(item),
+            )
         service = lane.observations.behaviour  # per customer: a service varies by customer
         return politeness_keys(
             item.url,
@@ -297,11 +327,7 @@ class MediaLanes(LaneKindBase):
             return
         self.stats.media_requests[item.source.value] += 1
         cache = None
-        if (
-            item.source is not MediaSource.STORE
-            and result.status is not None
-            and (result.status < 500)
-        ):
+        if item.source in _CACHES and result.status is not None and (result.status < 500):
             cache = cache_verdict(result.headers)
             self.stats.cache[cache.value] += 1
             lane.observations.record(cache)
@@ -340,7 +366,7 @@ class MediaLanes(LaneKindBase):
         """A miss booked as a hit reached the customer's origin: charge it there now."""
         if verdict is not CacheVerdict.MISS or any(k.startswith("origin:") for k in keys):
             return
-        if item.source is MediaSource.STORE:
+        if item.source not in _CACHES:  # a store's or the origin's own answer: no cache
             return
         if lane.observations.behaviour is ServiceBehaviour.STORE:
             return
@@ -349,6 +375,10 @@ class MediaLanes(LaneKindBase):
             return
         await self.feedback.clocks.charge(self.feedback.origin_limit(origin), self.image_cost)
         self.stats.miss_charges += 1
+
+
+_CACHES = frozenset({MediaSource.CDN, MediaSource.IMGSVC})
+"""Media sources with a cache in front of an origin (their answers carry cache verdicts)."""
 
 
 def _booked_origin(keys: tuple[str, ...]) -> str | None:

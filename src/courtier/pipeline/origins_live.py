@@ -43,6 +43,7 @@ from courtier.origins.tls_evidence import tls_facts
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.fetching import TRANSIENT_REFUSALS, Answer, Resolver
 from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.media_places import HostFacts
 from courtier.pipeline.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import Timer
@@ -219,6 +220,20 @@ class LiveOrigins:
     def _resolved(self, lane: SiteLane, origin: str | None) -> None:
         lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
         self.arm(lane)
+
+    async def hosts_facts(self, hosts: list[str]) -> dict[str, HostFacts]:
+        """The CNAME chains and inferred origins of ``hosts`` outside the seed (image hosts:
+        ``media_places``), through the same inference as the seed's, changes applied."""
+        inference = self.inference
+        if inference is None:
+            return {}
+        await self._apply(await inference.add(hosts))
+        facts = inference.facts()
+        return {
+            host: HostFacts(facts[host].dns.cname_chain, inference.origin_of(host))
+            for host in hosts
+            if host in facts and not inference.failed(host)
+        }
 
     async def added(self, lane: SiteLane) -> None:
         """A site promoted into the seed while the crawl runs."""

@@ -272,6 +272,8 @@ class MediaSource(StrEnum):
     CDN = "cdn"
     STORE = "store"
     IMGSVC = "imgsvc"
+    SAME_ORIGIN = "same-origin"
+    """A media host on a seed site's servers (``pipeline.media_places``): its origin pays."""
 
 
 DEFAULT_CDN_HOSTS: Final = frozenset({"images.ctfassets.net", "cdn.simcdn.test"})

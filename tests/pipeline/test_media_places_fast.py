@@ -1,0 +1,157 @@
+"""Media found where it lives: image hosts placed by their DNS (a platform's own media host,
+vanity names CNAMEd to a CDN or a bucket) are fetched on the right keys; others stay horizon."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from test_media_lanes import FAST, Harness
+
+from courtier.config import load
+from courtier.origins.cdn import CdnRules
+from courtier.pipeline.media_places import HostFacts, MediaPlaces, Placement, place
+from courtier.politeness.keys import MediaSource
+
+RULES = CdnRules()
+SEED_ORIGINS = {"platform-a", "site:shop.test"}
+
+
+def test_a_vanity_name_cnamed_to_a_bucket_is_keyed_on_the_bucket() -> None:
+    facts = HostFacts(("media-shop.s3.simstore.test",), "site:images.shop.test")
+    placement = place("images.shop.test", facts, SEED_ORIGINS, RULES)
+    assert placement is not None and placement.source is MediaSource.STORE
+    assert [str(k) for k in placement.keys] == ["bucket:simstore/media-shop"]
+    aws = place("img.agent.test", HostFacts(("img.agent.test.s3.amazonaws.com",), None), (), RULES)
+    assert aws is not None and [str(k) for k in aws.keys] == ["bucket:aws-s3/img.agent.test"]
+
+
+def test_a_vanity_name_cnamed_to_a_cdn_is_that_cdns_customer() -> None:
+    facts = HostFacts(("d123abc.cloudfront.net",), "site:images.agent.test")
+    placement = place("images.agent.test", facts, SEED_ORIGINS, RULES)
+    assert placement is not None and placement.source is MediaSource.CDN
+    keys = placement.keys_for(miss_expected=True, customer_origin="site:agent.test")
+    assert [str(k) for k in keys] == [
+        "cdn:cloudfront.net",
+        "cdn-miss:images.agent.test",
+        "origin:site:agent.test",
+    ]
+    assert [str(k) for k in placement.keys_for(miss_expected=False, customer_origin="x")] == [
+        "cdn:cloudfront.net"
+    ]
+
+
+def test_a_host_on_a_seed_origins_servers_is_same_origin_media() -> None:
+    placement = place("media.platform-a.test", HostFacts((), "platform-a"), SEED_ORIGINS, RULES)
+    assert placement is not None and placement.source is MediaSource.SAME_ORIGIN
+    assert [str(k) for k in placement.keys] == ["site:media.platform-a.test", "origin:platform-a"]
+
+
+def test_an_ordinary_host_is_not_media() -> None:
+    own = HostFacts((), "site:www.other.test")
+    assert place("www.other.test", own, SEED_ORIGINS, RULES) is None
+    lb = HostFacts(("lb.hosting.test",), "cname:lb")
+    assert place("x.test", lb, SEED_ORIGINS, RULES) is None
+
+
+@pytest.fixture
+async def harness(tmp_path: Path):
+    made = Harness(load(None, FAST), tmp_path)
+    made.origins.update({"shop.test": "platform-a", "agent.test": "site:agent.test"})
+    made.start()
+    yield made
+    await made.close()
+
+
+def with_places(harness: Harness, table: dict[str, HostFacts]) -> list[list[str]]:
+    asked: list[list[str]] = []
+
+    async def look_up(hosts: list[str]) -> dict[str, HostFacts]:
+        asked.append(hosts)
+        return {h: table[h] for h in hosts if h in table}
+
+    media = harness.media
+    media.places = MediaPlaces(
+        look_up,
+        lambda: {"platform-a", "site:agent.test"},
+        RULES,
+        lambda url, referrer, placement: media.offer(url, referrer, placement=placement),
+        harness.tasks,
+        harness.timer,
+    )
+    return asked
+
+
+async def test_images_of_hosts_placed_by_dns_are_fetched_on_their_keys(harness) -> None:
+    asked = with_places(
+        harness,
+        {
+            "media.platform-a.test": HostFacts((), "platform-a"),
+            "images.agent.test": HostFacts(("d9.cloudfront.net",), "site:images.agent.test"),
+            "pics.agent.test": HostFacts(("media-agent.s3.simstore.test",), None),
+            "www.elsewhere.test": HostFacts((), "site:www.elsewhere.test"),
+        },
+    )
+    media = harness.media
+    first = [
+        ("http://media.platform-a.test/shop/img/1.jpg", "shop.test"),
+        ("http://media.platform-a.test/shop/img/2.jpg", "shop.test"),
+        ("http://images.agent.test/img/1.jpg", "agent.test"),
+        ("http://pics.agent.test/img/1.jpg", "agent.test"),
+        ("http://www.elsewhere.test/logo.png", "agent.test"),
+    ]
+    for url, referrer in first:
+        assert not media.offer(url, referrer)  # unknown yet: horizon, and looked up
+    await harness.timer.advance(2.0)
+    assert len(asked) == 1  # one lookup for every host found together
+    assert set(asked[0]) == {
+        "media.platform-a.test",
+        "images.agent.test",
+        "pics.agent.test",
+        "www.elsewhere.test",
+    }
+    # Known now: a later image of a placed host is media at once; an ordinary host is not.
+    assert media.offer("http://media.platform-a.test/shop/img/3.jpg", "shop.test")
+    assert not media.offer("http://www.elsewhere.test/logo2.png", "agent.test")
+    await harness.timer.advance(10.0)
+    keys = {d["url"]: d["keys"] for d in harness.documents}
+    assert keys["http://media.platform-a.test/shop/img/1.jpg"] == [
+        "site:media.platform-a.test",
+        "origin:platform-a",
+    ]
+    assert "http://media.platform-a.test/shop/img/3.jpg" in keys
+    assert keys["http://images.agent.test/img/1.jpg"] == [
+        "cdn:cloudfront.net",
+        "cdn-miss:images.agent.test",
+        "origin:site:agent.test",
+    ]
+    assert keys["http://pics.agent.test/img/1.jpg"] == ["bucket:simstore/media-agent"]
+    assert not any("elsewhere" in url for url in keys)
+    same_origin = [e for e in harness.events if "media.platform-a.test/shop" in e.url]
+    assert all(e.context.cost == 1.0 for e in same_origin)  # the image cost, on the origin
+
+
+async def test_same_origin_media_is_spaced_on_its_host_and_charged_to_the_origin(harness) -> None:
+    with_places(harness, {"media.platform-a.test": HostFacts((), "platform-a")})
+    media = harness.media
+    media.offer("http://media.platform-a.test/shop/img/0.jpg", "shop.test")
+    await harness.timer.advance(1.0)
+    for n in range(1, 5):
+        assert media.offer(f"http://media.platform-a.test/shop/img/{n}.jpg", "shop.test")
+    await harness.timer.advance(20.0)
+    starts = sorted(t for t, u in harness.media_fetches() if "media.platform-a" in u)
+    assert len(starts) == 5
+    assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))
+    assert "origin:platform-a" in harness.tats
+
+
+async def test_a_placement_never_overrides_a_host_that_is_media_by_name(harness) -> None:
+    with_places(harness, {})
+    placement = Placement(MediaSource.SAME_ORIGIN, ())
+    assert harness.media.offer(
+        "http://cdn.simcdn.test/shop.test/img/1.jpg", "shop.test", placement=placement
+    )
+    await harness.timer.advance(5.0)
+    (doc,) = harness.documents
+    assert doc["keys"][0] == "cdn:cdn.simcdn.test"
