@@ -415,3 +415,23 @@ async def test_an_anomaly_halves_its_origins_rate(lanes) -> None:
     h.feedback.slow_origin("o1")
     assert h.feedback.origin_limit("o1").params.interval == 2 * before
     assert h.stats.latency_slowdowns["anomaly"] == 1
+
+
+async def test_a_lane_waiting_for_its_old_origin_books_on_its_new_one_at_once(lanes) -> None:
+    """Strangers split off a CDN edge: those waiting in the shared key's line (refused for
+    lead) book on their own origins when they move, not when the shared key frees up."""
+    h = lanes("limits.origin.rate=1", "politeness.max_lead=2", "limits.site.rate=10")
+    sites = [h.site(f"s{n}.test", ["/a"], origin="edge") for n in range(8)]
+    begun = h.timer.now()
+    for site in sites:
+        h.pages.arm(site)
+    await h.timer.advance(0.1)
+    waiting = [s for s in sites if s.sched.phase is Phase.WAITING]
+    assert len(waiting) >= 4  # the shared key is booked up to the lead: the rest wait
+    for site in waiting:
+        site.origin = f"site:{site.name}"
+        h.pages.rebook(site)
+    await h.timer.advance(0.5)
+    for site in waiting:
+        robots = h.starts(site.name, robots=True)[0] - begun
+        assert robots < 0.6, (site.name, robots)  # not at the shared key's 3 s and later

@@ -149,6 +149,21 @@ CDN_HEADER_NAMES: frozenset[str] = frozenset(
     }
 )
 
+# Header names a CDN edge adds that are not in the list above: its request ids and trace
+# stamps (``CF-Ray``'s kin: ``QS-Ray``, ``X-Edge-Ray``), its cache, PoP and timing stamps. A
+# header every site behind an edge answers with is the edge's, whatever its name: it must not
+# look like a platform's choice.
+_CDN_HEADER_NAME = re.compile(
+    r"(^|-)ray(-id)?$|(^|-)(cache|cache-status|cache-hits|pop|edge-location|served-by|timer)$"
+    r"|^x-(edge|cdn|fastly|akamai|amz-cf|bunny|sucuri|iinfo)-|^(akamai|cdn|edge)-"
+)
+
+
+def cdn_header_name(name: str) -> bool:
+    """Is this (lowercase) header name one a CDN edge adds?"""
+    return name in CDN_HEADER_NAMES or bool(_CDN_HEADER_NAME.search(name))
+
+
 # The label a CDN's registrable domain ends in "cdn" or is "cdn" and digits (simcdn, kxcdn,
 # b-cdn, cdn77); a site merely called "cdn-something" is not a CDN.
 _CDN_LABEL = re.compile(r"(cdn|^cdn\d+)$")
@@ -211,7 +226,7 @@ def headers_cdn_reason(headers: Sequence[tuple[str, str]]) -> str | None:
     """Why these response headers come from a CDN edge, or None."""
     for name, value in headers:
         lower = name.lower()
-        if lower in CDN_HEADER_NAMES:
+        if cdn_header_name(lower):
             return f"response header {name} is added by CDN edges"
         if lower == "server" and _CDN_SERVER.search(value):
             return f"Server: {value} is a CDN edge"

@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from courtier.origins.cdn import CDN_HEADER_NAMES, headers_cdn_reason
+from courtier.origins.cdn import cdn_header_name, headers_cdn_reason
 
 # Headers every kind of server sends; their presence says nothing about a platform.
 STANDARD_HEADERS: frozenset[str] = frozenset(
@@ -210,7 +210,8 @@ _STOCK_NOT_FOUND = re.compile(
     rb"|<hr><center>|cannot (get|post) /|the requested resource was not found on this server"
     rb"|the page you were looking for doesn't exist|http error 404|server error in '/' application"
     rb"|404 - file or directory not found|apache tomcat|powered by jetty|litespeed web server"
-    rb"|<title>404 not found</title>|^\s*(404 )?not found\s*$|^\s*404 page not found\s*$)",
+    rb"|<title>404 not found</title>|^\s*(404 )?not found\s*$|^\s*404 page not found\s*$"
+    rb"|that page can(&rsquo;|&#8217;|\xe2\x80\x99|')t be found|page not found &#8211;)",
     re.IGNORECASE | re.DOTALL,
 )
 STOCK_PAGE_MAX_BYTES = 4096
@@ -346,7 +347,7 @@ def header_fingerprint(
                     cookies.add(cookie)
             elif (
                 lower not in STANDARD_HEADERS
-                and lower not in CDN_HEADER_NAMES
+                and not cdn_header_name(lower)
                 and lower not in GENERIC_STACK_HEADERS
             ):
                 platform.add(lower)

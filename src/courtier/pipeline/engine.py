@@ -273,6 +273,7 @@ class Engine:
             early=self._early_origins,
             started=self._began,
             spent=self._dearest_on,
+            rebook=lambda lane: self.pages.rebook(lane),
         )
         write, save, kept = self.sink.write, self._save_robots, self.sink.archive
         services = LaneServices(

@@ -94,6 +94,7 @@ class LiveOrigins:
         early: asyncio.Future[InferenceResult] | None = None,
         started: float | None = None,
         spent: Callable[[str], float] | None = None,
+        rebook: Callable[[SiteLane], None] | None = None,
     ) -> None:
         """``spent(origin)``: seconds of the origin's clock one request of the dearest class
         takes there (the cap of a clock carried to a site's new origin); None: no cap."""
@@ -125,6 +126,8 @@ class LiveOrigins:
         self._to_retry: set[str] = set()
         self._retrying = asyncio.Lock()
         self.spent = spent
+        self.rebook = rebook
+        """Asks a lane that waits for its old origin's key to book again on its new one."""
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -317,18 +320,25 @@ class LiveOrigins:
             for lane in moving:
                 if lane.origin_status is OriginStatus.RESOLVED:
                     lane.origin = change.new
+                    if self.rebook is not None:
+                        self.rebook(lane)
 
     def _cap(self, lanes: list[SiteLane], origin: str) -> float | None:
         """The latest a site's own requests can have booked the clock of its new origin: one
         request of the dearest class after its last start or its slot booked on the old one."""
         if self.spent is None or not lanes:
             return None
-        last = self.timer.now()
+        last: float | None = None
         for lane in lanes:
-            last = max(last, lane.last_sent, lane.next_start - lane.interval)
-            slot = lane.sched.slot
-            if slot is not None:
-                last = max(last, slot.start)
+            starts = [lane.last_sent] if lane.last_sent else []
+            if lane.sched.launched:
+                starts.append(lane.next_start - lane.interval)
+            if lane.sched.slot is not None:
+                starts.append(lane.sched.slot.start)
+            if starts:
+                last = max(starts if last is None else [last, *starts])
+        if last is None:  # nothing of its own was ever booked on the old key
+            return self.timer.now()
         return last + self.spent(origin)
 
 

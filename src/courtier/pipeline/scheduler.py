@@ -473,6 +473,20 @@ class Scheduler(Generic[L, W]):
         self._arm(lane, at_once=True)
         self._release()
 
+    def rebook(self, lane: L) -> None:
+        """The lane's keys changed (its site moved to another origin): a lane waiting for a
+        key it no longer books on (in that key's line, or for a refusal's ``not_before``)
+        asks again now, on its new keys. A booked slot is kept: it consumed its keys (the
+        site's own among them), so giving it up would only start the lane later."""
+        state = lane.sched
+        if self.stopping or state.phase is not Phase.WAITING:
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        state.phase = Phase.IDLE
+        self._arm(lane, at_once=False)
+
     def drop(self, lane: L) -> None:
         """The lane is no longer this worker's: nothing of it starts any more (its work in
         flight finishes; its unstarted work stays in ``sched.work`` for the caller)."""
