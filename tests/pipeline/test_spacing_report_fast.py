@@ -22,8 +22,28 @@ def test_starts_at_the_allowance_report_one() -> None:
         report.started((SITE, ORIGIN), 2.0, booked_at=start - 0.01, now=start)
     site = report.as_dict()["site"]
     assert site["starts"] == 4 and site["median_ratio"] == 1.0
-    origin = report.as_dict()["origin"]  # 2 units at 2 units/s: 1.0 s allowed, 1.02 taken
-    assert origin["median_ratio"] == 1.02
+    # The origin allowed 1.0 s, the site 1.02: the site set each start, the origin is not
+    # judged short for it.
+    assert "origin" not in report.as_dict()
+
+
+def test_a_start_is_judged_on_the_key_that_should_have_set_it() -> None:
+    """A site's page after its own image on the origin: the origin bound it, not the site."""
+    report = SpacingReport()
+    report.started((SITE, ORIGIN), 2.0, booked_at=0.0, now=0.0)  # a page: origin to 1.0
+    report.started((SITE, ORIGIN), 1.0, booked_at=1.0, now=1.02)  # an image: origin to 1.52
+    report.started((SITE, ORIGIN), 2.0, booked_at=2.04, now=2.04)
+    rows = report.as_dict()
+    assert rows["site"]["starts"] == 2 and rows["site"]["median_ratio"] == 1.0
+    assert "origin" not in rows
+
+
+def test_keys_with_burst_tolerance_are_not_judged() -> None:
+    bucket = Limit("bucket:s/b", KeyParams(0.02, 5.0, 0.25, weighted=False))
+    report = SpacingReport()
+    for n in range(5):
+        report.started((bucket,), 1.0, booked_at=0.0, now=0.001 * n)
+    assert report.as_dict() == {}
 
 
 def test_work_that_waited_a_whole_extra_interval_shows_twice_the_allowance() -> None:
@@ -49,10 +69,11 @@ def test_a_lane_with_no_work_waiting_is_not_a_shortfall() -> None:
 def test_the_allowance_follows_the_cost_and_interval_each_start_was_booked_at() -> None:
     report = SpacingReport()
     slowed = Limit("origin:o", KeyParams(1.0, 0.0, 0.25, weighted=True))  # latency: half rate
-    report.started((ORIGIN,), 4.0, booked_at=0.0, now=0.0)  # an index page: 2 s
+    report.started((Limit("origin:o", ORIGIN.params),), 4.0, booked_at=0.0, now=0.0)  # 2 s
     report.started((slowed,), 1.0, booked_at=1.0, now=2.0)
     report.started((slowed,), 1.0, booked_at=2.5, now=3.0)  # an image at the slowed rate: 1 s
-    assert report.as_dict()["origin"]["median_ratio"] == 1.0
+    row = report.as_dict()["origin"]
+    assert row["starts"] == 2 and row["median_ratio"] == 1.0
 
 
 async def test_the_scheduler_feeds_the_report_with_what_it_started(tmp_path: Path) -> None:

@@ -5,14 +5,17 @@ Rules:
 - Each start on a key leaves the spacing the key then allows before the next one: its cost
   times the key's interval as booked (an unweighted key, a site, counts one request), so
   Crawl-delay, backoff and latency slowdowns are in the allowance, not in the shortfall.
-- The next start on that key is judged against it only when its work was booked by the time
-  the key allowed it (``READY_SLACK`` of the allowance late at most): the lane was waiting
-  for the key, so any gap past the allowance is the crawl's own doing. A site with nothing
-  to fetch, a lane held by its own pause or an image found late is not a shortfall.
+- A start is judged on the key that should have set it: of its keys, the one whose
+  allowance after its previous start ends last (a page whose origin was busy with the site's
+  images is the origin's start, not a short one of its site's). It is judged only when its
+  work was booked by the time that key allowed it (``READY_SLACK`` of the allowance late at
+  most): the lane was waiting for the key, so any gap past the allowance is the crawl's own
+  doing. A site with nothing to fetch, a lane held by its own pause or an image found late
+  is not a shortfall.
+- Keys with burst tolerance (buckets) may start back to back by design: they are not judged.
 - Per key type: how many starts were judged, their achieved/allowed ratio (median, p90; a
   histogram in hundredths, so a long crawl keeps a fixed size) and the mean gap and
-  allowance. Keys with burst tolerance (buckets) may start closer than their spacing: a
-  ratio under 1 there is their burst, not a violation.
+  allowance.
 """
 
 from __future__ import annotations
@@ -75,18 +78,24 @@ class SpacingReport:
     def started(self, limits: Iterable[Limit], cost: float, booked_at: float, now: float) -> None:
         """A request booked at ``booked_at`` on ``limits`` at ``cost`` started ``now``."""
         last_of = self._last
+        binding: tuple[str, float, float] | None = None  # (key, previous start, allowance)
         for limit in limits:
             key, params = limit.key, limit.params
+            if params.burst > 0:
+                continue
             last = last_of.get(key)
-            if last is not None:
-                previous, allowed = last
-                if allowed > 0 and booked_at <= previous + allowed * (1 + READY_SLACK):
-                    kind = key.partition(":")[0]
-                    tally = self.by_type.get(kind)
-                    if tally is None:
-                        tally = self.by_type[kind] = KeyTypeSpacing()
-                    tally.add(now - previous, allowed)
+            if last is not None and (binding is None or sum(last) > binding[1] + binding[2]):
+                binding = (key, *last)
             last_of[key] = (now, (cost if params.weighted else 1.0) * params.interval)
+        if binding is None:
+            return
+        key, previous, allowed = binding
+        if allowed > 0 and booked_at <= previous + allowed * (1 + READY_SLACK):
+            kind = key.partition(":")[0]
+            tally = self.by_type.get(kind)
+            if tally is None:
+                tally = self.by_type[kind] = KeyTypeSpacing()
+            tally.add(now - previous, allowed)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {kind: tally.as_dict() for kind, tally in sorted(self.by_type.items())}
