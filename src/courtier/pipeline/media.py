@@ -54,7 +54,9 @@ log = logging.getLogger("courtier.pipeline.engine")
 
 MEDIA_MAX_LEAD = 2.0
 """Seconds ahead a media request may be booked: a CDN miss waiting on a busy origin waits
-unbooked, leaving the origin's near future to its pages."""
+unbooked, leaving the origin's near future to its pages. A same-origin media host's images
+are the origin's own requests, like a site's own images: booked as far ahead as pages (else
+a platform whose tenants keep its origin booked never has room for them)."""
 
 
 @fast_init
@@ -88,6 +90,8 @@ class MediaLane:
     latency: LatencyState = field(default_factory=LatencyState)
     attempts: Counter[str] = field(default_factory=Counter)
     observations: CacheObservations = field(default_factory=CacheObservations)
+    same_origin: bool = False
+    """A same-origin media host's lane (``media_places``): booked as far ahead as pages."""
     fence: None = None
     """Media keys are shared by every worker: booked atomically, never fenced."""
 
@@ -114,7 +118,7 @@ class MediaLanes(LaneKindBase):
     ) -> None:
         super().__init__(services)
         config = self.config
-        self.max_lead = min(config.politeness.max_lead, MEDIA_MAX_LEAD)
+        self.lead = min(config.politeness.max_lead, MEDIA_MAX_LEAD)
         self.origin_of = origin_of
         self.arm = arm
         self.start_after = 0.0
@@ -177,12 +181,17 @@ class MediaLanes(LaneKindBase):
         if placement is None:
             name = str(politeness_keys(url, rules=self.rules)[-1])
         else:
-            name = str(placement.keys_for(miss_expected=True, customer_origin=None)[-1])
+            # Its most specific key: the CDN customer's misses, the bucket, the host itself.
+            name = str(placement.miss_key or placement.keys[0])
         lane = self.lanes.get(name)
         if lane is None:
             interval = self.config.site_interval
             lane = self.lanes[name] = MediaLane(
-                name, url.site, url.scheme, backoff=BackoffState(interval=interval)
+                name,
+                url.site,
+                url.scheme,
+                backoff=BackoffState(interval=interval),
+                same_origin=source is MediaSource.SAME_ORIGIN,
             )
         self.hosts.setdefault(url.site, MediaHost())
         origin = self.origin_of(referrer) or customer_origin
@@ -192,6 +201,9 @@ class MediaLanes(LaneKindBase):
         return True
 
     # -- choosing -----------------------------------------------------------------------
+
+    def max_lead(self, lane: MediaLane) -> float:
+        return self.config.politeness.max_lead if lane.same_origin else self.lead
 
     def max_in_flight(self, lane: MediaLane) -> int:
         return self.config.media.max_in_flight_per_key

@@ -13,8 +13,9 @@ Rules:
   the next one come early. A site asking for a Crawl-delay longer than
   ``robots.max_crawl_delay`` is suspended for the run with that reason, not frozen.
 - One owner, one clock: ``www.example.org`` books on ``site:example.org`` when both are in
-  the seed (``scope.site_owner``); a seed's redirect to its own registrable domain brings
-  the target host into the seed (``join_seed``).
+  the seed (``scope.site_owner``), unless origin inference places them on two origins (two
+  servers, two clocks: ``_site_key``); a seed's redirect to its own registrable domain
+  brings the target host into the seed (``join_seed``).
 - A refresh of a URL with validators is conditional (If-None-Match, If-Modified-Since) and
   booked at the image cost: a 304 is unchanged and cheap, and a changed page is charged the
   difference after the answer, as any response dearer than its URL looked.
@@ -77,7 +78,7 @@ class SiteLanes(LaneKindBase):
         observe_answer: Callable[[SiteLane, Answer], None],
     ) -> None:
         super().__init__(services)
-        self.max_lead = self.config.politeness.max_lead
+        self.lead = self.config.politeness.max_lead
         self.frontier = frontier
         self.discovery = discovery
         self.parse = parse
@@ -97,6 +98,9 @@ class SiteLanes(LaneKindBase):
         discovery.redaction = self.keeper.policy
 
     # -- choosing -----------------------------------------------------------------------
+
+    def max_lead(self, lane: SiteLane) -> float:
+        return self.lead
 
     def max_in_flight(self, lane: SiteLane) -> int:
         return self.config.politeness.max_in_flight_per_site
@@ -192,7 +196,7 @@ class SiteLanes(LaneKindBase):
         site = self.config.limits.site
         limits: tuple[Limit, ...] = (
             Limit(
-                f"site:{site_owner(lane.site, self.discovery.scope)}",
+                self._site_key(lane),
                 KeyParams(lane.interval, site.burst, site.slot_width, weighted=False),
             ),
         )
@@ -200,6 +204,22 @@ class SiteLanes(LaneKindBase):
         if origin is not None:
             limits += (self.feedback.origin_limit(origin),)
         return limits, cost
+
+    def _site_key(self, lane: SiteLane) -> str:
+        """The ``site:`` key ``lane`` books on: its owner's (``www.X`` on ``site:X``), unless
+        origin inference places the two hosts on different origins. Then they are two
+        servers and each keeps its own clock, as any other site does: one clock for both
+        made each booking wait a whole interval for the other host's (pages 2.04 s apart
+        where 1.02 s is allowed, with 200 www/bare pairs on their own addresses). An origin
+        unknown on either side (no inference, a site another worker holds): one clock."""
+        owner = site_owner(lane.site, self.discovery.scope)
+        if owner != lane.site:
+            bare = self.discovery.sites.get(owner)
+            ours = lane.booked_origin
+            theirs = None if bare is None else bare.booked_origin
+            if ours is not None and theirs is not None and ours != theirs:
+                return f"site:{lane.site}"
+        return f"site:{owner}"
 
     def started(self, lane: SiteLane, work: PageWork, now: float) -> None:
         # Reserve the spacing now; the real send (after DNS) moves it later if needed.

@@ -153,7 +153,12 @@ Lc = TypeVar("Lc", bound=Lane, contravariant=True)
 
 
 class LaneKind(Protocol[Lc, W]):
-    max_lead: float
+    lead: float
+    """The lead most of the kind's lanes book at (``max_lead`` of a lane may differ)."""
+
+    def max_lead(self, lane: Lc) -> float:
+        """Seconds ahead the lane's work may be booked (further: refused, it waits unbooked)."""
+        ...
 
     def max_in_flight(self, lane: Lc) -> int: ...
 
@@ -339,7 +344,7 @@ class Scheduler(Generic[L, W]):
             if self._held(lane, booked_at):
                 return True
             booking = self.clocks.book_now(
-                limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
+                limits, cost, max_lead=self.kind.max_lead(lane), fence=lane.fence
             )
         except Exception:
             log.exception("booking for %s failed; it is tried again", lane.name)
@@ -360,7 +365,7 @@ class Scheduler(Generic[L, W]):
         if self._join_line(lane, limits, booked_at) or self._held(lane, booked_at):
             return
         booking = await self.clocks.book(
-            limits, cost, max_lead=self.kind.max_lead, fence=lane.fence
+            limits, cost, max_lead=self.kind.max_lead(lane), fence=lane.fence
         )
         if self.stopping or state.phase is not Phase.BOOKING:
             return
@@ -370,12 +375,19 @@ class Scheduler(Generic[L, W]):
     def _join_line(self, lane: L, limits: tuple[Limit, ...], now: float) -> bool:
         """A key of ``limits`` has lanes waiting for a later time: this one would only be
         refused, so it joins that line unasked (True)."""
-        key = self.key_waits.busy((limit.key for limit in limits), now)
+        lead = self.kind.max_lead(lane)
+        key = self.key_waits.busy((self._line(limit.key, lead) for limit in limits), now)
         if key is None:
             return False
         self.stats.line_joins += 1
         self._waiting(lane, self.key_waits.join(lane, key))
         return True
+
+    def _line(self, key: str, lead: float) -> str:
+        """The line of lanes a key refused at one lead: a lane that may book further ahead
+        never waits behind one that is refused again and again at a shorter lead (a
+        same-origin media host behind its platform's CDN misses)."""
+        return key if lead == self.kind.lead else f"{key} lead={lead:g}"
 
     def _held(self, lane: L, now: float) -> bool:
         """The start gate is shut: the lane waits among the ready ones, unbooked (True).
@@ -406,7 +418,8 @@ class Scheduler(Generic[L, W]):
             if not booking.keys:
                 self._wait(lane, booking.not_before)
                 return
-            self._waiting(lane, self.key_waits.wait(lane, booking.keys[0], booking.not_before))
+            line = self._line(booking.keys[0], self.kind.max_lead(lane))
+            self._waiting(lane, self.key_waits.wait(lane, line, booking.not_before))
             return
         self.stats.slots += 1
         state.slot, state.booked_at = booking, booked_at

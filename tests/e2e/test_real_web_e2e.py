@@ -1,0 +1,113 @@
+"""End to end on a simulated web with the real web's shapes: strangers behind one CDN edge are
+crawled each at its own budget, a SaaS platform behind the same edge stays one origin within
+its budget (judged from the servers' side), and images are fetched where they live: a
+platform's own media host (charged to the platform) and vanity names CNAMEd to a CDN or a
+bucket (keyed as that customer or bucket)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from courtier.cli import main
+from courtier.origins.store import OriginStore
+from courtier.simweb.audit import AuditReport, audit
+from courtier.simweb.process import SimWebProcess
+from courtier.simweb.world import EDGE_HOST, SiteKind, World, WorldParams
+
+
+@dataclasses.dataclass
+class Run:
+    world: World
+    report: AuditReport
+    stats: dict
+    documents: list[dict]
+    origins: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    tmp = tmp_path_factory.mktemp("realweb")
+    params = WorldParams(
+        seed=5,
+        n_standalone=14,
+        n_cname_tenants=3,  # platform A's one budget has room for its media host's images
+        n_header_tenants=3,
+        n_horizon=3,
+        n_farm=1,
+        n_edge_sites=16,
+        n_edge_tenants=6,
+        platform_media=1,
+        vanity_media=0.5,
+        imgsvc_store_share=0.3,
+    )
+    with SimWebProcess(tmp / "web", params) as web:
+        args = ["crawl", "--seeds", str(web.seeds_path), "--dns", web.dns]
+        args += ["--allow-net", web.allow_net, "--out", str(tmp / "out")]
+        args += ["--duration", "16", "--json"]
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            assert main(args) == 0
+    stats = json.loads(buffer.getvalue().strip().splitlines()[-1])
+    report = audit(web.log_path, web.world, allow_media=True)
+    with (tmp / "out" / "documents.jsonl").open() as lines:
+        documents = [json.loads(line) for line in lines]
+    store = OriginStore(tmp / "out" / "frontier.sqlite3")
+    try:
+        origins = {s.assignment.site: s.assignment.origin for s in store.all()}
+    finally:
+        store.close()
+    return Run(web.world, report, stats, documents, origins)
+
+
+def _hosts(run: Run, kind: SiteKind) -> list[str]:
+    return [s.host for s in run.world.sites.values() if s.kind is kind]
+
+
+def test_the_servers_find_every_budget_kept(run: Run) -> None:
+    assert run.report.ok, [c for c in run.report.criteria if not c.ok]
+    assert run.report.criterion("origin-budget").ok, run.report.criterion("origin-budget")
+    assert run.stats["internal_errors"] == 0
+
+
+def test_strangers_behind_one_edge_are_origins_of_their_own(run: Run) -> None:
+    edge_sites = _hosts(run, SiteKind.EDGE_SITE)
+    origins = [run.origins[h] for h in edge_sites]
+    assert len(set(origins)) == len(edge_sites), origins
+    assert not any(EDGE_HOST in origin for origin in origins)
+
+
+def test_a_platform_behind_the_same_edge_is_one_origin_within_its_budget(run: Run) -> None:
+    tenants = _hosts(run, SiteKind.EDGE_TENANT)
+    assert len({run.origins[h] for h in tenants}) == 1
+    platform = {o.origin: o for o in run.report.origins}["platform-c"]
+    assert platform.requests > len(tenants)  # crawled, not only its robots.txt files
+    assert not platform.over_budget
+
+
+def test_every_stranger_behind_the_edge_was_crawled_past_its_robots_txt(run: Run) -> None:
+    pages = {d["site"] for d in run.documents if d.get("kind") != "media" and d["status"] == 200}
+    assert set(_hosts(run, SiteKind.EDGE_SITE)) <= pages
+
+
+def test_images_are_fetched_where_they_live(run: Run) -> None:
+    media = [d for d in run.documents if d.get("kind") == "media"]
+    platform = [d for d in media if d["site"].startswith("media.platform-a")]
+    assert platform, "the platform's media host was never fetched"
+    a_origin = run.origins[_hosts(run, SiteKind.CNAME_TENANT)[0]]
+    assert all(f"origin:{a_origin}" in d["keys"] for d in platform)
+    vanity = [d for d in media if d["site"].startswith("images.")]
+    assert vanity, "no vanity media host was fetched"
+    kinds = {d["keys"][0].split(":", 1)[0] for d in vanity}
+    assert kinds <= {"bucket", "cdn"} and kinds, kinds
+
+
+def test_the_summary_reports_spacing_against_the_allowance(run: Run) -> None:
+    site = run.stats["spacing"]["site"]
+    assert site["starts"] > 20
+    assert 0.95 <= site["median_ratio"] <= 1.1, site
