@@ -68,3 +68,34 @@ async def test_www_and_the_bare_host_book_on_one_site_clock(harness):
     assert all(b - a >= 0.5 for a, b in itertools.pairwise(starts))  # 2/s for the owner
     keys = {event.url: event.context.keys for event in harness.events}
     assert "site:a.test" in keys["http://www.a.test/w0"]
+
+
+async def test_www_and_the_bare_host_on_one_origin_share_its_site_clock(harness):
+    bare = harness.site("a.test", [f"/b{n}" for n in range(4)], origin="addr:10.0.0.1")
+    www = harness.site("www.a.test", [f"/w{n}" for n in range(4)], origin="addr:10.0.0.1")
+    harness.pages.arm(bare)
+    harness.pages.arm(www)
+    await harness.timer.advance(10.0)
+    starts = sorted(harness.starts("a.test") + harness.starts("www.a.test"))
+    assert len(starts) == 8
+    assert all(b - a >= 0.5 for a, b in itertools.pairwise(starts))  # one server, one clock
+
+
+async def test_www_and_the_bare_host_on_two_origins_keep_a_site_clock_each(harness):
+    """Two servers each take the site rate: on one clock, each host's booking waited a whole
+    interval for the other's, and its pages went out two intervals apart."""
+    bare = harness.site("a.test", [f"/b{n}" for n in range(6)], origin="site:a.test")
+    www = harness.site("www.a.test", [f"/w{n}" for n in range(6)], origin="site:www.a.test")
+    harness.pages.arm(bare)
+    harness.pages.arm(www)
+    await harness.timer.advance(10.0)
+    interval = 0.5 + harness.config.politeness.start_margin
+    for host in ("a.test", "www.a.test"):
+        starts = harness.starts(host)
+        assert len(starts) == 6
+        assert all(b - a < interval + 0.01 for a, b in itertools.pairwise(starts)), host
+    pages = [e for e in harness.events if not e.url.endswith("/robots.txt")]
+    assert max(e.context.wait for e in pages) < 0.01
+    keys = {event.url: event.context.keys for event in harness.events}
+    assert keys["http://www.a.test/w0"][0] == "site:www.a.test"
+    assert keys["http://a.test/b0"][0] == "site:a.test"
