@@ -10,6 +10,11 @@ Each run starts a fresh simulated web in its own process and runs `courtier craw
 in another (the command `courtier demo` runs, with the same world), so the crawler's CPU time
 is its own: the `courtier crawl` process and its parse workers, never the simulated web.
 Loopback only. See bench/_crawlbench.py for how each figure is taken.
+
+It also prints the crawl's own spacing report (achieved start-to-start spacing against the
+allowed one, per key type) and fails (exit 1, "SPACING FAIL") when site or origin keys that
+work waited on ran more than 5% slower than they allow: every standalone site at half its
+pace at 2,000 sites is a failure of the run, not a figure to explain.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from _crawlbench import kinds_text, run, world_params
 
@@ -40,6 +46,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per run")
     args = parser.parse_args()
     params = world_params(args.size, args.sites or None, args.page_bytes, args.seed)
+    failed = False
     for n in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory(prefix="courtier-bench-") as tmp:
             workdir = (args.keep or Path(tmp)) / f"run{n}"
@@ -70,9 +77,42 @@ def main() -> int:
             f"places_full={crawl.get('places_full_share', '-')} "
             f"audit_ok={d['audit_ok']} violations={d['violations'] or '-'} wall={d['wall_s']:.0f}s "
             f"host_us={'/'.join(map(str, d['host_us'] or ['-']))} "
-            f"server_stalled={d['server_stalled_requests']}/{d['server_stall_max_ms']}ms"
+            f"server_stalled={d['server_stalled_requests']}/{d['server_stall_max_ms']}ms "
+            f"spacing={spacing_text(crawl)}"
         )
-    return 0
+        drifted = spacing_drift(crawl)
+        if drifted:
+            print(f"run {n}: SPACING FAIL: {drifted}", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
+
+
+SPACING_TOLERANCE = 1.05
+"""Median achieved/allowed start-to-start spacing a key type may show: site and origin keys
+that work waited on start at their allowance (the crawl's ``spacing`` report)."""
+
+
+def spacing_text(crawl: dict[str, Any]) -> str:
+    rows = crawl.get("spacing", {})
+    return (
+        ",".join(
+            f"{kind}:x{row['median_ratio']:.2f}/p90x{row['p90_ratio']:.2f}/{row['starts']}"
+            for kind, row in rows.items()
+        )
+        or "-"
+    )
+
+
+def spacing_drift(crawl: dict[str, Any]) -> str:
+    """Site or origin keys whose median spacing drifted above their allowance (empty: none)."""
+    rows = crawl.get("spacing", {})
+    return ", ".join(
+        f"{kind} keys x{row['median_ratio']:.2f} of their allowance (over {SPACING_TOLERANCE})"
+        for kind in ("site", "origin")
+        if (row := rows.get(kind))
+        and row["starts"] >= 100
+        and row["median_ratio"] > SPACING_TOLERANCE
+    )
 
 
 if __name__ == "__main__":

@@ -3,12 +3,15 @@ judged only where the work waited for the key."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from lane_harness import Lanes, allow_all
 
 from courtier.config import load
+from courtier.observe.probe import stats_copy
 from courtier.pipeline.spacing_report import SpacingReport, describe
+from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import KeyParams, Limit
 
 SITE = Limit("site:a.test", KeyParams(1.02, 0.0, 0.25, weighted=False))
@@ -89,3 +92,11 @@ async def test_the_scheduler_feeds_the_report_with_what_it_started(tmp_path: Pat
         assert "spacing" in harness.stats.as_dict()
     finally:
         await harness.close()
+
+
+def test_stats_json_carries_the_report_as_plain_values() -> None:
+    stats = CrawlStats()
+    for n in range(3):
+        stats.spacing.started((SITE,), 2.0, booked_at=1.02 * n, now=1.02 * n)
+    copied = json.loads(json.dumps(stats_copy(stats)))
+    assert copied["spacing"]["site"]["starts"] == 2

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from courtier.pipeline.spacing_report import SpacingReport
 from courtier.pipeline.stats import CrawlStats
 
 _SKIPPED = frozenset({"lag_samples", "recent_lag"})
@@ -62,7 +63,9 @@ def stats_copy(stats: CrawlStats) -> dict[str, Any]:
         if f.name in _SKIPPED:
             continue
         value = getattr(stats, f.name)
-        if isinstance(value, Counter | dict):
+        if isinstance(value, SpacingReport):
+            copied[f.name] = value.as_dict()
+        elif isinstance(value, Counter | dict):
             copied[f.name] = dict(value)
         elif isinstance(value, list):
             copied[f.name] = list(value[:20])
