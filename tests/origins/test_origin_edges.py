@@ -226,3 +226,25 @@ def test_a_platforms_own_not_found_page_is_not_stock() -> None:
 def test_each_common_stack_alone_is_not_distinctive() -> None:
     for n in range(len(STACKS)):
         assert stranger(f"s{n}.test", n).signature is None, STACKS[n][0]
+
+
+def test_an_edge_known_only_by_its_via_header_and_differing_backends() -> None:
+    """An edge whose ray and cache headers we do not know still names itself in Via."""
+    facts = []
+    for n in range(5):
+        server, backend, not_found = STACKS[n]
+        headers = [("Via", "1.1 hiddenedge"), ("Server", server or "x"), *backend]
+        fp = header_fingerprint(
+            probe_response(200, headers, b"", f"v{n}.test"),
+            probe_response(404, headers, not_found, f"v{n}.test"),
+        )
+        facts.append(site(f"v{n}.test", EDGE_ADDRESS, cname=(EDGE,), headers=fp))
+    assert len({a.origin for a in cluster(facts).values()}) == 5
+
+
+def test_unknown_ray_and_cache_headers_are_the_edges_not_a_platforms() -> None:
+    fp = header_fingerprint(
+        probe_response(200, [("QS-Ray", "ab12-SIM"), ("X-Edge-Cache", "HIT")], b"", "a.test"),
+        None,
+    )
+    assert fp is not None and fp.platform_headers == () and fp.cdn is not None

@@ -449,15 +449,16 @@ def _edge_behaviour(name: str, direct: list[SiteFacts]) -> str | None:
     observed = [s.headers for s in direct if s.headers is not None]
     if len(direct) < 2 or len(observed) < min(EDGE_SAMPLE, len(direct)):
         return None
-    if any(fp.cdn is None for fp in observed):
-        return None
+    if any(fp.cdn is None and fp.via is None for fp in observed):
+        return None  # a proxy's Via counts too: a name only this rule trusts it for
     signatures = {fp.signature for fp in observed}
     if len(signatures) == 1 and None not in signatures:
         return None
     backends = len({fp.signature or f"site{n}" for n, fp in enumerate(observed)})
+    marks = observed[0].cdn or f"Via: {observed[0].via}"
     return (
         f"{name}: {len(direct)} sites reach it and their answers carry CDN edge headers "
-        f"({observed[0].cdn}) over {backends} different backends"
+        f"({marks}) over {backends} different backends"
     )
 
 
