@@ -563,14 +563,6 @@ def zstd_bomb(size: int = GIB) -> bytes:
     return magic + header + middle * (blocks - 1) + last
 
 
-def zstd_module_installed() -> bool:
-    for name in ("compression.zstd", "backports.zstd", "zstandard"):
-        with contextlib.suppress(ImportError):
-            __import__(name)
-            return True
-    return False
-
-
 SITEMAP_HEAD = (
     b'<?xml version="1.0" encoding="UTF-8"?>'
     b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'

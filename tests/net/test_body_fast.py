@@ -8,6 +8,7 @@ import zlib
 from collections.abc import Callable
 
 import brotli
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,11 +57,31 @@ def test_a_bomb_is_never_decoded_much_past_the_limit():
     assert sink.truncated and sink.finish()[0] == b"\0" * 1000
 
 
-def test_an_unknown_coding_passes_through():
-    sink = BodySink(100)
-    sink.decoder = decoder_for("compress")
-    assert sink.add(b"as it came")
-    assert sink.finish() == (b"as it came", None)
+def test_a_coding_we_do_not_decode_is_an_error_never_the_page():
+    """zstd was never asked for (Accept-Encoding names gzip, deflate, br): its bytes are not
+    the page, whatever modules happen to be installed."""
+    for coding in ("zstd", "compress", "made-up", "gzip, zstd"):
+        sink = BodySink(100)
+        sink.decoder = decoder_for(coding)
+        with pytest.raises(DecodingError, match=r"zstd|compress|made-up"):
+            sink.add(b"(\xb5/\xfd as it came")
+
+
+def test_no_coding_and_identity_pass_through():
+    for coding in ("", "identity", " Identity "):
+        sink = BodySink(100)
+        sink.decoder = decoder_for(coding)
+        assert sink.add(b"as it came")
+        assert sink.finish() == (b"as it came", None)
+
+
+def test_stacked_codings_are_undone_in_reverse_order():
+    page = b"<p>twice wrapped</p>" * 50
+    body = brotli.compress(gzip.compress(page))  # gzip first, then br: "gzip, br"
+    sink = BodySink(10_000)
+    sink.decoder = decoder_for("gzip, br")
+    sink.add(body)
+    assert sink.finish()[0] == page
 
 
 def test_a_corrupt_stream_is_a_decoding_error():

@@ -3,7 +3,12 @@
 Rules:
 - ``gzip`` (and ``x-gzip``), ``deflate`` and ``br`` are decoded: the ones the fetcher's
   ``Accept-Encoding`` names. ``deflate`` is zlib-wrapped by the standard, raw in the wild:
-  the first bytes tell which. Any other coding (or none) passes through as it came.
+  the first bytes tell which. No coding (or ``identity``) passes through as it came.
+- Stacked codings (``Content-Encoding: gzip, br``: gzip applied first) are undone in the
+  reverse order.
+- Any other coding (``zstd``, ``compress``, a made-up one) is a ``DecodingError`` at the
+  body's first bytes: a body we cannot decode is never kept as if it were the page. Whether
+  some optional module could have decoded it does not matter: we never asked for it.
 - ``decode(data, most)`` returns at most ``most`` bytes plus what one step of the
   decompressor overshoots, so a compression bomb is cut where the body limit stands, before
   it fills memory; the caller stops reading at the limit and never asks again.
@@ -73,16 +78,45 @@ class _Brotli:
             raise DecodingError(f"the br body is corrupt: {exc}") from None
 
 
+class _Refused:
+    __slots__ = ("_coding",)
+
+    def __init__(self, coding: str) -> None:
+        self._coding = coding
+
+    def decode(self, data: bytes, most: int) -> bytes:
+        raise DecodingError(f"the body is in the {self._coding!r} coding, which we do not decode")
+
+
+class _Stacked:
+    __slots__ = ("_decoders",)
+
+    def __init__(self, decoders: list[Decoder]) -> None:
+        self._decoders = decoders  # the outermost coding (listed last) first
+
+    def decode(self, data: bytes, most: int) -> bytes:
+        for decoder in self._decoders:
+            data = decoder.decode(data, most)
+        return data
+
+
 IDENTITY = _Identity()
 
 
 def decoder_for(content_encoding: str) -> Decoder:
-    """The decoder of a Content-Encoding header value (identity for what we do not decode)."""
-    coding = content_encoding.strip().lower()
+    """The decoder of a Content-Encoding header value (see the module rules)."""
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    decoders = [_one(c) for c in reversed(codings) if c and c != "identity"]
+    if not decoders:
+        return IDENTITY
+    return decoders[0] if len(decoders) == 1 else _Stacked(decoders)
+
+
+def _one(coding: str) -> Decoder:
     if coding in ("gzip", "x-gzip"):
         return _Zlib(gzip=True)
     if coding == "deflate":
         return _Zlib(gzip=False)
     if coding == "br":
         return _Brotli()
-    return IDENTITY
+    return _Refused(coding)
