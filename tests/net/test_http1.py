@@ -287,7 +287,7 @@ async def test_bare_line_feeds_are_read_as_browsers_read_them():
         ("deflate", lambda data: zlib.compress(data)[2:-4]),  # raw, as some servers send it
         ("br", brotli.compress),
         ("identity", lambda data: data),
-        ("zstd", lambda data: data),  # a coding we do not decode passes through as it came
+        ("gzip, br", lambda data: brotli.compress(gzip.compress(data))),  # stacked
     ],
 )
 async def test_each_content_coding_is_decoded(coding: str, encode: Callable[[bytes], bytes]):
@@ -307,6 +307,14 @@ async def test_a_chunked_gzip_bomb_stops_at_the_limit_and_closes():
         first, _second = await get(server, "/a", "/b")
     assert first.status == 200 and first.truncated and len(first.body) == 64 * 1024
     assert server.connections == 2  # the rest was never read: that connection is gone
+
+
+async def test_a_coding_we_never_asked_for_is_an_error_not_the_page():
+    answer = ok(b"(\xb5/\xfd" + b"\0" * 100, b"Content-Encoding: zstd")
+    async with scripted(lambda n, head: answer) as server:
+        (result,) = await get(server, "/")
+    assert result.status is None and result.body == b""
+    assert "'zstd' coding" in (result.error or "")
 
 
 async def test_a_corrupt_body_is_an_error():
