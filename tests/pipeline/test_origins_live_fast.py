@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from courtier.net.guard import Resolution
+from courtier.origins.cluster import Assignment, OriginChange
 from courtier.origins.dns_evidence import DnsFacts
-from courtier.origins.infer import OriginInference
+from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline import origins_live
 from courtier.pipeline.origins_live import RELEASE_SLICE, LiveOrigins, infer_early
 from courtier.pipeline.site import OriginStatus, SiteLane
@@ -58,9 +59,11 @@ class Frontier:
 class Clocks:
     def __init__(self) -> None:
         self.carried: list[tuple[str, str]] = []
+        self.caps: dict[str, float | None] = {}
 
     async def carry(self, old: str, new: str, *, cap: float | None = None) -> None:
         self.carried.append((old, new))
+        self.caps[new] = cap
 
 
 class Timer:
@@ -213,3 +216,24 @@ async def test_one_unanswered_seed_host_does_not_hold_every_other_site(monkeypat
     runner.cancel()
     assert sorted(armed) == sorted(WORLD)
     assert {lanes[f"t{i}.test"].origin for i in range(4)} == {"addr:10.0.0.5"}
+
+
+async def test_sites_moving_together_carry_the_old_clock_whole_and_a_lone_one_its_share() -> None:
+    """A platform's tenants regrouped by their headers (addr -> hdr) still have every slot
+    they booked on the old key to start: the new key takes the old clock whole (capping it
+    let a platform's tenants go over budget). A stranger split off a CDN edge alone brings
+    only what its own requests spent."""
+    lanes = [SiteLane(h, h) for h in ("t1.test", "t2.test", "t3.test", "s.test")]
+    for lane in lanes:
+        lane.origin, lane.origin_status = "old", OriginStatus.RESOLVED
+    lanes[3].last_sent = 5.0
+    live = _live(OriginInference(FlakyDns(WORLD, {})), WORLD, lanes, lambda lane: None)
+    live.spent = lambda origin: 2.0
+    changes = [OriginChange(f"t{n}.test", "addr:10.0.0.5", "hdr:plinth") for n in (1, 2, 3)]
+    changes.append(OriginChange("s.test", "cname:edge.test", "site:s.test"))
+    assignments = {c.site: Assignment(c.site, c.new, 0.9, ()) for c in changes}
+    await live._apply(InferenceResult(assignments, tuple(changes), {}, 0))
+    clocks = live.clocks
+    assert clocks.caps["origin:hdr:plinth"] is None  # type: ignore[attr-defined]
+    assert clocks.caps["origin:site:s.test"] == 7.0  # type: ignore[attr-defined]
+    assert [lane.origin for lane in lanes] == ["hdr:plinth"] * 3 + ["site:s.test"]

@@ -21,10 +21,12 @@ Rules:
   are re-clustered within ``EVIDENCE_SETTLE``: strangers behind an edge wait that long on one
   shared budget, never minutes.
 - A site whose origin id changes books on the new one, and the new origin's clock is raised
-  to the old one's, capped at what the site's own requests can have spent there (one request
-  of the dearest class after its last start or booked slot): a fresh key never lets it start
-  early, and a site leaving a crowded key (strangers split off a CDN edge) does not inherit
-  every other site's bookings.
+  to the old one's: a fresh key never lets it start early. Sites moving together from one
+  key to another (a rename, tenants grouped by their headers) carry the old clock whole: its
+  bookings are theirs and still to start. A site moving alone from a key (a stranger split
+  off a CDN edge) carries it capped at what its own requests can have spent there (one
+  request of the dearest class after its last start or booked slot), not every other site's
+  bookings.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
@@ -309,14 +312,16 @@ class LiveOrigins:
         lanes: dict[str, list[SiteLane]] = {}
         for lane in self.sites():
             lanes.setdefault(lane.host, []).append(lane)
+        # Sites moving together from one key to another (a platform renamed, tenants grouped
+        # by their headers) bring every booking of the old key along; a site moving alone (a
+        # stranger split off a CDN edge) brings only its own.
+        together = Counter((change.old, change.new) for change in result.changes)
         for change in result.changes:
             moving = lanes.get(change.site, [])
             if change.old is not None:
-                await self.clocks.carry(
-                    f"origin:{change.old}",
-                    f"origin:{change.new}",
-                    cap=self._cap(moving, change.new),
-                )
+                alone = together[(change.old, change.new)] == 1
+                cap = self._cap(moving, change.new) if alone else None
+                await self.clocks.carry(f"origin:{change.old}", f"origin:{change.new}", cap=cap)
             for lane in moving:
                 if lane.origin_status is OriginStatus.RESOLVED:
                     lane.origin = change.new
