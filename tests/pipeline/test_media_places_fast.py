@@ -127,6 +127,14 @@ async def test_images_of_hosts_placed_by_dns_are_fetched_on_their_keys(harness) 
         "origin:site:agent.test",
     ]
     assert keys["http://pics.agent.test/img/1.jpg"] == ["bucket:simstore/media-agent"]
+    # A customer's CDN hostname: its robots.txt, missed by the cache, reaches the customer.
+    robots = {e.url: list(e.context.keys) for e in harness.events if e.url.endswith("robots.txt")}
+    assert robots["http://images.agent.test/robots.txt"] == [
+        "site:images.agent.test",
+        "cdn-miss:images.agent.test",
+        "origin:site:agent.test",
+    ]
+    assert robots["http://pics.agent.test/robots.txt"] == ["site:pics.agent.test"]
     assert not any("elsewhere" in url for url in keys)
     same_origin = [e for e in harness.events if "media.platform-a.test/shop" in e.url]
     assert all(e.context.cost == 1.0 for e in same_origin)  # the image cost, on the origin

@@ -228,7 +228,19 @@ class MediaLanes(LaneKindBase):
     def booking(self, lane: MediaLane, work: MediaWork) -> tuple[tuple[Limit, ...], float]:
         host = self.hosts[lane.site]
         if isinstance(work, RobotsWork):
-            return (self._site_limit(lane.site, self.config.site_interval),), self.robots_cost
+            limits = [self._site_limit(lane.site, self.config.site_interval)]
+            if lane.name == f"cdn-miss:{lane.site}" and lane.queue:
+                # One customer's CDN hostname: a robots.txt the cache misses is fetched from
+                # the customer's origin like any miss (the shared hostnames of CDNs and image
+                # services answer robots.txt for themselves).
+                limits += [
+                    self.feedback.origin_limit(key.name)
+                    if key.type is KeyType.ORIGIN
+                    else self.policy.limits((key,))[0]
+                    for key in self._keys(lane, lane.queue[0])
+                    if key.type in (KeyType.CDN_MISS, KeyType.ORIGIN)
+                ]
+            return tuple(limits), self.robots_cost
         limits = []
         spaced = False
         for key in self._keys(lane, work):
