@@ -246,3 +246,36 @@ async def test_a_miss_reaches_the_origin_after_the_referrers_site_was_handed_awa
     assert "origin:platform-a" in keys["http://cdn.simcdn.test/shop.test/img/1.jpg"]
     service = keys["http://img.simresize.test/shop/w_320/img/1.jpg"]
     assert "origin:platform-a" in service or harness.stats.miss_charges == 1
+
+
+async def test_a_miss_slotted_late_by_a_busy_cdn_leaves_its_origin_no_long_hole(make) -> None:
+    """A CDN shared by many customers sets a miss's slot seconds ahead; booked then, the miss
+    moves its customer's origin clock to that slot and the origin stays idle until it (GCRA
+    never lends the gap back). Misses are booked only when their slot is near."""
+
+    def answer(url: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        if url.endswith("/robots.txt"):
+            return 404, [], b""
+        if "cdn.simcdn.test" in url:
+            return 200, [("Content-Type", "image/jpeg"), ("X-Cache", "MISS")], b"\xff\xd8"
+        return 200, [("Content-Type", "text/html")], b"<html><p>item</p></html>"
+
+    config = load(None, ["limits.origin.rate=2", "limits.cdn.rate=0.4", "limits.cdn-miss.rate=50"])
+    harness = make(config, answer, {"a.test": "o1"})
+    site = harness.site("a.test", [f"/item/{n}" for n in range(30)], origin="o1")
+    harness.pages.arm(site)
+    for n in range(12):
+        harness.media.offer(f"http://cdn.simcdn.test/a.test/img/{n}.jpg", "a.test")
+    await harness.settle(25.0)
+    on_origin = sorted(
+        (e.at, e.context.cost)
+        for e in harness.events
+        if "origin:o1" in e.context.keys and e.result is not None
+    )
+    assert sum(1 for e in harness.events if "cdn.simcdn" in e.url and "img" in e.url) >= 6
+    idle = sum(
+        max(0.0, later - (start + cost * 0.5))
+        for (start, cost), (later, _cost) in itertools.pairwise(on_origin)
+    )
+    span = on_origin[-1][0] - on_origin[0][0]
+    assert idle < 0.1 * span, (idle, span)
