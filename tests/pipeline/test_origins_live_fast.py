@@ -226,9 +226,9 @@ async def test_sites_moving_together_carry_the_old_clock_whole_and_a_lone_one_it
     lanes = [SiteLane(h, h) for h in ("t1.test", "t2.test", "t3.test", "s.test")]
     for lane in lanes:
         lane.origin, lane.origin_status = "old", OriginStatus.RESOLVED
-    lanes[3].last_sent = 5.0
+    lanes[3].last_sent, lanes[3].sched.launched, lanes[3].sched.last_cost = 5.0, True, 4.0
     live = _live(OriginInference(FlakyDns(WORLD, {})), WORLD, lanes, lambda lane: None)
-    live.spent = lambda origin: 2.0
+    live.per_unit = lambda origin: 0.5
     changes = [OriginChange(f"t{n}.test", "addr:10.0.0.5", "hdr:plinth") for n in (1, 2, 3)]
     changes.append(OriginChange("s.test", "cname:edge.test", "site:s.test"))
     assignments = {c.site: Assignment(c.site, c.new, 0.9, ()) for c in changes}

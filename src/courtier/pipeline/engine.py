@@ -272,7 +272,7 @@ class Engine:
             tasks=self.tasks,
             early=self._early_origins,
             started=self._began,
-            spent=self._dearest_on,
+            per_unit=lambda origin: self.feedback.origin_interval(origin),
             rebook=lambda lane: self.pages.rebook(lane),
         )
         write, save, kept = self.sink.write, self._save_robots, self.sink.archive
@@ -459,11 +459,6 @@ class Engine:
             self.tasks,
             self.timer,
         )
-
-    def _dearest_on(self, origin: str) -> float:
-        """Seconds of ``origin``'s clock one request of the dearest class takes."""
-        dearest = max(self.site_lanes.costs.costs.values())
-        return dearest * self.feedback.origin_interval(origin)
 
     def _interval_of(self, site: str) -> float | None:
         lane = self.sites.get(site)

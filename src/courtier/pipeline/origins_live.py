@@ -24,9 +24,8 @@ Rules:
   to the old one's: a fresh key never lets it start early. Sites moving together from one
   key to another (a rename, tenants grouped by their headers) carry the old clock whole: its
   bookings are theirs and still to start. A site moving alone from a key (a stranger split
-  off a CDN edge) carries it capped at what its own requests can have spent there (one
-  request of the dearest class after its last start or booked slot), not every other site's
-  bookings.
+  off a CDN edge) carries it capped at what its own requests can have spent there (its last
+  start and its booked slot, each at its cost), not every other site's bookings.
 """
 
 from __future__ import annotations
@@ -96,11 +95,11 @@ class LiveOrigins:
         tasks: set[asyncio.Task[None]],
         early: asyncio.Future[InferenceResult] | None = None,
         started: float | None = None,
-        spent: Callable[[str], float] | None = None,
+        per_unit: Callable[[str], float] | None = None,
         rebook: Callable[[SiteLane], None] | None = None,
     ) -> None:
-        """``spent(origin)``: seconds of the origin's clock one request of the dearest class
-        takes there (the cap of a clock carried to a site's new origin); None: no cap."""
+        """``per_unit(origin)``: seconds of the origin's clock one cost unit takes there (the
+        cap of a clock carried to a site's new origin); None: no cap."""
         self.inference = inference
         self.guard = guard
         self.clocks = clocks
@@ -128,7 +127,7 @@ class LiveOrigins:
         """Lookups at once: a start-up burst must not flood the resolver."""
         self._to_retry: set[str] = set()
         self._retrying = asyncio.Lock()
-        self.spent = spent
+        self.per_unit = per_unit
         self.rebook = rebook
         """Asks a lane that waits for its old origin's key to book again on its new one."""
 
@@ -329,22 +328,20 @@ class LiveOrigins:
                         self.rebook(lane)
 
     def _cap(self, lanes: list[SiteLane], origin: str) -> float | None:
-        """The latest a site's own requests can have booked the clock of its new origin: one
-        request of the dearest class after its last start or its slot booked on the old one."""
-        if self.spent is None or not lanes:
+        """The latest a site's own requests can have booked the clock of its new origin: its
+        last start, and its slot booked on the old key, each charged at its cost there."""
+        if self.per_unit is None or not lanes:
             return None
-        last: float | None = None
+        per_unit = self.per_unit(origin)
+        ends = [self.timer.now()]  # nothing of its own ever booked on the old key: no floor
         for lane in lanes:
-            starts = [lane.last_sent] if lane.last_sent else []
-            if lane.sched.launched:
-                starts.append(lane.next_start - lane.interval)
-            if lane.sched.slot is not None:
-                starts.append(lane.sched.slot.start)
-            if starts:
-                last = max(starts if last is None else [last, *starts])
-        if last is None:  # nothing of its own was ever booked on the old key
-            return self.timer.now()
-        return last + self.spent(origin)
+            state = lane.sched
+            if state.launched:
+                last = max(lane.last_sent, lane.next_start - lane.interval)
+                ends.append(last + state.last_cost * per_unit)
+            if state.slot is not None:
+                ends.append(state.slot.start + state.slot.cost * per_unit)
+        return max(ends)
 
 
 def _save(store: FrontierStore, result: InferenceResult) -> None:

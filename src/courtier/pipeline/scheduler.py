@@ -136,6 +136,8 @@ class LaneState(Generic[W]):
     """It has started a request: past the first-contact gate."""
     limits: tuple[Limit, ...] = ()
     """The keys ``slot`` was booked on, with their parameters then (the spacing report)."""
+    last_cost: float = 0.0
+    """The cost of the lane's last start (what it may have spent on its keys' clocks)."""
 
 
 class Lane(Protocol):
@@ -461,7 +463,8 @@ class Scheduler(Generic[L, W]):
         state.launched = True
         state.in_flight += 1
         self.in_flight += 1
-        self.stats.spacing.started(state.limits, slot.cost, state.booked_at, now)
+        state.last_cost = slot.cost
+        self.stats.spacing.started(lane.name, state.limits, slot.cost, state.booked_at, now)
         self.kind.started(lane, work, now)
         answered = _Answered(self, lane)
         sent = _Sent(self.spacing, slot)

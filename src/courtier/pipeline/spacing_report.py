@@ -2,16 +2,22 @@
 used at half its allowance shows in every crawl's summary instead of hiding in the ceiling.
 
 Rules:
-- Each start on a key leaves the spacing the key then allows before the next one: its cost
-  times the key's interval as booked (an unweighted key, a site, counts one request), so
-  Crawl-delay, backoff and latency slowdowns are in the allowance, not in the shortfall.
-- A start is judged on the key that should have set it: of its keys, the one whose
-  allowance after its previous start ends last (a page whose origin was busy with the site's
-  images is the origin's start, not a short one of its site's). It is judged only when its
-  work was booked by the time that key allowed it (``READY_SLACK`` of the allowance late at
-  most): the lane was waiting for the key, so any gap past the allowance is the crawl's own
-  doing. A site with nothing to fetch, a lane held by its own pause or an image found late
-  is not a shortfall.
+- Each start leaves, on each of its keys, the spacing the key then allows before the next
+  one: its cost times the key's interval as booked (an unweighted key, a site, counts one
+  request), so Crawl-delay, backoff and latency slowdowns are in the allowance, not in the
+  shortfall.
+- A site is judged as its server sees it: the gap between two starts of the same lane (the
+  same host) against the lane's own site interval, whichever ``site:`` key it books on (two
+  hosts wrongly sharing one site clock each show twice their allowance). A shared key (an
+  origin, a CDN's misses) is judged on the key: the gap since the key's previous start, by
+  any lane, against what that start allowed.
+- A start is judged on the constraint that should have set it: its site, or the shared key
+  whose allowance after its previous start ends last (a page whose origin was busy with the
+  site's images, or with its platform's other tenants, is the origin's start, not a short
+  one of its site's). It is judged only when its work was booked by the time that
+  constraint allowed it (``READY_SLACK`` of the allowance late at most): the lane was
+  waiting, so any gap past the allowance is the crawl's own doing. A site with nothing to
+  fetch, a lane held by its own pause or an image found late is not a shortfall.
 - Keys with burst tolerance (buckets) may start back to back by design: they are not judged.
 - Per key type: how many starts were judged, their achieved/allowed ratio (median, p90; a
   histogram in hundredths, so a long crawl keeps a fixed size) and the mean gap and
@@ -72,26 +78,38 @@ class KeyTypeSpacing:
 class SpacingReport:
     def __init__(self) -> None:
         self._last: dict[str, tuple[float, float]] = {}
-        """Key -> (its last start, the spacing that start allows before the next)."""
+        """Shared key, or ``lane <name>`` -> (its last start, when it allows the next)."""
         self.by_type: dict[str, KeyTypeSpacing] = {}
 
-    def started(self, limits: Iterable[Limit], cost: float, booked_at: float, now: float) -> None:
-        """A request booked at ``booked_at`` on ``limits`` at ``cost`` started ``now``."""
+    def started(
+        self, lane: str, limits: Iterable[Limit], cost: float, booked_at: float, now: float
+    ) -> None:
+        """A request of ``lane`` booked at ``booked_at`` on ``limits`` at ``cost`` started
+        ``now``."""
         last_of = self._last
-        binding: tuple[str, float, float] | None = None  # (key, previous start, allowance)
+        binding: tuple[str, float, float] | None = None  # (kind, last start, allowed until)
         for limit in limits:
             key, params = limit.key, limit.params
             if params.burst > 0:
                 continue
-            last = last_of.get(key)
-            if last is not None and (binding is None or sum(last) > binding[1] + binding[2]):
-                binding = (key, *last)
-            last_of[key] = (now, (cost if params.weighted else 1.0) * params.interval)
+            kind = key.partition(":")[0]
+            mark = f"lane {lane}" if kind == "site" else key
+            charge = (cost if params.weighted else 1.0) * params.interval
+            last = last_of.get(mark)
+            if last is None:
+                last_of[mark] = (now, now + charge)
+                continue
+            if binding is None or last[1] > binding[2]:
+                binding = (kind, *last)
+            # A shared key's allowance runs on from whichever start used it last (GCRA over
+            # the starts); a lane's from its own previous start.
+            until = now + charge if kind == "site" else max(last[1], now) + charge
+            last_of[mark] = (now, until)
         if binding is None:
             return
-        key, previous, allowed = binding
-        if allowed > 0 and booked_at <= previous + allowed * (1 + READY_SLACK):
-            kind = key.partition(":")[0]
+        kind, previous, until = binding
+        allowed = until - previous
+        if allowed > 0 and booked_at <= until + allowed * READY_SLACK:
             tally = self.by_type.get(kind)
             if tally is None:
                 tally = self.by_type[kind] = KeyTypeSpacing()
