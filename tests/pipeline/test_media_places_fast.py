@@ -11,6 +11,7 @@ from test_media_lanes import FAST, Harness
 
 from courtier.config import load
 from courtier.origins.cdn import CdnRules
+from courtier.pipeline import media_places
 from courtier.pipeline.media_places import HostFacts, MediaPlaces, Placement, place
 from courtier.politeness.keys import MediaSource
 
@@ -163,3 +164,12 @@ async def test_a_placement_never_overrides_a_host_that_is_media_by_name(harness)
     await harness.timer.advance(5.0)
     (doc,) = harness.documents
     assert doc["keys"][0] == "cdn:cdn.simcdn.test"
+
+
+async def test_image_hosts_looked_up_are_bounded(harness, monkeypatch) -> None:
+    monkeypatch.setattr(media_places, "MAX_HOSTS", 3)
+    asked = with_places(harness, {})
+    for n in range(6):
+        harness.media.offer(f"http://img{n}.elsewhere.test/a.png", "shop.test")
+    await harness.timer.advance(2.0)
+    assert sorted(asked[0]) == [f"img{n}.elsewhere.test" for n in range(3)]

@@ -15,10 +15,10 @@ Rules (``place`` is pure):
   same-origin media, booked on the host's ``site:`` key and that origin, at the image cost.
 - Anything else stays what it was: a horizon link, recorded, never fetched.
 - A host is looked up once; hosts found within ``LOOKUP_BATCH`` seconds of each other are
-  looked up together (one re-clustering of origins). Its first images keep their horizon
-  record while it is looked up (nothing is lost if it is not media) and wait, at most
-  ``PENDING_PER_HOST`` of them; once it is placed they are fetched as media, and so is every
-  later image of it.
+  looked up together (one re-clustering of origins); at most ``MAX_HOSTS`` of them. Its
+  first images keep their horizon record while it is looked up (nothing is lost if it is not
+  media) and wait, at most ``PENDING_PER_HOST`` of them; once it is placed they are fetched
+  as media, and so is every later image of it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ LOOKUP_BATCH = 0.5
 """Seconds to gather image hosts before one lookup of them all."""
 PENDING_PER_HOST = 1_000
 """Images of a host being looked up that wait for its answer (the rest stay horizon only)."""
+MAX_HOSTS = 5_000
+"""Image hosts ever looked up: each joins origin inference, which re-clusters every host it
+knows; a crawl whose pages embed from endless third-party hosts (ads, trackers) keeps the
+rest horizon rather than grow it without end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +141,8 @@ class MediaPlaces:
             return
         waiting = self._pending.get(site)
         if waiting is None:
+            if len(self.placed) + len(self._pending) >= MAX_HOSTS:
+                return
             waiting = self._pending[site] = []
             self._batch[site] = url.host
             if len(self._batch) == 1:
