@@ -248,3 +248,26 @@ def test_unknown_ray_and_cache_headers_are_the_edges_not_a_platforms() -> None:
         None,
     )
     assert fp is not None and fp.platform_headers == () and fp.cdn is not None
+
+
+def test_a_shared_name_waiting_for_its_sample_is_provisional_until_told_apart() -> None:
+    before = cluster(world(observed_strangers=0))
+    assert all(a.provisional for a in before.values())  # strangers and tenants alike
+    # Tenants' answers decide their platform's name and show the address is an edge's, but
+    # the strangers' shared name still waits for its own sample: all of them stay provisional.
+    mixed = cluster(world(observed_strangers=EDGE_SAMPLE - 1, observed_tenants=3))
+    assert len({a.origin for a in mixed.values()}) == 1
+    assert all(a.provisional for a in mixed.values())
+    after = cluster(world(observed_strangers=EDGE_SAMPLE))
+    assert not any(a.provisional for h, a in after.items() if h.startswith("s"))
+    # The platform's own name waits for its tenants' answers in turn (it could be an edge).
+    assert all(a.provisional for h, a in after.items() if h.startswith("t"))
+    told = cluster(world(observed_strangers=EDGE_SAMPLE, observed_tenants=EDGE_SAMPLE))
+    assert not any(a.provisional for a in told.values())
+    platform = [
+        site(f"t{n}.test", EDGE_ADDRESS, cname=(EDGE,), headers=tenant(f"t{n}.test", n))
+        for n in range(4)
+    ]
+    assert not any(a.provisional for a in cluster(platform).values())  # a platform: decided
+    alone = [site("own.test", "192.0.2.40"), site("other.test", "192.0.2.41")]
+    assert not any(a.provisional for a in cluster(alone).values())

@@ -237,3 +237,19 @@ async def test_sites_moving_together_carry_the_old_clock_whole_and_a_lone_one_it
     assert clocks.caps["origin:hdr:plinth"] is None  # type: ignore[attr-defined]
     assert clocks.caps["origin:site:s.test"] == 7.0  # type: ignore[attr-defined]
     assert [lane.origin for lane in lanes] == ["hdr:plinth"] * 3 + ["site:s.test"]
+
+
+async def test_an_older_result_applied_late_never_moves_a_site_back() -> None:
+    """Results are applied as their awaits end: a site takes the inference's origin of now,
+    never a stale result's (it would book on a key its group has left, beside it)."""
+    lanes = [SiteLane(h, h) for h in ("t1.test", "t2.test")]
+    for lane in lanes:
+        lane.origin, lane.origin_status = "cname:edge.test", OriginStatus.RESOLVED
+    inference = OriginInference(FlakyDns(WORLD, {}))
+    live = _live(inference, WORLD, lanes, lambda lane: None)
+    now = {h: Assignment(h, "cname:tenants.platform.test", 0.9, ()) for h in ("t1.test", "t2.test")}
+    inference._assignments = dict(now)  # the newest clustering: the platform, told apart
+    stale = [OriginChange(h, None, "cname:edge.test") for h in ("t1.test", "t2.test")]
+    await live._apply(InferenceResult(now, tuple(stale), {}, 0))
+    assert [lane.origin for lane in lanes] == ["cname:tenants.platform.test"] * 2
+    assert ("origin:cname:edge.test", "origin:cname:tenants.platform.test") in live.clocks.carried  # type: ignore[attr-defined]

@@ -435,3 +435,17 @@ async def test_a_lane_waiting_for_its_old_origin_books_on_its_new_one_at_once(la
     for site in waiting:
         robots = h.starts(site.name, robots=True)[0] - begun
         assert robots < 0.6, (site.name, robots)  # not at the shared key's 3 s and later
+
+
+async def test_sites_on_an_origin_not_told_from_an_edge_book_little_ahead(lanes) -> None:
+    """Until the first answers tell a CDN edge from a platform, the sites sharing it book at
+    most a second ahead there: split off, they are waiting unbooked, not holding slots."""
+    h = lanes("limits.origin.rate=1", "limits.site.rate=10")
+    sites = [h.site(f"s{n}.test", ["/a"], origin="cname:edge.test") for n in range(8)]
+    for site in sites:
+        site.provisional = True
+        h.pages.arm(site)
+    await h.timer.advance(0.1)
+    booked = [s for s in sites if s.sched.phase is Phase.BOOKED or h.starts(s.name, robots=True)]
+    assert len(booked) <= 3  # one unit a second, one second ahead (plus the one at once)
+    assert all(s.sched.slot is None or s.sched.slot.start - h.timer.now() <= 1.0 for s in sites)

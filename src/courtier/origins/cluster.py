@@ -84,6 +84,10 @@ class Assignment:
     origin: str
     confidence: float
     evidence: tuple[Evidence, ...]
+    provisional: bool = False
+    """The origin groups the site on a shared name or address whose first answers have not
+    told yet whether it is a CDN edge (strangers) or a platform (one origin): book little
+    ahead on it. Not stored: it holds for seconds."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -131,6 +135,8 @@ class _Clustering:
         """Shared CNAME names that behave as CDN edges -> why."""
         self.edge_addresses: dict[str, str] = {}
         """Shared addresses that are CDN edges (published ranges, behaviour) -> why."""
+        self.pending: set[str] = set()
+        """Shared names and addresses whose direct sites have not all answered the sample."""
 
     def run(self) -> dict[str, Assignment]:
         resolved = [f for f in self.facts.values() if f.dns.error is None]
@@ -159,6 +165,8 @@ class _Clustering:
             reason = _edge_behaviour(link, direct)
             if reason is not None:
                 self.edge_names[link] = reason
+            elif _sample_pending(direct):
+                self.pending.add(link)
         by_address: dict[str, list[SiteFacts]] = defaultdict(list)
         for site in sites:
             for address in site.dns.addresses:
@@ -171,6 +179,8 @@ class _Clustering:
                 reason = _edge_behaviour(address, members)
                 if reason is not None:
                     self.edge_addresses[address] = reason
+                elif _sample_pending(members):
+                    self.pending.add(address)
 
     def _edge_reason(self, site: SiteFacts) -> str | None:
         for link in site.dns.cname_chain:
@@ -372,10 +382,21 @@ class _Clustering:
             used.add(origin)
             self._header_conflicts(members)
             self._tls(members)
+            provisional = any(self._provisional(self.facts[host]) for host in members)
             for host in members:
                 evidence = tuple(self.evidence[host])
-                result[host] = Assignment(host, origin, combined_confidence(evidence), evidence)
+                confidence = combined_confidence(evidence)
+                result[host] = Assignment(host, origin, confidence, evidence, provisional)
         return result
+
+    def _provisional(self, site: SiteFacts) -> bool:
+        # Whether its own answers showed an edge or not: it is grouped on a name still pending.
+        if site.dns.error is not None:
+            return False
+        pending = self.pending
+        return any(link in pending for link in self._platform_links(site.dns)) or any(
+            address in pending for address in site.dns.addresses
+        )
 
     def _origin_id(self, members: list[str]) -> str:
         if len(members) == 1:
@@ -440,6 +461,12 @@ def _direct(chain: tuple[str, ...], link: str, shared: set[str]) -> bool:
         if name in shared:
             return False
     return False
+
+
+def _sample_pending(direct: list[SiteFacts]) -> bool:
+    """Fewer of these sites have answered than an edge decision needs."""
+    observed = sum(1 for s in direct if s.headers is not None)
+    return len(direct) > 1 and observed < min(EDGE_SAMPLE, len(direct))
 
 
 def _edge_behaviour(name: str, direct: list[SiteFacts]) -> str | None:

@@ -123,6 +123,12 @@ class OriginInference:
         assignment = self._assignments.get(host)
         return None if assignment is None else assignment.origin
 
+    def provisional(self, host: str) -> bool:
+        """Whether ``host``'s origin still waits for the first answers that tell a CDN edge
+        from a platform (``Assignment.provisional``)."""
+        assignment = self._assignments.get(host)
+        return assignment is not None and assignment.provisional
+
     def failed(self, host: str) -> bool:
         """Whether ``host`` is unknown or its last DNS lookup failed (its origin is a guess)."""
         facts = self._facts.get(host)

@@ -224,6 +224,7 @@ class LiveOrigins:
 
     def _resolved(self, lane: SiteLane, origin: str | None) -> None:
         lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
+        lane.provisional = self.inference is not None and self.inference.provisional(lane.host)
         self.arm(lane)
 
     async def hosts_facts(self, hosts: list[str]) -> dict[str, HostFacts]:
@@ -306,26 +307,44 @@ class LiveOrigins:
     async def _apply(self, result: InferenceResult) -> None:
         self.stats.origins = len({a.origin for a in result.assignments.values()})
         await self.frontier.call(_save, self.frontier.store, result)
-        if not result.changes:
-            return
         lanes: dict[str, list[SiteLane]] = {}
         for lane in self.sites():
             lanes.setdefault(lane.host, []).append(lane)
         # Sites moving together from one key to another (a platform renamed, tenants grouped
         # by their headers) bring every booking of the old key along; a site moving alone (a
         # stranger split off a CDN edge) brings only its own.
+        # Results are applied in the order their awaits end, not the order they were made (the
+        # seed's, a re-check's, an image host lookup's): a site takes the inference's origin of
+        # now, never an older result's, or it would book on a key its group has left.
+        inference = self.inference
         together = Counter((change.old, change.new) for change in result.changes)
         for change in result.changes:
             moving = lanes.get(change.site, [])
-            if change.old is not None:
-                alone = together[(change.old, change.new)] == 1
-                cap = self._cap(moving, change.new) if alone else None
-                await self.clocks.carry(f"origin:{change.old}", f"origin:{change.new}", cap=cap)
+            now_origin = change.new
+            if inference is not None:
+                now_origin = inference.origin_of(change.site) or change.new
+            booked_on = {change.old} | {
+                lane.origin for lane in moving if lane.origin_status is OriginStatus.RESOLVED
+            }
+            alone = together[(change.old, change.new)] == 1
+            for old_origin in sorted(o for o in booked_on if o is not None and o != now_origin):
+                cap = self._cap(moving, now_origin) if alone else None
+                await self.clocks.carry(f"origin:{old_origin}", f"origin:{now_origin}", cap=cap)
             for lane in moving:
-                if lane.origin_status is OriginStatus.RESOLVED:
-                    lane.origin = change.new
-                    if self.rebook is not None:
-                        self.rebook(lane)
+                if lane.origin_status is OriginStatus.RESOLVED and lane.origin != now_origin:
+                    lane.origin = now_origin
+                    self._rebook(lane)
+        if inference is not None:
+            for host, hosts_lanes in lanes.items():
+                if not inference.provisional(host):
+                    for lane in hosts_lanes:
+                        if lane.provisional:
+                            lane.provisional = False  # told apart: it books as far as any
+                            self._rebook(lane)
+
+    def _rebook(self, lane: SiteLane) -> None:
+        if self.rebook is not None:
+            self.rebook(lane)
 
     def _cap(self, lanes: list[SiteLane], origin: str) -> float | None:
         """The latest a site's own requests can have booked the clock of its new origin: its

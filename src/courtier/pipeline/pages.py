@@ -59,6 +59,12 @@ from courtier.sinks.warc import EncodedCapture
 log = logging.getLogger("courtier.pipeline.engine")
 
 PageWork = LeasedUrl | RobotsWork
+
+PROVISIONAL_LEAD = 1.0
+"""Seconds ahead a site may book on an origin not yet told from a CDN edge (a shared name
+whose first answers are still out): booked 10 s ahead there, strangers split off the edge
+a few seconds later still waited for slots of a key they no longer share. Waiting unbooked,
+they book on their own origins the moment they move."""
 T = TypeVar("T")
 Parse = Callable[..., Awaitable[Any]]
 
@@ -100,7 +106,7 @@ class SiteLanes(LaneKindBase):
     # -- choosing -----------------------------------------------------------------------
 
     def max_lead(self, lane: SiteLane) -> float:
-        return self.lead
+        return min(self.lead, PROVISIONAL_LEAD) if lane.provisional else self.lead
 
     def max_in_flight(self, lane: SiteLane) -> int:
         return self.config.politeness.max_in_flight_per_site

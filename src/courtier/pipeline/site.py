@@ -60,6 +60,9 @@ class SiteLane:
     margin: float = 0.0
     origin_status: OriginStatus = OriginStatus.UNRESOLVED
     origin: str | None = None
+    provisional: bool = False
+    """Its origin groups it on a shared name whose first answers have not told a CDN edge
+    from a platform yet (``Assignment.provisional``): it books little ahead there."""
     refusal: str | None = None
     """Why the guard last refused this site's host, if it did."""
     refill_requested: bool = False
