@@ -198,20 +198,8 @@ class _Clustering:
             if site.headers is not None and site.headers.signature is not None:
                 by_signature[site.headers.signature].append(site)
         for signature, holders in by_signature.items():
-            if len(holders) < 2:
-                continue
-            self.union.union(h.host for h in holders)
-            fingerprint = holders[0].headers
-            assert fingerprint is not None
-            detail = (
-                f"{len(holders)} sites behind CDN edges answer with one distinctive "
-                f"fingerprint: {fingerprint.describe()}"
-            )
-            for holder in holders:
-                self.evidence[holder.host].append(
-                    Evidence(Kind.HEADERS, signature, HEADER_WEIGHT, detail)
-                )
-                self.keys[holder.host].add(f"hdr:{signature}")
+            if len(holders) > 1:
+                self._one_fingerprint(signature, holders, "behind CDN edges", (f"hdr:{signature}",))
 
     def _usable(self, site: SiteFacts) -> bool:
         if site.dns.error is not None:
@@ -310,18 +298,8 @@ class _Clustering:
             self._shared_address(address, members)
             return
         for signature, holders in by_signature.items():
-            self.union.union(m.host for m in holders)
-            fingerprint = holders[0].headers
-            assert fingerprint is not None
-            detail = (
-                f"{len(holders)} sites on {address} answer with one fingerprint: "
-                f"{fingerprint.describe()}"
-            )
-            for holder in holders:
-                self.evidence[holder.host].append(
-                    Evidence(Kind.HEADERS, signature, HEADER_WEIGHT, detail)
-                )
-                self.keys[holder.host].update((f"hdr:{signature}", f"addr:{address}"))
+            keys = (f"hdr:{signature}", f"addr:{address}")
+            self._one_fingerprint(signature, holders, f"on {address}", keys)
         if len(by_signature) == 1:
             holders = next(iter(by_signature.values()))
             self._join_or_conflict(address, holders, others)
@@ -331,6 +309,23 @@ class _Clustering:
                 self.evidence[member.host].append(
                     Evidence(Kind.HEADER_CONFLICT, address, HEADER_CONFLICT_WEIGHT, detail)
                 )
+
+    def _one_fingerprint(
+        self, signature: str, holders: list[SiteFacts], where: str, keys: tuple[str, ...]
+    ) -> None:
+        """``holders`` answer with one distinctive fingerprint ``where`` they are: one origin."""
+        self.union.union(h.host for h in holders)
+        fingerprint = holders[0].headers
+        assert fingerprint is not None
+        detail = (
+            f"{len(holders)} sites {where} answer with one distinctive fingerprint: "
+            f"{fingerprint.describe()}"
+        )
+        for holder in holders:
+            self.evidence[holder.host].append(
+                Evidence(Kind.HEADERS, signature, HEADER_WEIGHT, detail)
+            )
+            self.keys[holder.host].update(keys)
 
     def _shared_address(self, address: str, members: list[SiteFacts]) -> None:
         hosts = [m.host for m in members]
