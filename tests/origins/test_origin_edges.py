@@ -11,6 +11,7 @@ from courtier.origins.cluster import EDGE_SAMPLE, SiteFacts, cluster
 from courtier.origins.evidence import Kind
 from courtier.origins.header_evidence import (
     HeaderFingerprint,
+    generic_cookie,
     generic_powered_by,
     header_fingerprint,
     probe_response,
@@ -271,3 +272,23 @@ def test_a_shared_name_waiting_for_its_sample_is_provisional_until_told_apart() 
     assert not any(a.provisional for a in cluster(platform).values())  # a platform: decided
     alone = [site("own.test", "192.0.2.40"), site("other.test", "192.0.2.41")]
     assert not any(a.provisional for a in cluster(alone).values())
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PHPSESSID",
+        "_myshop_session",  # Rails: every Rails app names its session cookie like this
+        "SESS0123456789abcdef0123456789abcdef",  # Drupal
+        ".AspNetCore.Session",
+        "wordpress_logged_in_abc",
+        "BIGipServerpool_web",
+    ],
+)
+def test_framework_session_cookies_are_generic(name: str) -> None:
+    assert generic_cookie(name.lower())
+
+
+@pytest.mark.parametrize("name", ["_shopwise_s", "plinth_sid", "tenant_id"])
+def test_a_platforms_own_cookie_is_not_generic(name: str) -> None:
+    assert not generic_cookie(name)

@@ -133,9 +133,18 @@ GENERIC_COOKIE_PREFIXES: tuple[str, ...] = (
 )
 
 
+# Cookie names frameworks make from the app's own name or a hash: Rails' ``_<app>_session``,
+# Drupal's ``SESS<hash>``/``SSESS<hash>``, ASP.NET Core's ``.AspNetCore.*`` (lowercase here).
+_GENERIC_COOKIE_SHAPES = re.compile(r"^_[a-z0-9_]+_session$|^s?sess[0-9a-f]{16,}$|^\.aspnetcore\.")
+
+
 def generic_cookie(name: str) -> bool:
     """Is this cookie name sent by every install of a common stack, CMS or analytics tag?"""
-    return name in GENERIC_COOKIES or name.startswith(GENERIC_COOKIE_PREFIXES)
+    return (
+        name in GENERIC_COOKIES
+        or name.startswith(GENERIC_COOKIE_PREFIXES)
+        or bool(_GENERIC_COOKIE_SHAPES.match(name))
+    )
 
 
 # Headers that every install of a common software stack sends (CMSs, frameworks, app servers,
