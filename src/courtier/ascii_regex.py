@@ -3,8 +3,9 @@
 ``re`` looks a Unicode class (``\\d``, ``\\s``, the word characters behind ``\\b``) up in the
 Unicode tables at every position it tries, and a character class holding one is not turned
 into the bitmap its fast scan for a first character uses. On 6 KB pages the phone-number
-candidates were found 2.7 times faster with ``\\d`` spelled ``0-9`` (docs/benchmarks.md,
-session 11). A twin finds exactly what its pattern finds, but only on the texts it is made for,
+candidates were found 2.7 times faster with ``\\d`` spelled ``0-9``
+(`python bench/bench_parse.py`). A twin finds exactly what its pattern finds, but only on the texts
+it is made for,
 so a caller checks first (``digits_all_ascii``, ``str.isascii``) and keeps the pattern for the
 rest. ``ascii_spelled`` spells a pattern for another engine reading ASCII text: the content
 fingerprint's volatile tokens are found by RE2 on an ASCII stand-in of the page's text

@@ -2,7 +2,7 @@
 
 ``asyncio.gather`` over thousands of coroutines makes each a task at once, and the loop runs
 all their first steps in one turn: the DNS lookups of 2,000 seed hosts made one turn of
-~100 ms at the start of a crawl (docs/benchmarks.md, session 13), and every timer due in it
+~100 ms at the start of a crawl (`python bench/bench_stalls.py`), and every timer due in it
 fired late. Here at most ``limit`` tasks exist; each takes the next item when it is done
 with one, so a turn holds at most ``limit`` first steps.
 """

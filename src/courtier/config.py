@@ -82,8 +82,10 @@ class CrawlSection:
     at once; 0: no limit): a host's first request costs the loop several times a later one
     (DNS, a new connection, robots.txt, origin probes), so 2,000 seeds' first requests are
     spread over 2 s, not crowded into the loop's first turns (lag p99 157-161 -> 60 ms at
-    2,000 sites on 2 cores, docs/benchmarks.md, session 12; 500 -> 1000 once our own HTTP
-    client made a first contact cheaper: utilisation +0.02-0.035, session 17). Once no
+    2,000 sites on 2 cores,
+    `python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`; 500 -> 1000 once
+    our own HTTP
+    client made a first contact cheaper: utilisation +0.02-0.035, the same command). Once no
     first contact waits, lanes meet only ``start_rate``: the crawl's steady pace is not
     capped by it (during the start, lanes wait in one line, first contacts and later
     requests alike)."""
@@ -99,7 +101,8 @@ class CrawlSection:
     """How much the parse workers yield the CPU to the crawl's event loop (``nice``, 0-19;
     0: not at all). The loop keeps the politeness timing; a page can wait a few ms for its
     parse. At 2,000 sites on 2 busy cores, 10 took the loop's p99 lag from 85-147 ms to
-    55-91 ms at the same throughput (docs/benchmarks.md, session 7)."""
+    55-91 ms at the same throughput
+    (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`)."""
     queue_per_site: int = 16
     """URLs a site holds in memory at once; the rest wait in the frontier store."""
     flush_interval: float = 0.5

@@ -5,7 +5,8 @@ A frozen dataclass's generated ``__init__`` sets each field through
 about 300 ns a field, 2.0 us for a six-field record against 0.36 us unfrozen. The event loop
 makes a dozen such records per request (a booking's slot, the fetch's result and phases, the
 answer's effects, every link found...): 7.5% of the loop's samples at 2,000 sites were those
-``__init__``s (docs/benchmarks.md, session 11). With ``__slots__`` each field is a member
+``__init__``s (py-spy over python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration
+40). With ``__slots__`` each field is a member
 descriptor whose ``__set__`` stores it directly, and frozen or not is only ``__setattr__``:
 ``fast_init`` replaces the generated ``__init__`` with one that calls those, 0.65 us for six
 fields. Everything else (equality, hashing, ``replace``, which calls ``__init__``, pickling,

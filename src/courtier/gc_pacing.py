@@ -4,7 +4,8 @@ CPython's cyclic collector stops the whole process while it scans. Left to itsel
 of 2,000 sites it ran a full (oldest-generation) collection 13 times in 40 s, each 20-420 ms
 long as the heap grew (400,000 tracked objects: lanes, clocks, leased URLs, observation
 state), and those pauses were most of the event loop's p99 lag: every timer due during one
-fires late, so slots are missed (docs/benchmarks.md, session 7).
+fires late, so slots are missed
+(`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`, loop lag p99).
 
 Rules:
 - At the start of a crawl, before any request or DNS question is in flight, everything
@@ -18,15 +19,16 @@ Rules:
   scanned every survivor of the last ten young ones (up to 160 ms at 2,000 sites, in the
   middle of the crawl), take nothing. What this keeps alive is cyclic garbage made of
   objects that were still in use at a young collection: measured at 2,000 sites, 31
-  objects in 30 s (docs/benchmarks.md, session 10), freed at the next full collection.
+  objects in 30 s (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40` with
+  gc.DEBUG_SAVEALL), freed at the next full collection.
 - Young collections are left to the allocation count, though it counts deaths of frozen
   objects against births: while frozen objects die (a batch written, a page's links handed
   on) young ones pile up, and at 2,000 sites a young collection came every ~10 s and took
   40-76 ms (at a threshold of 20,000; ``YOUNG_THRESHOLD`` says why it is higher now).
   Collecting the youngest generation on a 0.1 s timer bounded them at 17 ms but
   took four times the collector's CPU (objects scanned alive that would have died unscanned:
-  28 against 5-8 ms a second), and the loop's p99 lag stayed as it was (docs/benchmarks.md,
-  session 14).
+  28 against 5-8 ms a second), and the loop's p99 lag stayed as it was
+  (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`).
 - Every ``full_every`` seconds the frozen objects are thawed, the whole heap is collected
   (cycles that formed among frozen objects are reclaimed here, so nothing leaks for longer
   than that) and what survives is frozen again: one long pause per period, not dozens.
@@ -52,8 +54,8 @@ sites, 22 s of a crawl's steady state: 20,000 gave 6-8 young collections of up t
 296-444 ms in all; 60,000 gave two of up to 83-118 ms, 157-212 ms in all. A collection
 scans the young objects still alive, which are many whenever it comes: fewer collections
 cost less, and fewer turns of the loop run late (lag p99 49, 44, 47, 40, 72 ms against 48,
-58, 70, 51, 54 in five interleaved pairs), for a longer longest pause (docs/benchmarks.md,
-session 19)."""
+58, 70, 51, 54 in five interleaved pairs), for a longer longest pause
+(`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40 --runs 5`)."""
 FULL_EVERY = 300.0
 """Seconds between full collections of the thawed heap."""
 

@@ -3,7 +3,7 @@
 ``PRAGMA journal_mode=WAL`` takes the file for itself for a moment. When another connection
 opens the same new file at that instant, SQLite answers "database is locked" at once: its
 busy handler (the connection's timeout) is not asked there, since waiting could deadlock.
-Three processes opening one limiter file together failed this way (a CI run, session 17;
+Three processes opening one limiter file together failed this way (a CI run;
 6 threads opening a new file together: 12 of 100 trials). So the switch is asked again,
 with a growing pause, until the connection's patience runs out.
 """

@@ -149,7 +149,8 @@ _VOLATILE: Final = re.compile(
 #
 # ``re`` tries the pattern at every position of the text (about 18 ns a character even with
 # the guard above); RE2's automaton scans the text once: on simulated 6 KB pages erasing takes
-# a fifth of the time, on a 100 KB page under half (docs/benchmarks.md, session 15). RE2 is
+# a fifth of the time, on a 100 KB page under half
+# (`python bench/bench_parse.py --stages --page-bytes 100000`). RE2 is
 # not ``re``, so it runs on a *stand-in* of the lower-cased text in which every character
 # plays the role it plays for ``_VOLATILE``, spelled in ASCII, where RE2's ``\b`` is ``re``'s
 # (ASCII word characters) and the pattern spells ``\d`` and ``\s`` as the characters ``re``

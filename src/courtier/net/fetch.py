@@ -27,7 +27,8 @@ Rules:
   ``ServerDisconnected``, ``ResponseError``, ``ConnectionRefusedError``, ...).
 
 Why not aiohttp's client: per request it cost 125 us of CPU on loopback where a bare
-protocol needs 40 (docs/benchmarks.md, session 16), and at 2,000 sites the crawl is CPU-bound.
+protocol needs 40 (py-spy over python bench/bench_rebook.py --sites 2000 --page-bytes 6000
+--duration 40), and at 2,000 sites the crawl is CPU-bound.
 
 Latency phases (``FetchResult.phases``, seconds, ``time.perf_counter`` durations):
 - ``dns``: the guard's resolution of the host for this request, measured by wrapping the
@@ -262,7 +263,8 @@ class Fetcher:
 
     async def __aenter__(self) -> Fetcher:
         # Loading the system's CA certificates takes 100-300 ms: not on the event loop, where
-        # origin inference is already asking DNS (a stall seen at 2,000 sites, session 12).
+        # origin inference is already asking DNS (a stall seen at 2,000 sites:
+        # `python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`).
         self._tls = await asyncio.to_thread(_tls_context, self.settings.ca_file)
         self._sweep()
         return self

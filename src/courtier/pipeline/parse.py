@@ -153,7 +153,7 @@ def _select(
 
     Elements looked up by name (``tags``), not by one CSS query: lexbor matches each selector
     of a query against each element, and a 6 KB page's query of six took 18-22 us against
-    8 for this selection (docs/benchmarks.md, session 23)."""
+    8 for this selection (`python bench/bench_parse.py --stages`)."""
     bases = [node for node in tree.tags("base") if "href" in node.attrs]
     metas = [node for node in tree.tags("meta") if "name" in (a := node.attrs) and "content" in a]
     anchors = tree.css(_ANCHORS) if tree.tags("area") else tree.tags("a")
@@ -314,7 +314,7 @@ def _tails_of(raw: str) -> tuple[str, str, str, bool] | None:
     if target is not None and len(_TAIL_PREFIX) + len(target) <= MAX_URL_LENGTH:
         # Most are plain: what ``make_link`` would make, without making a URL first. Every new
         # item, image and page of a site comes here once: "/item/7?ref=grid&pos=7" 8.1 -> 6.3
-        # us, "/img/7.jpg" 5.1 -> 3.2 (docs/benchmarks.md, session 25).
+        # us, "/img/7.jpg" 5.1 -> 3.2 (`python bench/bench_parse.py`, cold).
         canonical = canonical_target(target)
         path, _, query = canonical.partition("?")
         pattern, _, volatile = pattern_of("", path, query)

@@ -29,7 +29,8 @@ as a parse timeout and the crawl goes on.
 The event loop drives the workers' sockets itself (a protocol per worker, one timer per busy
 worker for its budget): no thread of the pool's own. A job costs the crawl's process about a
 third of the CPU it cost when a thread per worker moved it (a condition, a selector per wait,
-a wake-up of the loop per answer; docs/benchmarks.md, session 12), and the loop never waits
+a wake-up of the loop per answer; py-spy over python bench/bench_rebook.py --sites 2000
+--page-bytes 6000 --duration 40), and the loop never waits
 for the GIL behind those threads. Jobs are pickled as they are sent; up to ``PIPELINE`` are
 sent to a worker ahead. Jobs sent behind one that ended its worker never started: they go
 back to the head of the line.
@@ -60,8 +61,9 @@ log = logging.getLogger("courtier.pipeline.parse_pool")
 PIPELINE = 8
 """Jobs a worker may hold: the next ones are sent before it answers the last, so it takes
 one up at once, not after the parent read the answer and sent more (under a busy event loop
-that can take longer than a small page's parse). Measured at 2,000 sites (docs/benchmarks.md,
-session 9): with 2 the workers waited for their next job 28% of the time while ~500 jobs
+that can take longer than a small page's parse). Measured at 2,000 sites
+(`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`): with 2 the workers
+waited for their next job 28% of the time while ~500 jobs
 were queued and 8-9% of the machine's CPU was idle; with 8 they waited 11%, idle 2-3%,
 508-523 requests/s against 424-501 in interleaved pairs. The prices: with no CPU left idle
 the event loop waits for a core more often (``crawl.parse_nice`` trades that back), and
@@ -154,7 +156,9 @@ class ParsePool:
     @property
     def waiting(self) -> int:
         """Jobs queued for a worker, not sent to one yet. A crawl whose places in flight
-        are mostly here is bound by parsing (docs/benchmarks.md, session 8)."""
+        are mostly here is bound by parsing
+        (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`:
+        parse_queue)."""
         return len(self._jobs)
 
     async def spawning(self) -> None:

@@ -22,7 +22,9 @@ Theory of operation:
   and comes after them waits its turn too; once none waits, only the start gate applies.
   One line on purpose: with a second line for lanes that have started, their next
   requests went at the start gate's rate during the start, and the loop's stalls in the
-  first 8 s at 2,000 sites doubled (docs/benchmarks.md, session 13).
+  first 8 s at 2,000 sites doubled
+  (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`,
+  `python bench/bench_stalls.py`).
 - Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
   other ``Limiter`` backend is booked by one task (``booker``) that awaits
   ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again

@@ -3,7 +3,9 @@
 A crawl's first second books every seed site's robots.txt at once: with 2,000 seeds, about
 1,200 origins had a free slot at the same instant, so 1,200 fetches started in one turn of
 the event loop and their first steps ran in the next, 300-500 ms turns during which every
-other timer fired late (docs/benchmarks.md, session 10). The gate lets ``rate`` bookings a
+other timer fired late
+(`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`, loop lag). The gate
+lets ``rate`` bookings a
 second through (``burst`` at once); the lanes it holds back wait, in order, among the lanes
 that wait for capacity, unbooked (nothing consumed), and go on as the gate reopens. At the
 default rate a crawl that runs at its ceiling never meets it: only a start, or a crowd of

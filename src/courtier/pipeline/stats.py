@@ -61,7 +61,9 @@ class CrawlStats:
     parse_queue_max: int = 0
     places_full: int = 0
     """Samples that found every place in flight of the site lanes taken: with a long parse
-    queue, the crawl is bound by parsing (docs/benchmarks.md, session 8)."""
+    queue, the crawl is bound by parsing
+    (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`: parse_queue,
+    places_full)."""
     recent_lag: RecentLag = field(default_factory=lambda: RecentLag())
     links_found: int = 0
     bad_links: int = 0

@@ -4,7 +4,7 @@ Why: a request is stamped when the server's loop gets to it, not when its bytes 
 the server is off the CPU or busy for 160 ms, every request that arrived meanwhile is stamped
 at the end of it, while the next request of the same site, a second later, is stamped on
 time: the audit would read a gap of 0.84 s and blame the crawler, which sent them 1.02 s
-apart (a CI run of session 19 failed on exactly that: four sites at one instant). The audit
+apart (a CI run failed on exactly that: four sites at one instant). The audit
 judges from the server's side and must go on doing so; what the server can add is how
 uncertain each stamp is.
 

@@ -29,7 +29,8 @@ Rules:
   documents that name those offsets, every ``crawl.flush_interval``), until ``FLUSH_BYTES``
   wait, or until the file is finished. One write() per flush instead of one per capture:
   each syscall on the event loop's thread lets go of the GIL and waits ~90 us on average to
-  get it back from the crawl's other threads (measured at 2,000 sites, session 8).
+  get it back from the crawl's other threads (measured at 2,000 sites: py-spy over python
+  bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40).
 - **A failed write loses what it held, never misplaces a record.** The file is finished as
   it is (its tail records absent: their offsets lie past its end) and the next append opens
   a new file, so no later record lands at an offset handed out for a lost one.
@@ -402,7 +403,7 @@ def _record(
     the order (and with the digests) warcio's ``create_warc_record`` and ``write_record``
     give them (a test holds them to warcio's, byte for byte). Built here, not by warcio:
     its record objects cost a fifth of a capture's encoding in the parse workers, 169-231 us
-    against 134-155 us for a 6 KB page (docs/benchmarks.md, session 10). warcio still
+    against 134-155 us for a 6 KB page (`python bench/bench_parse.py --stages`). warcio still
     encodes the HTTP header blocks (``http``), the warcinfo records, and reads the files."""
     block = hashlib.sha1(http, usedforsecurity=False)
     block.update(payload)
