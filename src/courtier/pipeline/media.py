@@ -99,6 +99,9 @@ class MediaLane:
     observations: CacheObservations = field(default_factory=CacheObservations)
     same_origin: bool = False
     """A same-origin media host's lane (``media_places``): booked as far ahead as pages."""
+    books_origin: bool = False
+    """Its work being booked now includes a customer's origin (an expected miss): set by
+    ``booking``, read by ``max_lead`` for the same booking."""
     fence: None = None
     """Media keys are shared by every worker: booked atomically, never fenced."""
 
@@ -212,12 +215,7 @@ class MediaLanes(LaneKindBase):
     def max_lead(self, lane: MediaLane) -> float:
         if lane.same_origin:
             return self.config.politeness.max_lead
-        work = lane.sched.work
-        if isinstance(work, MediaItem) and any(
-            key.type is KeyType.ORIGIN for key in self._keys(lane, work)
-        ):
-            return min(self.lead, MISS_MAX_LEAD)
-        return self.lead
+        return min(self.lead, MISS_MAX_LEAD) if lane.books_origin else self.lead
 
     def max_in_flight(self, lane: MediaLane) -> int:
         return self.config.media.max_in_flight_per_key
@@ -254,12 +252,14 @@ class MediaLanes(LaneKindBase):
                     for key in self._keys(lane, lane.queue[0])
                     if key.type in (KeyType.CDN_MISS, KeyType.ORIGIN)
                 ]
+            lane.books_origin = False
             return tuple(limits), self.robots_cost
         limits = []
-        spaced = False
+        spaced = books_origin = False
         for key in self._keys(lane, work):
             if key.type is KeyType.ORIGIN:
                 limits.append(self.feedback.origin_limit(key.name))
+                books_origin = True
                 continue
             if key.type is KeyType.SITE:  # a same-origin media host: its own spacing
                 interval = max(self.config.site_interval, host.crawl_delay)
@@ -276,6 +276,7 @@ class MediaLanes(LaneKindBase):
             limits.append(Limit(str(key), params))
         if host.crawl_delay and not spaced:
             limits.append(self._site_limit(lane.site, host.crawl_delay))
+        lane.books_origin = books_origin
         return tuple(limits), self.image_cost
 
     def _site_limit(self, site: str, interval: float) -> Limit:
