@@ -19,12 +19,14 @@ from courtier.net.fetch import FetchResult
 from courtier.net.guard import Resolution
 from courtier.net.policy import AddressPolicy
 from courtier.pipeline.apply import FeedbackWriter
+from courtier.pipeline.archive import redaction_policy
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.discovery import Discovery
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.fetching import GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.hops import HopBooker
+from courtier.pipeline.intake import UrlIntake
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.robots_fetch import RobotsCache
@@ -37,6 +39,7 @@ from courtier.pipeline.start_gate import StartGates
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.timer import FakeTimer, sleep_until
 from courtier.politeness.limiter import MemoryLimiter
+from courtier.politeness.limiter.base import Limiter
 
 Script = Callable[[str], tuple[int, list[tuple[str, str]], bytes]]
 """url -> (status, headers, body)."""
@@ -113,18 +116,27 @@ class OpenGuard:
 class Lanes:
     """Both lane kinds and their schedulers; ``start()`` runs the bookers."""
 
-    def __init__(self, config: Config, tmp_path: Path, script: Script = allow_all) -> None:
+    def __init__(
+        self,
+        config: Config,
+        tmp_path: Path,
+        script: Script = allow_all,
+        *,
+        timer: FakeTimer | None = None,
+        limiter: Limiter | None = None,
+    ) -> None:
+        """``timer`` and ``limiter``: shared with another harness (a second worker)."""
         self.config = config
-        self.timer = FakeTimer()
+        self.timer = timer or FakeTimer()
         self.stats = CrawlStats()
-        self.limiter = MemoryLimiter(clock=self.timer.now)
+        self.limiter = limiter or MemoryLimiter(clock=self.timer.now)
         self.clocks = KeyClocks(self.limiter, config.limits.policy())
         self.fetcher = ScriptedFetcher(self.timer, script)
         self.events: list[RequestEvent] = []
         self.saved_robots: list[StoredRobots] = []
         self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now, self)
         self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), self.stats)
-        self.spacing = SendSpacing(self.clocks.policy.params_of)
+        self.spacing = SendSpacing(self.clocks)
         """One record of real sends for pages, media and robots.txt hops (as the engine)."""
         self.robots = RobotsCache()
         self.frontier = FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16)
@@ -132,7 +144,10 @@ class Lanes:
         self.documents: list[dict[str, Any]] = []
         self.tasks: set[asyncio.Task[None]] = set()
         surface = config.frontier.surface_policy(config.crawl.max_depth)
-        self.discovery = Discovery(self.sites, set(), self.stats, OpenGuard.policy, surface)
+        self.intake = UrlIntake(self.stats.refused, redaction_policy(config))
+        self.discovery = Discovery(
+            self.sites, set(), self.stats, OpenGuard.policy, surface, self.intake
+        )
         services = LaneServices(
             config,
             self.timer,
@@ -152,6 +167,7 @@ class Lanes:
                 origin_of=self._hop_origin,
                 origin_limit=self.feedback.origin_limit,
             ),
+            self.intake,
             self._save_robots,
         )
         self.site_lanes = SiteLanes(
@@ -235,3 +251,37 @@ class Lanes:
             for t, url in self.fetcher.started
             if url.split("/")[2] == host and (robots or not url.endswith("/robots.txt"))
         ]
+
+
+class FleetLimiter:
+    """One worker's connection to a limiter shared by a fleet, on fake time: the state is
+    one ``MemoryLimiter`` (as the table of a PostgreSQL store), reached only through the
+    ``Limiter`` protocol's coroutines, as a worker reaches a shared backend."""
+
+    def __init__(self, shared: MemoryLimiter) -> None:
+        self.shared = shared
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.shared.clock
+
+    async def book(self, limits: Any, cost: float, **kwargs: Any) -> Any:
+        return await self.shared.book(limits, cost, **kwargs)
+
+    async def raise_floor(self, floors: Mapping[str, float]) -> None:
+        await self.shared.raise_floor(floors)
+
+    async def charge(self, limit: Any, cost: float) -> float:
+        return await self.shared.charge(limit, cost)
+
+    async def keys_after(self, when: float) -> dict[str, float]:
+        return await self.shared.keys_after(when)
+
+    async def tats(self, keys: Any) -> dict[str, float]:
+        return await self.shared.tats(keys)
+
+    async def prune(self, margin: float = 300.0) -> int:
+        return await self.shared.prune(margin)
+
+    async def close(self) -> None:
+        """The shared state outlives a worker."""

@@ -8,10 +8,12 @@ import itertools
 from pathlib import Path
 
 import pytest
-from lane_harness import Lanes, allow_all
+from lane_harness import FleetLimiter, Lanes, allow_all
 
 from courtier.config import load
 from courtier.pipeline.scheduler import Phase
+from courtier.pipeline.timer import FakeTimer
+from courtier.politeness.limiter import MemoryLimiter
 
 FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]
 
@@ -449,3 +451,40 @@ async def test_sites_on_an_origin_not_told_from_an_edge_book_little_ahead(lanes)
     booked = [s for s in sites if s.sched.phase is Phase.BOOKED or h.starts(s.name, robots=True)]
     assert len(booked) <= 3  # one unit a second, one second ahead (plus the one at once)
     assert all(s.sched.slot is None or s.sched.slot.start - h.timer.now() <= 1.0 for s in sites)
+
+
+async def test_two_workers_space_their_starts_on_a_shared_origin_from_each_others_sends(
+    tmp_path: Path,
+) -> None:
+    """A fleet: two workers, one limiter (as two processes on one PostgreSQL store), each
+    holding sites of one shared origin. A request of worker A that goes out late pushes
+    worker B's next start on that origin back too: the server sees every pair of sends a
+    full charge apart, whichever worker sent them."""
+    timer = FakeTimer()
+    shared = MemoryLimiter(clock=timer.now)
+    config = load(None, [*FAST, "limits.origin.rate=2", "limits.site.rate=10"])
+    workers = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        worker = Lanes(config, tmp_path / name, timer=timer, limiter=FleetLimiter(shared))
+        worker.start()
+        workers.append(worker)
+    try:
+        a, b = workers
+        for n in range(3):  # worker A's requests all go out 0.3 s after their start
+            a.fetcher.send_delays[f"http://a{n}.test/robots.txt"] = 0.3
+            a.fetcher.send_delays[f"http://a{n}.test/p"] = 0.3
+        for worker, name in ((a, "a"), (b, "b")):
+            for n in range(3):
+                worker.pages.arm(worker.site(f"{name}{n}.test", ["/p"], origin="shared"))
+        await timer.advance(30.0, step=0.01)
+        sends = sorted(a.fetcher.sends + b.fetcher.sends)
+        assert len(sends) == 12  # robots.txt and a page per site, of both workers
+        assert {url.split("/")[2][0] for _at, url in sends} == {"a", "b"}
+        costs = {e.url: e.context.cost for e in a.events + b.events}
+        for (at, url), (next_at, _next_url) in itertools.pairwise(sends):
+            assert next_at - at >= costs[url] * 0.5 - 1e-9, (url, next_at - at)
+        assert b.pages.spacing.holds > 0  # B waited for A's late sends
+    finally:
+        for worker in workers:
+            await worker.close()

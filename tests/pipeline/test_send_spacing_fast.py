@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.send_spacing import UNSENT_RECHECK, SendSpacing
 from courtier.politeness.keys import LimitPolicy
+from courtier.politeness.limiter import MemoryLimiter, SqliteLimiter
 
 KEYS = ("site:a.test", "origin:shared", "cdn:edge.test")
 
 
 def _spacing() -> SendSpacing:
-    return SendSpacing(LimitPolicy().params_of)
+    return SendSpacing(KeyClocks(MemoryLimiter(), LimitPolicy()))
 
 
 def test_only_shared_keys_without_burst_are_watched() -> None:
@@ -39,3 +41,30 @@ def test_a_page_slot_is_all_spaced_and_a_media_slot_with_a_burst_key_is_not() ->
     spacing = _spacing()
     assert spacing.all_spaced(["site:a.test", "origin:shared"])
     assert not spacing.all_spaced(["cdn:edge.test", "cdn-miss:edge/a", "origin:shared"])
+
+
+async def test_workers_on_one_sqlite_limiter_see_each_others_real_sends(tmp_path) -> None:
+    """Two processes' limiters on one file: what one worker's late send demands is what
+    the other's next start on that key waits for, once it has read it."""
+    clock = lambda: 100.0  # noqa: E731
+    one = SqliteLimiter(tmp_path / "limiter.sqlite3", clock=clock)
+    two = SqliteLimiter(tmp_path / "limiter.sqlite3", clock=clock)
+    try:
+        first = SendSpacing(KeyClocks(one, LimitPolicy()))
+        second = SendSpacing(KeyClocks(two, LimitPolicy()))
+        assert second.needs_refresh(KEYS) and not second.needs_refresh(["site:a.test"])
+        first.launched(KEYS)
+        first.sent(KEYS, 2.0, 100.3)  # 2 units at 2 units/s: the origin is ready at 101.3
+        await first._clocks.flush_sent()
+        assert second.hold_until(KEYS, 100.5) == 100.5  # not read yet
+        await second.refresh(KEYS)
+        assert second.hold_until(KEYS, 100.5) == 101.3
+        assert second.hold_until(["origin:other"], 100.5) == 100.5
+        # An older send read later never brings the ready time back.
+        second.sent(KEYS, 1.0, 99.0)
+        await second._clocks.flush_sent()
+        await first.refresh(KEYS)
+        assert first.hold_until(KEYS, 100.5) == 101.3
+    finally:
+        await one.close()
+        await two.close()

@@ -17,19 +17,32 @@ Rules:
   requests this run will never make, so a saved floor keeps only what requests already
   started demand: at most one request of the dearest class on an origin, one image on a
   media key, and each site's own next start and pause (given by its lane).
+- Real sends (``send_spacing``): when the last request sent on a shared key has been out for
+  its charge, kept in the limiter beside the key's TAT as ``sent:<key>``, so every worker
+  of a fleet sees every worker's late sends. In memory it is written and read in this
+  thread; a shared limiter is written in coalesced batches a moment after the send and
+  read before a start that depends on it (``refresh_sent``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 from courtier.politeness.gcra import Booking, Limit
 from courtier.politeness.keys import KeyType, LimitPolicy
-from courtier.politeness.limiter.base import Fence, Limiter
+from courtier.politeness.limiter.base import Fence, Limiter, LimiterError
 from courtier.politeness.limiter.memory import MemoryLimiter
 
+log = logging.getLogger(__name__)
+
 Persist = Callable[[Mapping[str, float]], Awaitable[None]]
+
+SENT: str = "sent:"
+"""Prefix of the limiter entry that holds when a key's last real send has been out for its
+charge (not a limit key: nothing books on it)."""
 
 
 class KeyClocks:
@@ -43,6 +56,11 @@ class KeyClocks:
         self.persist = persist
         self.booked_keys: set[str] = set()
         """Keys this process has written (what a stop saves floors for)."""
+        self._memory = limiter if isinstance(limiter, MemoryLimiter) else None
+        self._sent_seen: dict[str, float] = {}
+        """Shared limiter: the latest ready time known per key (own sends and reads)."""
+        self._sent_unwritten: dict[str, float] = {}
+        self._sent_writer: asyncio.Task[None] | None = None
 
     async def book(
         self, limits: Sequence[Limit], cost: float, *, max_lead: float, fence: Fence | None = None
@@ -68,6 +86,66 @@ class KeyClocks:
         for limit in limits:
             booked.add(limit.key)
         return limiter.book_now(limits, cost, max_lead=max_lead, fence=fence)
+
+    # -- real sends ----------------------------------------------------------------------
+
+    @property
+    def sends_shared(self) -> bool:
+        """Real sends are recorded in storage other workers read (refresh before judging)."""
+        return self._memory is None
+
+    def sent_ready(self, key: str) -> float | None:
+        """When the last request sent on ``key`` has been out for its charge, as known here."""
+        if self._memory is not None:
+            return self._memory.tat_now(SENT + key)
+        return self._sent_seen.get(key)
+
+    def note_sent(self, ready: Mapping[str, float]) -> None:
+        """Requests went out: nothing more on each key before its ready time (only later)."""
+        if self._memory is not None:
+            self._memory.raise_floor_now({SENT + key: when for key, when in ready.items()})
+            return
+        seen, unwritten = self._sent_seen, self._sent_unwritten
+        for key, when in ready.items():
+            if when > seen.get(key, -math.inf):
+                seen[key] = when
+                unwritten[key] = when
+        if unwritten and self._sent_writer is None:
+            self._sent_writer = asyncio.get_running_loop().create_task(self._write_sent())
+
+    async def _write_sent(self) -> None:
+        try:
+            while self._sent_unwritten:
+                batch, self._sent_unwritten = self._sent_unwritten, {}
+                try:
+                    await self.limiter.raise_floor({SENT + k: v for k, v in batch.items()})
+                except LimiterError as error:  # this worker still holds them; others wait less
+                    log.warning("real sends not shared with other workers: %s", error)
+        finally:
+            self._sent_writer = None
+
+    async def refresh_sent(self, keys: Iterable[str]) -> None:
+        """Learn other workers' real sends on ``keys`` (a shared limiter; else nothing)."""
+        if self._memory is not None:
+            return
+        keys = list(keys)
+        try:
+            found = await self.limiter.tats([SENT + key for key in keys])
+        except LimiterError as error:
+            log.warning("other workers' real sends unknown: %s", error)
+            return
+        seen = self._sent_seen
+        for key in keys:
+            when = found.get(SENT + key)
+            if when is not None and when > seen.get(key, -math.inf):
+                seen[key] = when
+
+    async def flush_sent(self) -> None:
+        """Wait until every recorded send is written (a stop)."""
+        while self._sent_writer is not None:
+            await asyncio.shield(self._sent_writer)
+
+    # -- floors ----------------------------------------------------------------------------
 
     async def raise_floors(self, floors: Mapping[str, float], *, durable: bool = True) -> None:
         """Nothing starts on each key before its floor (a TAT only ever moves later).

@@ -19,8 +19,10 @@ Rules:
   scope is reported once, with its target.
 - A page's ``nofollow`` (meta robots, X-Robots-Tag) keeps its links out of the frontier and
   the horizon (its document still lists them); a ``rel="nofollow"`` link to another site
-  is no horizon vote. A URL holding a redaction placeholder (it carried a secret or an
-  address) is never fetched.
+  is no horizon vote.
+- Every URL, image and redirect passes the crawl's one intake (``intake.py``) first: a URL
+  holding a redaction placeholder is never fetched, a redirect keeps its hop budget and is
+  never followed to a Location carrying a secret.
 The engine drains the buffers into one store transaction per flush.
 """
 
@@ -34,17 +36,16 @@ from courtier.frontier.dedup import DedupCache
 from courtier.frontier.surface import SurfacePolicy, admits, decide_depth_cap
 from courtier.frontier.traps import PatternCounter
 from courtier.net.policy import AddressPolicy
+from courtier.pipeline.intake import UrlIntake
 from courtier.pipeline.parse import Link, ParsedPage, ParsedSitemap
 from courtier.pipeline.scope import ScopeRules
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.robots_meta import NOFOLLOW, NOINDEX
-from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, is_redacted, redact_url
 from courtier.url import Url, UrlError, host_of_site, is_ip_address, parse_url
 
 log = logging.getLogger("courtier.pipeline.engine")
 
-MAX_REDIRECTS = 5
 MAX_SITEMAPS = 50
 """Sitemaps taken from one robots.txt."""
 
@@ -57,6 +58,7 @@ class Discovery:
         stats: CrawlStats,
         policy: AddressPolicy,
         surface_policy: SurfacePolicy,
+        intake: UrlIntake | None = None,
     ) -> None:
         self.sites = sites
         self.scope = scope
@@ -82,7 +84,7 @@ class Discovery:
         """``[scope]``: patterns, redirect and subdomain adoption (None: the seed as is)."""
         self.adopt: Callable[[str, str, str, str], None] | None = None
         """Takes (site, scheme, adopting site, why): the site joins the seed now."""
-        self.redaction: RedactionPolicy = DEFAULT_POLICY
+        self.intake = intake or UrlIntake(stats.refused)
 
     def drain(
         self,
@@ -106,16 +108,8 @@ class Discovery:
                 self.add_link(rt, Link(url.canonical, url.fetch_url, url.site), 1, 0)
 
     def redirect(self, rt: SiteLane, item: LeasedUrl, location: str) -> None:
-        if item.redirects >= MAX_REDIRECTS:
-            self.stats.refused["redirect-limit"] += 1
-            return
-        if redact_url(location, self.redaction).changed:
-            self.stats.refused["secret-in-url"] += 1
-            return
-        try:
-            target = parse_url(location, item.fetch_url)
-        except UrlError:
-            self.stats.refused["invalid-location"] += 1
+        target = self.intake.redirect(location, item.fetch_url, item.redirects)
+        if target is None:
             return
         if target.site not in self.scope:
             rules, adopt = self.rules, self.adopt
@@ -147,6 +141,8 @@ class Discovery:
                     continue
                 self.add_link(rt, link, item.depth + 1, 0, lane)
         for image in page.images:
+            if not self.intake.admits(image.fetch_url):
+                continue
             # An image on a media host (store, CDN, image service) is a page requisite,
             # fetched under that host's keys; any other image is an ordinary link.
             media = self.media
@@ -185,8 +181,7 @@ class Discovery:
             if parent is not None:
                 self.adopt(link.site, link.fetch_url.partition(":")[0], parent, "subdomain")
                 in_scope = True
-        if is_redacted(link.fetch_url):
-            self.stats.refused["secret-in-url"] += 1
+        if not self.intake.admits(link.fetch_url):
             return
         if in_scope and self.rules is not None and not self.rules.allows(link.fetch_url):
             self.stats.refused["scope-pattern"] += 1

@@ -36,7 +36,7 @@ from courtier.net.spool import Spool
 from courtier.origins.cdn import CdnRules
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.apply import FeedbackWriter
-from courtier.pipeline.archive import archived
+from courtier.pipeline.archive import archived, redaction_policy
 from courtier.pipeline.backends import open_backends
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.cluster import Cluster, ClusterSpec
@@ -46,6 +46,7 @@ from courtier.pipeline.feeding import Feeder
 from courtier.pipeline.fetching import FetcherLike, GuardedFetch
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.hops import HopBooker
+from courtier.pipeline.intake import UrlIntake
 from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.media_places import MediaPlaces
 from courtier.pipeline.origins_live import LiveOrigins, infer_early
@@ -119,7 +120,10 @@ class Engine:
         self.tasks: set[asyncio.Task[None]] = set()
         self._stopping, self._stopped = False, asyncio.Event()
         self._surface = config.frontier.surface_policy(config.crawl.max_depth)
-        self.discovery = Discovery(self.sites, self.scope, self.stats, guard.policy, self._surface)
+        self.intake = UrlIntake(self.stats.refused, redaction_policy(self.config))
+        self.discovery = Discovery(
+            self.sites, self.scope, self.stats, guard.policy, self._surface, self.intake
+        )
         self.media: MediaLanes | None = None
         self._began = time.monotonic()
         self._early_origins: asyncio.Task[InferenceResult] | None = None
@@ -158,7 +162,7 @@ class Engine:
         self.lock, limiter = backends.lock, backends.limiter
         self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
-        self.spacing = SendSpacing(self.clocks.policy.params_of)
+        self.spacing = SendSpacing(self.clocks)
         crawl = self.config.crawl
         self.parser = ParsePool(
             crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
@@ -285,6 +289,7 @@ class Engine:
             stats,
             write,
             hops,
+            self.intake,
             save,
             kept,
             parse=self.parser.run,
@@ -398,6 +403,7 @@ class Engine:
                 self.site_lanes.request_refill(lane)
             await self._wait_for_end()
             await self._drain()
+            await self.clocks.flush_sent()
             await self._save_floors()
         finally:
             for task in background:

@@ -70,7 +70,7 @@ class HopBooker:
         self.stats = stats
         self.interval_of = interval_of
         self.stopping = stopping
-        self.spacing = spacing or SendSpacing(clocks.policy.params_of)
+        self.spacing = spacing or SendSpacing(clocks)
         """Shared with the lanes' schedulers: one record of real sends per key."""
         self.origin_of = origin_of
         """(site, host) -> the origin a request there reaches (None: unknown)."""
@@ -108,12 +108,17 @@ class HopBooker:
                 continue
             # Site and origin keys are both spaced from real sends: holding past the slot's
             # deadline for a late send there bunches nothing.
-            hold = self.spacing.hold_until(keys, self.timer.now())
+            hold = await self._hold_until(keys)
             while hold > self.timer.now() and not self.stopping():
                 self.spacing.holds += 1
                 await sleep_until(self.timer, hold)
-                hold = self.spacing.hold_until(keys, self.timer.now())
+                hold = await self._hold_until(keys)
             if self.stopping():
                 return None
             return HopSlot(keys, origin, self.spacing)
         return None
+
+    async def _hold_until(self, keys: tuple[str, ...]) -> float:
+        if self.spacing.needs_refresh(keys):
+            await self.spacing.refresh(keys)
+        return self.spacing.hold_until(keys, self.timer.now())

@@ -36,7 +36,6 @@ from courtier.fast_init import fast_init
 from courtier.frontier.dedup import DedupCache
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers import Verdict, decide, document
-from courtier.pipeline.discovery import MAX_REDIRECTS
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.keeping import Keeper
 from courtier.pipeline.media_places import MediaPlaces, Placement
@@ -160,6 +159,7 @@ class MediaLanes(LaneKindBase):
         placement: Placement | None = None,
     ) -> bool:
         """Queue a media URL a page of ``referrer`` embeds. False: not a media host's URL.
+        True also when the intake refused it (a placeholder in it: never fetched).
         A parsed ``Url`` (a page's image link) is taken as it is, not parsed again.
         ``customer_origin``: the referrer's origin if it is no longer known here (a redirect
         of an item offered earlier). ``placement``: where a host media by its DNS lives (an
@@ -171,6 +171,8 @@ class MediaLanes(LaneKindBase):
                 url = parse_url(fetch_url)
             except UrlError:
                 return False
+        if not self.intake.admits(url.fetch_url):
+            return True  # refused and counted: no other door may take it either
         source = self.rules.media_source(url)
         if source is None:
             places = self.places
@@ -386,13 +388,8 @@ class MediaLanes(LaneKindBase):
         self.write_document(document(result, url=item.url.fetch_url, site=item.url.site, **extra))
 
     def _redirect(self, item: MediaItem, location: str) -> None:
-        if item.redirects >= MAX_REDIRECTS:
-            self.stats.refused["redirect-limit"] += 1
-            return
-        try:
-            target = parse_url(location, item.url.fetch_url)
-        except UrlError:
-            self.stats.refused["invalid-location"] += 1
+        target = self.intake.redirect(location, item.url.fetch_url, item.redirects)
+        if target is None:
             return
         if not self.offer(
             target.fetch_url, item.referrer, item.redirects + 1, item.customer_origin

@@ -101,7 +101,6 @@ class SiteLanes(LaneKindBase):
         self.keeper = Keeper(config, self.stats, services.archive, parse)
         self._saving: set[asyncio.Task[Any]] = set()
         discovery.rules, discovery.adopt = ScopeRules(config.scope), self.join_seed
-        discovery.redaction = self.keeper.policy
 
     # -- choosing -----------------------------------------------------------------------
 

@@ -27,11 +27,13 @@ from courtier.pipeline.events import RequestContext
 from courtier.pipeline.fetching import Answer
 from courtier.pipeline.hops import HOP_COST, HopSlot
 from courtier.politeness.robots import RobotsRules, rules_from_response
-from courtier.url import UrlError, parse_url
+from courtier.url import Url
 
 Get = Callable[[str, str, RequestContext], Awaitable[Answer]]
 """(fetch URL, its host, why) -> the answer."""
 BookHop = Callable[[str, str], Awaitable[HopSlot | None]]
+Follow = Callable[[str, str, int], Url | None]
+"""(Location, the URL it answered, hops so far) -> the next hop's URL (None: stop there)."""
 """(site, host): book a redirect hop on the keys of the host it goes to and wait for its
 slot (None: the crawl is stopping, do not send it)."""
 
@@ -85,21 +87,19 @@ class RobotsCache:
 async def fetch_robots(
     get: Get,
     book_hop: BookHop,
+    follow: Follow,
     url: str,
     host: str,
-    max_redirects: int,
     context: RequestContext,
 ) -> Answer:
-    """The final answer for ``url`` (a robots.txt fetch URL) after its redirects;
-    ``context`` describes the first request (booked by the lane)."""
+    """The final answer for ``url`` (a robots.txt fetch URL) after its redirects, each taken
+    through ``follow`` (the crawl's intake: budget, secrets); ``context`` describes the first
+    request (booked by the lane)."""
     answer = await get(url, host, context)
-    for n in range(max_redirects):
-        location = answer.redirect
-        if location is None:
-            return answer
-        try:
-            hop = parse_url(location, url)
-        except UrlError:
+    n = 0
+    while answer.redirect is not None:
+        hop = follow(answer.redirect, url, n)
+        if hop is None:
             return answer
         slot = await book_hop(hop.site, hop.host)
         if slot is None:
@@ -115,6 +115,7 @@ async def fetch_robots(
             sent=slot.sent,
         )
         answer = await get(url, host, hop_context)
+        n += 1
     return answer
 
 

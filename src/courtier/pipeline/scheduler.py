@@ -209,7 +209,7 @@ class Scheduler(Generic[L, W]):
         self.max_in_flight = max_in_flight
         self.tasks = tasks
         self.on_lease_lost = on_lease_lost
-        self.spacing = spacing or SendSpacing(clocks.policy.params_of)
+        self.spacing = spacing or SendSpacing(clocks)
         """Real sends per shared key: one for the crawl (pages, media and robots.txt hops
         book the same origins), else this scheduler's own."""
         self.in_flight = 0
@@ -435,13 +435,19 @@ class Scheduler(Generic[L, W]):
 
     # -- launching ----------------------------------------------------------------------
 
-    def _launch(self, lane: L) -> None:
+    def _launch(self, lane: L, *, refreshed: bool = False) -> None:
         state = lane.sched
         state.timer = None
         if self.stopping:
             return
         slot, work = state.slot, state.work
         assert slot is not None and work is not None
+        if not refreshed and self.spacing.needs_refresh(slot.keys):
+            # Other workers' real sends on the slot's shared keys are read first.
+            task = asyncio.get_running_loop().create_task(self._refresh_then_launch(lane, slot))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return
         now = self.timer.now()
         hold = self.spacing.hold_until(slot.keys, now)
         if hold > now and (hold <= slot.deadline or self.spacing.all_spaced(slot.keys)):
@@ -476,6 +482,11 @@ class Scheduler(Generic[L, W]):
         state.running.add(task)
         task.add_done_callback(partial(self._finished, lane, answered, sent))
         self._arm(lane, at_once=True)
+
+    async def _refresh_then_launch(self, lane: L, slot: Slot) -> None:
+        await self.spacing.refresh(slot.keys)
+        if lane.sched.slot is slot and lane.sched.timer is None:
+            self._launch(lane, refreshed=True)
 
     def _finished(
         self, lane: L, answered: _Answered[L], sent: _Sent, task: asyncio.Task[None]

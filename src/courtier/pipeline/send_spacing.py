@@ -18,6 +18,10 @@ Rules:
   otherwise. A server that answers slowly to connect thus gets its charge from each send.
 - A request that never goes out (the guard refused, the connection failed) releases its
   keys when its work ends.
+- The record of real sends is key state, kept by ``KeyClocks`` in the limiter, so the
+  workers of a fleet space from each other's sends: a start on a watched key first reads
+  the others' (``refresh``) when the limiter is shared. Unsent launches are this process's
+  own (another worker's launch that has not gone out is not seen until it does).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from courtier.pipeline.clocks import KeyClocks
 from courtier.politeness.gcra import KeyParams
 
 UNSENT_RECHECK = 0.01
@@ -32,11 +37,10 @@ UNSENT_RECHECK = 0.01
 
 
 class SendSpacing:
-    def __init__(self, params_of: Callable[[str], KeyParams]) -> None:
-        self._params_of = params_of
+    def __init__(self, clocks: KeyClocks) -> None:
+        self._clocks = clocks
+        self._params_of: Callable[[str], KeyParams] = clocks.policy.params_of
         self._watched: dict[str, KeyParams | None] = {}
-        self._ready_at: dict[str, float] = {}
-        """Key -> when the last request sent on it has been out for its charge."""
         self._unsent: Counter[str] = Counter()
         self.holds = 0
         """Starts held back by a late send on one of their keys."""
@@ -65,13 +69,22 @@ class SendSpacing:
         keys = list(keys)
         return len(self.watched(keys)) == sum(not key.startswith("site:") for key in keys)
 
+    def needs_refresh(self, keys: Iterable[str]) -> bool:
+        """Other workers' sends on ``keys`` must be read before judging a start."""
+        return self._clocks.sends_shared and bool(self.watched(keys))
+
+    async def refresh(self, keys: Iterable[str]) -> None:
+        await self._clocks.refresh_sent(key for key, _params in self.watched(keys))
+
     def hold_until(self, keys: Iterable[str], now: float) -> float:
-        """When a start on ``keys`` may go out (``now``: at once)."""
+        """When a start on ``keys`` may go out (``now``: at once), from the sends known here
+        (with a shared limiter, ``refresh`` first)."""
         until = now
+        sent_ready = self._clocks.sent_ready
         for key, _params in self.watched(keys):
             if self._unsent[key] > 0:
                 until = max(until, now + UNSENT_RECHECK)
-            ready = self._ready_at.get(key)
+            ready = sent_ready(key)
             if ready is not None and ready > until:
                 until = ready
         return until
@@ -83,11 +96,13 @@ class SendSpacing:
     def sent(self, keys: Iterable[str], cost: float, at: float, *, launched: bool = True) -> None:
         """A request on ``keys`` went out at ``at`` (``launched``: it was counted unsent by
         ``launched``; a robots.txt hop is not, see ``hops.py``)."""
+        ready = {}
         for key, params in self.watched(keys):
             if launched:
                 self._release(key)
-            charge = (cost if params.weighted else 1.0) * params.interval
-            self._ready_at[key] = max(self._ready_at.get(key, at), at + charge)
+            ready[key] = at + (cost if params.weighted else 1.0) * params.interval
+        if ready:
+            self._clocks.note_sent(ready)
 
     def not_sent(self, keys: Iterable[str]) -> None:
         for key, _params in self.watched(keys):

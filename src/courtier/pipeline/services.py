@@ -24,6 +24,7 @@ from courtier.pipeline.archive import Archive
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feedback import Answered, Effects
 from courtier.pipeline.fetching import Answer, GuardedFetch
+from courtier.pipeline.intake import UrlIntake
 from courtier.pipeline.parse_pool import ParseTimeout, PoolClosed, WorkerLost
 from courtier.pipeline.robots_fetch import (
     BookHop,
@@ -43,7 +44,7 @@ from courtier.politeness.robots import (
     crawl_delay_verdict,
     rules_from_response,
 )
-from courtier.url import parse_url
+from courtier.url import Url, parse_url
 
 log = logging.getLogger("courtier.pipeline.engine")
 
@@ -66,6 +67,8 @@ class LaneServices:
     write_document: Callable[[dict[str, Any]], None]
     book_hop: BookHop
     """Book a request on the keys of a host and wait for its slot (robots.txt redirect hops)."""
+    intake: UrlIntake
+    """The one door of every URL fetched (placeholders, redirect budgets, secrets)."""
     save_robots: Callable[[StoredRobots], Awaitable[None]]
     """Make a robots.txt answer durable (a restart uses it until it expires)."""
     archive: Archive | None = None
@@ -114,9 +117,14 @@ class LaneKindBase:
         self.stats = services.stats
         self.write_document = services.write_document
         self.book_hop = services.book_hop
+        self.intake = services.intake
         self.save_robots = services.save_robots
         self.parse_robots = services.parse
         self.token = config.fetch.user_agent_token
+
+    def follow_robots_redirect(self, location: str, base: str, hops: int) -> Url | None:
+        """A robots.txt redirect's target through the intake, on robots.txt's own budget."""
+        return self.intake.redirect(location, base, hops, self.config.robots.max_redirects)
 
     async def answered(
         self,
@@ -166,9 +174,8 @@ class LaneKindBase:
         the answer, and store the rules for every lane waiting on them. None: DNS trouble,
         which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
-        max_redirects = self.config.robots.max_redirects
         answer = await fetch_robots(
-            get, self.book_hop, url.fetch_url, url.host, max_redirects, context
+            get, self.book_hop, self.follow_robots_redirect, url.fetch_url, url.host, context
         )
         await self.answered(lane, answer, origin=context.origin, media=media)
         if answer.transient:

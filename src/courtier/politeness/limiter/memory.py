@@ -87,6 +87,10 @@ class MemoryLimiter:
         """A copy of every TAT, to persist and later pass back as ``tats``."""
         return dict(self._tats)
 
+    def tat_now(self, key: str) -> float | None:
+        """One key's TAT without a coroutine (None: the key has none)."""
+        return self._tats.get(key)
+
     async def tats(self, keys: Sequence[str]) -> dict[str, float]:
         return {key: self._tats[key] for key in keys if key in self._tats}
 
