@@ -165,7 +165,7 @@ _V2_COLUMNS: Final = (("etag", "TEXT"), ("last_modified", "TEXT"), ("payload_dig
 
 JOURNAL_IN_MEMORY_ROWS: Final = 10_000
 """Rows a transaction may write with its statement journal in memory: about a page a row at
-most (a batch of 9,500 on a 164 MB store: 36 MB more peak memory, docs/benchmarks.md)."""
+most (a batch of 9,500 on a 164 MB store: 36 MB more peak memory, docs/frontier-store.md)."""
 
 _DUE_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS urls_due ON urls (site, lane, next_due) WHERE next_due IS NOT NULL"
