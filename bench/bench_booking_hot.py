@@ -108,7 +108,7 @@ class BenchLane:
 class BenchKind:
     """Pages' shape: one in flight, a site interval, site + origin keys; no-op work."""
 
-    max_lead = 10.0
+    lead = 10.0
 
     def __init__(self) -> None:
         self.site = KeyParams(1.0, 0.0, 0.25, weighted=False)
@@ -116,6 +116,9 @@ class BenchKind:
         self.late: list[float] = []
         self.rng = random.Random(11)
         self.answer_time = False
+
+    def max_lead(self, lane: BenchLane) -> float:
+        return self.lead
 
     def max_in_flight(self, lane: BenchLane) -> int:
         return 1

@@ -16,8 +16,8 @@ parts it judged on the way (queries, trap-pattern segments), so two figures per 
 ``cold ms`` empties every one of those caches before every run (``parse.clear_link_caches``:
 a new worker's first page); ``site ms`` is the median over a run of distinct pages of one
 site (other items in the grid, the same navigation, header and footer), in a worker that
-parsed two pages of it before. (Before session 25 ``cold`` emptied only ``canonical_link``,
-so path-absolute links were warm: 3.4 ms where a new worker took 6.0-6.3.)
+parsed two pages of it before. (Emptying ``canonical_link`` alone would leave path-absolute
+links warm: 3.4 ms where a new worker takes 6.0-6.3.)
 
 ``--loop`` measures the event loop's side instead: ``Discovery.page`` on parsed 100 KB pages of
 one site, in microseconds per link, with trap patterns as the worker now sends them and with

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,7 +14,7 @@ from observe_run import make_run
 
 from courtier.cli import report as report_cli
 from courtier.inputs import InputError
-from courtier.observe.report import ReportError, collect, write_report
+from courtier.observe.report import ReportError, collect, render, write_report
 
 CHARTS = (
     "chart-rate",
@@ -25,6 +27,9 @@ CHARTS = (
 
 
 class Page(HTMLParser):
+    """What the tests read of a report: charts, series, markers, tables, what it would fetch,
+    and the text of each ``<script type="application/json">`` by its id."""
+
     def __init__(self) -> None:
         super().__init__()
         self.charts: dict[str, int] = {}
@@ -33,6 +38,8 @@ class Page(HTMLParser):
         self.markers = 0
         self.external: list[str] = []
         self.tables: list[str] = []
+        self.json_blocks: dict[str, str] = {}
+        self.open_json: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -45,13 +52,22 @@ class Page(HTMLParser):
             self.markers += 1
         if tag == "table":
             self.tables.append(a.get("id") or "")
+        if tag == "script" and a.get("type") == "application/json":
+            self.open_json = a.get("id") or "?"
+            self.json_blocks[self.open_json] = ""
         for name in ("src", "href"):
             if a.get(name):
                 self.external.append(f"{tag} {name}={a[name]}")
 
+    def handle_data(self, data: str) -> None:
+        if self.open_json is not None:
+            self.json_blocks[self.open_json] += data
+
     def handle_endtag(self, tag: str) -> None:
         if tag == "svg":
             self.open_svg = None
+        if tag == "script":
+            self.open_json = None
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +104,21 @@ def test_the_report_figures_match_the_run(run: Path):
     assert data.rebook_total == (900.0, 15.0)
     assert any(a["name"] == "gamma-1.test" or a["name"] == "gamma" for a in data.anomalies)
     assert {a["signal"] for a in data.anomalies} >= {"throttled", "latency"}
+
+
+def test_the_embedded_data_is_json_and_cannot_end_its_script(run: Path):
+    data = collect(run)
+    page = Page()
+    page.feed(write_report(run).read_text(encoding="utf-8"))
+    embedded = json.loads(page.json_blocks["report-data"])
+    assert embedded["summary"] == data.summary and embedded["bucket_s"] == data.bucket
+
+    hostile = "</script><script>alert(1)</script> <!-- & &amp; \u2028"
+    html = render(dataclasses.replace(data, summary={**data.summary, "note": hostile}), "t")
+    assert html.count("</script>") == 2  # the data block's own end and the sorting script's
+    page = Page()
+    page.feed(html)
+    assert json.loads(page.json_blocks["report-data"])["summary"]["note"] == hostile
 
 
 def test_the_cli_writes_the_report_or_says_why_not(run: Path, tmp_path: Path, capsys):

@@ -222,7 +222,7 @@ _PIECES = st.sampled_from(
 @example([b"<section>", b"<div>", b"<div>", b"<div>", b"</section>", *[b"<div>"] * 4]).xfail(
     reason="an end tag that closes several open elements (</section> over open <div>s) is "
     "counted as closing one: the estimate is then deeper than the tree, so such a page is "
-    "cut a little early (found by this test, session 5; the linear scan has no element stack)"
+    "cut a little early (found by this test; the linear scan has no element stack)"
 )
 def test_the_estimate_does_not_exceed_the_real_depth_on_ordinary_tag_soup(
     pieces: list[bytes],

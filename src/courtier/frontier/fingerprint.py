@@ -279,7 +279,8 @@ def tree_content_text(tree: LexborHTMLParser) -> str:
     # inside a removed subtree. Looking elements up by name and matching attribute values
     # here, not by a selector of every rule: a CSS query costs lexbor a match of each of its
     # selectors against each element, and this one (26 of them, then ids and classes) took
-    # 57 of a 6 KB page's 106 us in the fingerprint against ~35 now (docs/benchmarks.md).
+    # 57 of a 6 KB page's 106 us in the fingerprint against ~35 now
+    # (`python bench/bench_parse.py --stages`).
     for name in _DROPPED_TAGS:
         _remove(tree.tags(name))
     _remove([n for n in tree.css(_MARKED) if n.tag not in _STRUCTURE and _is_dropped(n)])

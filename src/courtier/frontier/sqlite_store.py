@@ -10,7 +10,7 @@ failed for good), and for each host one range scan per lane reads at most the ba
 So the cost of "give me this host's next N URLs" depends on N, not on the size of the host's
 frontier or of the store.
 
-Schema versions (``PRAGMA user_version``): 0 is the first store (``courtier.frontier.store``);
+Schema versions (``PRAGMA user_version``): 0 is the first schema, before refresh scheduling;
 opening such a file adds the scheduling columns with ``ALTER TABLE ADD COLUMN`` and fills them
 in place (queued URLs due at their discovery time, fetched ones due one initial refresh
 interval after their fetch), so an existing crawl continues where it stopped.
@@ -165,7 +165,7 @@ _V2_COLUMNS: Final = (("etag", "TEXT"), ("last_modified", "TEXT"), ("payload_dig
 
 JOURNAL_IN_MEMORY_ROWS: Final = 10_000
 """Rows a transaction may write with its statement journal in memory: about a page a row at
-most (a batch of 9,500 on a 164 MB store: 36 MB more peak memory, docs/benchmarks.md)."""
+most (a batch of 9,500 on a 164 MB store: 36 MB more peak memory, docs/frontier-store.md)."""
 
 _DUE_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS urls_due ON urls (site, lane, next_due) WHERE next_due IS NOT NULL"

@@ -1,9 +1,10 @@
 """Prometheus metrics of a crawl: low cardinality, ``courtier_`` names, base units.
 
-Rules (STYLE.md): counters end in ``_total``, durations are seconds, sizes bytes; labels
-are bounded sets (status class, key type, lane, request kind, reason codes, phase), never
-a host, site, origin or URL: that detail is the request log's. Each ``CrawlMetrics`` has its
-own ``CollectorRegistry``, so several crawls (or tests) in one process never collide.
+Rules (Prometheus's naming conventions): counters end in ``_total``, durations are seconds,
+sizes bytes; labels are bounded sets (status class, key type, lane, request kind, reason
+codes, phase), never a host, site, origin or URL: that detail is the request log's. Each
+``CrawlMetrics`` has its own ``CollectorRegistry``, so several crawls (or tests) in one
+process never collide.
 
 Two sources: per-request figures are counted from the request rows (on the observer's
 thread), and the crawl's own counters and gauges (bookings, rebooks, queues, in flight) are

@@ -4,6 +4,8 @@ Everything comes from the run's output directory through DuckDB (``observe.query
 request log, ``anomalies.jsonl`` and ``samples.jsonl`` (rebooks are no requests, so their
 rate over time comes from the samples of the crawl's counters). Charts are inline SVG
 (``observe.svg``); the page loads nothing from anywhere, and its only script sorts tables.
+The run's summary is embedded as JSON (``<script type="application/json" id="report-data">``)
+for tools that read the page.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ MAX_BUCKETS = 240
 TOP_ORIGINS_CHARTED = 6
 TOP_ROWS = 20
 STATUS_ORDER = ("2xx", "3xx", "4xx", "5xx", "error", "refused")
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
 class ReportError(Exception):
@@ -497,10 +500,18 @@ def render(data: ReportData, title: str) -> str:
         )
     else:
         parts.append("<p class='note'>None raised.</p>")
-    summary = json.dumps({"summary": s, "bucket_s": data.bucket}, default=str)
-    parts.append(f"<script type='application/json' id='report-data'>{escape(summary)}</script>")
+    summary = script_json({"summary": s, "bucket_s": data.bucket})
+    parts.append(f"<script type='application/json' id='report-data'>{summary}</script>")
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
+
+
+def script_json(value: object) -> str:
+    """``value`` as JSON to embed in a ``<script>`` element: still JSON (HTML entities would
+    not be, since a script's text is never unescaped), with ``<``, ``>`` and ``&`` written as
+    ``\\u003c``, ``\\u003e`` and ``\\u0026`` (inside strings, the only place JSON has them), so
+    no ``</script>`` or ``<!--`` in the data can end or bend the element."""
+    return json.dumps(value, default=str).translate(_SCRIPT_SAFE)
 
 
 def write_report(out_dir: Path, path: Path | None = None, title: str | None = None) -> Path:
