@@ -31,7 +31,7 @@ from courtier.pipeline.media import MediaLane, MediaLanes
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.robots_fetch import RobotsCache
 from courtier.pipeline.scheduler import Scheduler
-from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.seeding import SeedSites, new_lane
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import OriginStatus, SiteLane
@@ -140,13 +140,14 @@ class Lanes:
         """One record of real sends for pages, media and robots.txt hops (as the engine)."""
         self.robots = RobotsCache()
         self.frontier = FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16)
-        self.sites: dict[str, SiteLane] = {}
         self.documents: list[dict[str, Any]] = []
         self.tasks: set[asyncio.Task[None]] = set()
         surface = config.frontier.surface_policy(config.crawl.max_depth)
+        self.seed = SeedSites(config, surface, self.timer.now)
+        self.sites: dict[str, SiteLane] = self.seed.lanes
         self.intake = UrlIntake(self.stats.refused, redaction_policy(config))
         self.discovery = Discovery(
-            self.sites, set(), self.stats, OpenGuard.policy, surface, self.intake
+            self.sites, self.seed.scope, self.stats, OpenGuard.policy, surface, self.intake
         )
         services = LaneServices(
             config,
@@ -173,6 +174,7 @@ class Lanes:
         self.site_lanes = SiteLanes(
             services,
             frontier=self.frontier,
+            seed=self.seed,
             discovery=self.discovery,
             parse=self._parse,
             arm=lambda lane: self.pages.arm(lane),
@@ -182,6 +184,7 @@ class Lanes:
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
             self.site_lanes, config.crawl.max_in_flight
         )
+        self.seed.refill = self.site_lanes.request_refill
         self.origins: dict[str, str] = {}
         self.media = MediaLanes(
             services, origin_of=self.origins.get, arm=lambda lane: self.media_scheduler.arm(lane)

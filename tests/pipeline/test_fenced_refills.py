@@ -10,8 +10,10 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.frontier.base import LeasedUrl, UrlLane
+from courtier.frontier.surface import SurfacePolicy
 from courtier.pipeline.cluster import Cluster, ClusterSpec
 from courtier.pipeline.frontier_io import FrontierIO
+from courtier.pipeline.seeding import SeedSites
 from courtier.pipeline.shards import shard_of
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.limiter.base import Fence
@@ -55,17 +57,17 @@ def _url(n: int, site: str, lane: UrlLane) -> LeasedUrl:
 def _cluster(frontier: FrontierIO) -> Cluster:
     """A worker's cluster with nothing started: only its keeper's table of held shards."""
     stand_in: Any = None
+    seed = SeedSites(Config(), SurfacePolicy(), lambda: 0.0, shared=True)
+    seed.scope.update({"a.test", "b.test"})
     return Cluster(
         ClusterSpec("postgresql://unused", "w-a", shards=SHARDS),
         Config(),
-        scope={"a.test", "b.test"},
-        sites={},
+        seed=seed,
         site_lanes=stand_in,
         pages=stand_in,
         frontier=frontier,
         timer=stand_in,
         stats=CrawlStats(),
-        surface=stand_in,
         flush=stand_in,
     )
 

@@ -8,11 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from key_samples import B62, rep
 from lane_harness import Lanes, allow_all
 
 from courtier.config import load
 from courtier.pipeline.intake import MAX_REDIRECTS, UrlIntake
+from key_samples import B62, rep
 
 FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]
 GOOGLE_KEY = "AIza" + rep(B62, 35)

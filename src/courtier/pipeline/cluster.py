@@ -26,12 +26,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from courtier.config import Config
-from courtier.frontier.surface import SurfacePolicy, decide_depth_cap
 from courtier.pipeline.frontier_io import FrontierIO
 from courtier.pipeline.pages import SiteLanes
 from courtier.pipeline.robots_fetch import rules_from_stored
 from courtier.pipeline.scheduler import Scheduler
-from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.seeding import SeedSites
 from courtier.pipeline.shards import ShardKeeper, shard_of
 from courtier.pipeline.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
@@ -58,26 +57,24 @@ class Cluster:
         spec: ClusterSpec,
         config: Config,
         *,
-        scope: set[str],
-        sites: dict[str, SiteLane],
+        seed: SeedSites,
         site_lanes: SiteLanes,
         pages: Scheduler[SiteLane, object],
         frontier: FrontierIO,
         timer: Timer,
         stats: CrawlStats,
-        surface: SurfacePolicy,
         flush: Callable[[], Awaitable[None]],
     ) -> None:
         self.spec = spec
         self.config = config
-        self.scope = scope
-        self.sites = sites
+        self.seed = seed
+        self.scope = seed.scope
+        self.sites = seed.lanes
         self.site_lanes = site_lanes
         self.pages = pages
         self.frontier = frontier
         self.timer = timer
         self.stats = stats
-        self.surface = surface
         self.flush = flush
         self.keeper = ShardKeeper(
             spec.conninfo,
@@ -89,6 +86,7 @@ class Cluster:
             requests=lambda: stats.requests,
         )
         frontier.fence_leases(self.fence_of)
+        seed.fence_of = self.fence_of
 
     def fence_of(self, site: str) -> Fence | None:
         """The lease this worker holds on ``site``'s shard now (None: not held)."""
@@ -106,19 +104,13 @@ class Cluster:
         released = await self.frontier.call(lambda: store.release_leases(sites=sites))
         stored = await self.frontier.call(store.load_robots, time.time())
         sizes = await self.frontier.call(store.site_sizes)
-        now = self.timer.now()
         fence = self.keeper.fence(shard)
-        for site in sites:
-            lane = new_lane(site, self.config)
-            lane.fence = fence
-            lane.discovered, lane.backlog = sizes.get(site, (0, 0))
-            lane.depth_cap = decide_depth_cap(lane.discovered, None, self.surface).cap
-            if site in stored:
-                rules = rules_from_stored(stored[site], self.config)
-                self.site_lanes.adopt(lane, self.site_lanes.outcome_of(site, rules))
-            # The shard's last holder may have just sent a request to any of these sites.
-            lane.next_start = max(lane.next_start, now + lane.interval)
-            self.sites[site] = lane
+        if fence is None:  # lost again while the store answered
+            return
+        for lane in self.seed.take(sites, fence, sizes):
+            if lane.site in stored:
+                rules = rules_from_stored(stored[lane.site], self.config)
+                self.site_lanes.adopt(lane, self.site_lanes.outcome_of(lane.site, rules))
             self.site_lanes.request_refill(lane)
         self.stats.shards_taken += 1
         log.info(
@@ -146,8 +138,7 @@ class Cluster:
             await self.frontier.call(
                 lambda: self.frontier.store.release_leases(sites=sites, fence=fence)
             )
-        for lane in lanes:
-            self.sites.pop(lane.site, None)
+        self.seed.drop(lanes)
         self.stats.shards_given += 1
         log.info("shard %d %s: %d sites", shard, "given back" if graceful else "lost", len(lanes))
 

@@ -28,7 +28,6 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore, StoredRobots
-from courtier.frontier.surface import decide_depth_cap
 from courtier.gc_pacing import GcPacing
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
@@ -62,7 +61,7 @@ from courtier.pipeline.recovery import (
 )
 from courtier.pipeline.robots_fetch import RobotsCache
 from courtier.pipeline.scheduler import Scheduler
-from courtier.pipeline.seeding import freshlane_urls, new_lane, seed_lanes, seed_store
+from courtier.pipeline.seeding import SeedSites, freshlane_urls, seed_store
 from courtier.pipeline.send_spacing import SendSpacing
 from courtier.pipeline.services import LaneServices
 from courtier.pipeline.site import SiteLane
@@ -115,11 +114,13 @@ class Engine:
         self.cluster: Cluster | None = None
         self.stats = CrawlStats()
         self.gc_pacing = GcPacing(pauses=self.stats.gc_pauses)
-        self.sites: dict[str, SiteLane] = {}
-        self.scope: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         self._stopping, self._stopped = False, asyncio.Event()
         self._surface = config.frontier.surface_policy(config.crawl.max_depth)
+        self.seed = SeedSites(
+            config, self._surface, lambda: self.timer.now(), shared=cluster is not None
+        )
+        self.sites, self.scope = self.seed.lanes, self.seed.scope
         self.intake = UrlIntake(self.stats.refused, redaction_policy(self.config))
         self.discovery = Discovery(
             self.sites, self.scope, self.stats, guard.policy, self._surface, self.intake
@@ -230,11 +231,8 @@ class Engine:
         )
         if released:
             log.info("resuming: %d URLs leased by the last run are queued again", released)
-        self.scope.update(scope)
         sizes = await self.frontier.call(self.frontier.store.site_sizes)
-        now = self.timer.now()
-        if not shared:  # a worker of a shared crawl gets its sites with its shards
-            self.sites.update(seed_lanes(scope, self.seeds, sizes, self.config, self._surface, now))
+        self.seed.start(scope, self.seeds, sizes)
         self.stats.seed_sites = len(self.scope)
         log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
         self.inherited = await self.frontier.call(load_inherited, self.frontier.store)
@@ -297,6 +295,7 @@ class Engine:
         self.site_lanes = SiteLanes(
             services,
             frontier=self.frontier,
+            seed=self.seed,
             discovery=self.discovery,
             parse=self.parser.run,
             arm=lambda lane: self.pages.arm(lane),
@@ -306,6 +305,7 @@ class Engine:
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
             self.site_lanes, config.crawl.max_in_flight
         )
+        self.seed.refill = self.site_lanes.request_refill
         if config.media.fetch:
             self.media = MediaLanes(
                 services,
@@ -337,14 +337,12 @@ class Engine:
             self.cluster = Cluster(
                 self.cluster_spec,
                 self.config,
-                scope=self.scope,
-                sites=self.sites,
+                seed=self.seed,
                 site_lanes=self.site_lanes,
                 pages=self.pages,
                 frontier=self.frontier,
                 timer=self.timer,
                 stats=self.stats,
-                surface=self._surface,
                 flush=self.feeder.flush,
             )
             await self.cluster.keeper.start()
@@ -385,7 +383,11 @@ class Engine:
             self.feeder.flush_loop(),
             self.feeder.due_loop(),
             rank_loop(
-                self.config, self.frontier, self.stats, flush=self.feeder.flush, admit=self._admit
+                self.config,
+                self.frontier,
+                self.stats,
+                flush=self.feeder.flush,
+                admit=self.seed.admit,
             ),
             self.feeder.refill_loop(),
             sample_loop_lag(self.stats),
@@ -482,15 +484,3 @@ class Engine:
         return self._origin_of(site) or await self.origins.origin_for(host)
 
     # -- background loops ---------------------------------------------------------------
-
-    def _admit(self, site: str) -> None:
-        """A site joins the seed while the crawl runs (its root URL is in the store)."""
-        if site in self.sites:
-            return
-        self.scope.add(site)
-        if self.cluster is not None and not self.cluster.holds(site):
-            return  # a worker holding the site's shard crawls it (now, or when it takes it)
-        lane = new_lane(site, self.config, start=self.timer.now())
-        lane.depth_cap = decide_depth_cap(0, None, self._surface).cap
-        self.sites[site] = lane
-        self.site_lanes.request_refill(lane)

@@ -48,7 +48,7 @@ from courtier.pipeline.parse_pool import ParseTimeout, PoolClosed, WorkerLost
 from courtier.pipeline.reading import read_and_capture, read_page
 from courtier.pipeline.scheduler import Launch, Wait
 from courtier.pipeline.scope import ScopeRules, site_owner
-from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.seeding import SeedSites
 from courtier.pipeline.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.politeness.gcra import KeyParams, Limit
@@ -77,6 +77,7 @@ class SiteLanes(LaneKindBase):
         services: LaneServices,
         *,
         frontier: FrontierIO,
+        seed: SeedSites,
         discovery: Discovery,
         parse: Parse,
         arm: Callable[[SiteLane], None],
@@ -86,6 +87,7 @@ class SiteLanes(LaneKindBase):
         super().__init__(services)
         self.lead = self.config.politeness.max_lead
         self.frontier = frontier
+        self.seed = seed
         self.discovery = discovery
         self.parse = parse
         self.arm = arm
@@ -147,8 +149,6 @@ class SiteLanes(LaneKindBase):
         registrable domain, or a subdomain under ``[scope] subdomains``): in scope at once,
         saved as a seed site, crawled by a lane of its own (in a shared crawl, by the worker
         holding its shard)."""
-        discovery = self.discovery
-        discovery.scope.add(site)
         same = ", the same site owner" if why == "redirect" else ""
         self.stats.adopted[site] = f"{why} from {owner}{same}"
         log.info("%s joins the seed: %s from %s", site, why, owner)
@@ -158,13 +158,7 @@ class SiteLanes(LaneKindBase):
         task = asyncio.ensure_future(save)
         self._saving.add(task)
         task.add_done_callback(self._saving.discard)
-        adopter = discovery.sites.get(owner)
-        if site in discovery.sites or (adopter is not None and adopter.fence is not None):
-            return
-        lane = new_lane(site, self.config, scheme=scheme, start=self.timer.now())
-        lane.depth_cap = discovery.default_cap
-        discovery.sites[site] = lane
-        self.request_refill(lane)
+        self.seed.admit(site, scheme)
 
     def _pick(self, lane: SiteLane, now: float) -> LeasedUrl:
         first: dict[UrlLane, int] = {}
@@ -228,7 +222,7 @@ class SiteLanes(LaneKindBase):
 
     def started(self, lane: SiteLane, work: PageWork, now: float) -> None:
         # Reserve the spacing now; the real send (after DNS) moves it later if needed.
-        lane.next_start = max(lane.next_start, now + lane.interval)
+        lane.hold_start(now + lane.interval)
         lane.emit = lane.emit.record(1, now)
 
     def run(self, lane: SiteLane, work: PageWork, launch: Launch) -> Any:
@@ -265,11 +259,11 @@ class SiteLanes(LaneKindBase):
         if result is not None and result.sent_at is not None and host == lane.host:
             # The server sees the request when its headers arrive: space from that moment.
             lane.last_sent = result.sent_at
-            lane.next_start = max(lane.next_start, result.sent_at + lane.interval)
+            lane.hold_start(result.sent_at + lane.interval)
         return answer
 
     def _sending(self, lane: SiteLane) -> None:
-        lane.next_start = max(lane.next_start, self.timer.now() + lane.interval)
+        lane.hold_start(self.timer.now() + lane.interval)
 
     async def _feedback(self, lane: SiteLane, answer: Answer, extra_cost: float = 0.0) -> None:
         effects = await self.answered(
@@ -277,7 +271,7 @@ class SiteLanes(LaneKindBase):
         )
         if effects is not None and "slowdown-lane" in effects.events:
             # The slower spacing applies to the very next request, counted from this one.
-            lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
+            lane.hold_start(lane.last_sent + lane.interval)
 
     async def _robots(self, lane: SiteLane, work: RobotsWork, context: RequestContext) -> None:
         async def get(fetch_url: str, host: str, why: RequestContext) -> Answer:
@@ -297,7 +291,7 @@ class SiteLanes(LaneKindBase):
         lane.suspended_reason = outcome.refusal
         lane.crawl_delay = outcome.crawl_delay
         # The robots.txt request itself counts: the first page waits a full Crawl-delay.
-        lane.next_start = max(lane.next_start, lane.last_sent + lane.interval)
+        lane.hold_start(lane.last_sent + lane.interval)
         self.rules_ready(lane.site, outcome.rules)
 
     async def _page(

@@ -33,7 +33,7 @@ async def rank_loop(
     stats: CrawlStats,
     *,
     flush: Callable[[], Awaitable[None]],
-    admit: Callable[[str], None],
+    admit: Callable[[str], object],
 ) -> None:
     k = config.frontier.promote
     if k <= 0:

@@ -51,7 +51,7 @@ async def restore_floors(
     for key, when in inherited.floors.items():
         lane = sites.get(key.removeprefix("site:")) if key.startswith("site:") else None
         if lane is not None:
-            lane.next_start = max(lane.next_start, when)
+            lane.hold_start(when)
     return len(inherited.floors)
 
 
@@ -81,7 +81,7 @@ async def after_crash(
 ) -> None:
     """Clocks rebuilt as if every key had been used at ``now`` (the restart)."""
     for lane in sites.values():
-        lane.next_start = max(lane.next_start, now + lane.interval)
+        lane.hold_start(now + lane.interval)
     floors: dict[str, float] = {}
     dearest = max(config.costs.model().costs.values())
     policy = config.limits.policy()

@@ -54,7 +54,8 @@ class SiteLane:
     backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
     latency: LatencyState = field(default_factory=LatencyState)
     next_start: float = 0.0
-    """Earliest start the site's own spacing allows (start-to-start, from real sends)."""
+    """Earliest start the site's own spacing allows (start-to-start, from real sends);
+    written only by ``hold_start``."""
     last_sent: float = 0.0
     crawl_delay: float = 0.0
     margin: float = 0.0
@@ -100,6 +101,12 @@ class SiteLane:
     @property
     def booked_origin(self) -> str | None:
         return self.origin if self.origin_status is OriginStatus.RESOLVED else None
+
+    def hold_start(self, until: float) -> None:
+        """The site's next request starts no sooner than ``until`` (a start, a real send, a
+        pause, a clock carried over): ``next_start`` only ever moves later, here."""
+        if until > self.next_start:
+            self.next_start = until
 
 
 def read_seeds(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:
