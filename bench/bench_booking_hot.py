@@ -30,11 +30,11 @@ from typing import Any
 
 from courtier.config import load
 from courtier.observe.observation import budget_from
-from courtier.pipeline.apply import FeedbackWriter
-from courtier.pipeline.clocks import KeyClocks
-from courtier.pipeline.scheduler import LaneState, Launch, Scheduler, Wait
+from courtier.pipeline.answers.feedback_writer import FeedbackWriter
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.scheduler import LaneState, Launch, Scheduler, Wait
+from courtier.pipeline.scheduling.timer import LoopTimer
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.timer import LoopTimer
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.limiter import MemoryLimiter
 

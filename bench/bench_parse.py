@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from courtier.pipeline.parse import clear_link_caches, parse_page
+from courtier.content.parse import clear_link_caches, parse_page
 
 _WORDS = ("garden", "spade", "review", "steel", "handle", "ash", "wood", "bed", "soil", "dig",
           "season", "price", "shop", "delivery", "week", "compost", "tool", "blade", "test",
@@ -225,12 +225,12 @@ def _site_median(size: int, repeat: int) -> float:
 def _loop(repeat: int) -> None:
     """``Discovery.page`` per link on 100 KB pages of one site: patterns from the worker, and
     patterns computed on the loop (links stripped of theirs)."""
+    from courtier.content.parse import Link
     from courtier.frontier.base import LeasedUrl
     from courtier.frontier.surface import SurfacePolicy
     from courtier.net.policy import AddressPolicy
-    from courtier.pipeline.discovery import Discovery
-    from courtier.pipeline.parse import Link
-    from courtier.pipeline.site import SiteLane
+    from courtier.pipeline.feed.discovery import Discovery
+    from courtier.pipeline.lanes.site import SiteLane
     from courtier.pipeline.stats import CrawlStats
 
     parsed = [parse_page(body, url) for body, url in _site_pages(100_000, 20)]
@@ -261,8 +261,8 @@ def _phases(body: bytes, repeat: int) -> None:
     """CPU of each phase of one ``parse_page`` of an ordinary page."""
     from selectolax.lexbor import LexborHTMLParser
 
+    from courtier.content.nesting import nesting_cut
     from courtier.frontier.fingerprint import tree_fingerprint
-    from courtier.pipeline.nesting import nesting_cut
 
     def timed(fn: Callable[[], object]) -> float:
         best = float("inf")
@@ -318,9 +318,9 @@ def _stages(repeat: int, page_bytes: int = 6000) -> None:
     from selectolax.lexbor import LexborHTMLParser
 
     from courtier.config import WarcSection
+    from courtier.content.decode import decode
+    from courtier.content.reading import ReadContext, read_and_capture
     from courtier.frontier.fingerprint import normalise_text, tree_fingerprint
-    from courtier.pipeline.decode import decode
-    from courtier.pipeline.reading import ReadContext, read_and_capture
     from courtier.sinks.redact import DEFAULT_POLICY, redact, region_of
     from courtier.sinks.warc import Capture, encode_capture
 

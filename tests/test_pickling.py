@@ -9,8 +9,8 @@ from multiprocessing.reduction import ForkingPickler
 
 import pytest
 
+from courtier.content.reading import ReadContext, RedactedBody
 from courtier.pickling import positional_pickle
-from courtier.pipeline.reading import ReadContext, RedactedBody
 from courtier.sinks.redact import RedactionPolicy
 from courtier.sinks.warc import Capture, EncodedCapture
 

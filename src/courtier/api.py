@@ -55,10 +55,10 @@ from courtier.inputs import (
 from courtier.net.fetch import TimedResolver
 from courtier.net.guard import Guard
 from courtier.net.resolve import DnsResolver, Resolver
-from courtier.pipeline.cluster import ClusterSpec
+from courtier.pipeline.cluster.membership import ClusterSpec
+from courtier.pipeline.cluster.shards import new_worker_id
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import Observer
-from courtier.pipeline.shards import new_worker_id
 from courtier.pipeline.stats import CrawlStats
 from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url

@@ -172,9 +172,20 @@ def prepare_directory(path: Path, *, name: str = "--out") -> Path:
 
 def parse_seed_lines(lines: Iterable[str]) -> tuple[list[Url], list[tuple[str, str]]]:
     """Seed lines (URLs or bare hosts; ``#`` comments) as root URLs, and the bad lines."""
-    from courtier.pipeline.site import read_seeds
+    from courtier.url import UrlError, parse_url
 
-    return read_seeds(lines)
+    seeds: list[Url] = []
+    errors: list[tuple[str, str]] = []
+    for raw in lines:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        text = line if "://" in line else f"http://{line}/"
+        try:
+            seeds.append(parse_url(text))
+        except UrlError as exc:
+            errors.append((line, str(exc)))
+    return seeds, errors
 
 
 def read_seed_file(path: Path, *, name: str = "--seeds") -> tuple[list[Url], list[tuple[str, str]]]:

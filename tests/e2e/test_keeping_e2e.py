@@ -21,11 +21,11 @@ from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection
 from courtier.frontier.base import NewUrl
 from courtier.frontier.refresh import RefreshPolicy
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine
-from courtier.pipeline.site import read_seeds
 from key_samples import KEYS
 from loopback import serving
 
@@ -125,7 +125,7 @@ def engine(out: Path, web_: Web, seeds: tuple[str, ...], duration: float) -> Eng
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     guard = Guard(policy, StaticResolver({host: ["127.0.0.1"] for host in HOSTS}))
-    urls, errors = read_seeds([f"http://{host}:{web_.port}/" for host in seeds])
+    urls, errors = parse_seed_lines([f"http://{host}:{web_.port}/" for host in seeds])
     assert not errors
     return Engine(
         config,

@@ -60,12 +60,12 @@ import brotli
 import pytest
 
 from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection
+from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
-from courtier.pipeline.site import read_seeds
 from courtier.pipeline.stats import CrawlStats
 
 HOSTILE_ADDRESS = "127.0.0.1"
@@ -863,7 +863,7 @@ async def crawl(
     policy = AddressPolicy(allow=list(ALLOW))
     resolver = RebindingResolver(names, flips, delays)
     guard = Guard(policy, resolver)
-    parsed, errors = read_seeds(list(seeds))
+    parsed, errors = parse_seed_lines(list(seeds))
     assert not errors, errors
     latencies = LatencyLog()
     engine = Engine(

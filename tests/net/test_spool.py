@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 
 from courtier.config import FetchSection
+from courtier.content.reading import ReadContext, read_and_capture, read_page
 from courtier.net.fetch import Fetcher
 from courtier.net.spool import (
     Spool,
@@ -27,9 +28,8 @@ from courtier.net.spool import (
     body_bytes,
     file_md5,
 )
-from courtier.pipeline.keeping import Kept
-from courtier.pipeline.parse_jobs import LARGE_BYTES, is_large
-from courtier.pipeline.reading import ReadContext, read_and_capture, read_page
+from courtier.pipeline.keeping.keeper import Kept
+from courtier.pipeline.workers.jobs import LARGE_BYTES, is_large
 from courtier.sinks.warc import Capture, encode_capture
 from loopback import serving
 

@@ -16,6 +16,7 @@ from observe_helpers import scrape, total
 from prometheus_client import CollectorRegistry
 
 from courtier.config import Config, KeyLimits, LimitsSection
+from courtier.inputs import parse_seed_lines
 from courtier.net.fetch import TimedResolver
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
@@ -25,7 +26,6 @@ from courtier.observe.query import run_query
 from courtier.origins.dns_evidence import DnsEvidenceSource
 from courtier.origins.infer import OriginInference
 from courtier.pipeline.engine import Engine
-from courtier.pipeline.site import read_seeds
 from courtier.simweb.log import read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import Behaviour, World, WorldParams
@@ -67,7 +67,7 @@ async def _crawl(web: SimWebProcess, out: Path) -> Run:
     config = dataclasses.replace(Config(), limits=limits)
     policy = AddressPolicy(allow=[web.allow_net])
     guard = Guard(policy, TimedResolver(DnsResolver(web.dns)))
-    seeds, errors = read_seeds(web.seeds_path.read_text().splitlines())
+    seeds, errors = parse_seed_lines(web.seeds_path.read_text().splitlines())
     assert not errors
     settings = ObserveSettings(
         metrics_port=0, live=False, flush_seconds=1.0, sample_seconds=0.5, stats_seconds=1.0

@@ -18,26 +18,26 @@ from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.net.fetch import FetchResult
 from courtier.net.guard import Resolution
 from courtier.net.policy import AddressPolicy
-from courtier.pipeline.apply import FeedbackWriter
-from courtier.pipeline.archive import redaction_policy
-from courtier.pipeline.clocks import KeyClocks
-from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.answers.feedback_writer import FeedbackWriter
+from courtier.pipeline.answers.fetching import GuardedFetch
+from courtier.pipeline.answers.robots_fetch import RobotsCache
 from courtier.pipeline.events import RequestEvent
-from courtier.pipeline.fetching import GuardedFetch
-from courtier.pipeline.frontier_io import FrontierIO
-from courtier.pipeline.hops import HopBooker
-from courtier.pipeline.intake import UrlIntake
-from courtier.pipeline.media import MediaLane, MediaLanes
-from courtier.pipeline.pages import SiteLanes
-from courtier.pipeline.robots_fetch import RobotsCache
-from courtier.pipeline.scheduler import Scheduler
-from courtier.pipeline.seeding import SeedSites, new_lane
-from courtier.pipeline.send_spacing import SendSpacing
-from courtier.pipeline.services import LaneServices
-from courtier.pipeline.site import OriginStatus, SiteLane
-from courtier.pipeline.start_gate import StartGates
+from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.feed.intake import UrlIntake
+from courtier.pipeline.keeping.archive import redaction_policy
+from courtier.pipeline.lanes.media import MediaLane, MediaLanes
+from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.seeding import SeedSites, new_lane
+from courtier.pipeline.lanes.services import LaneServices
+from courtier.pipeline.lanes.site import OriginStatus, SiteLane
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.hops import HopBooker
+from courtier.pipeline.scheduling.scheduler import Scheduler
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
+from courtier.pipeline.scheduling.start_gate import StartGates
+from courtier.pipeline.scheduling.timer import FakeTimer, sleep_until
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.timer import FakeTimer, sleep_until
 from courtier.politeness.limiter import MemoryLimiter
 from courtier.politeness.limiter.base import Limiter
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from courtier.config import load
-from courtier.pipeline.archive import HELD_DOCUMENTS, archived
+from courtier.pipeline.keeping.archive import HELD_DOCUMENTS, archived
 from courtier.pipeline.stats import CrawlStats
 from courtier.sinks.warc import Capture, encode_capture
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from courtier.config import Config
-from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.politeness.keys import LimitKey
 from courtier.politeness.limiter import MemoryLimiter
 

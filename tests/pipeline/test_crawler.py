@@ -18,11 +18,11 @@ from aiohttp import web
 from courtier.config import Config, CrawlSection, FrontierSection, KeyLimits, LimitsSection
 from courtier.frontier.base import SiteState
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine as Crawler
-from courtier.pipeline.site import read_seeds
 from courtier.url import host_of_site
 from loopback import serving
 
@@ -163,7 +163,7 @@ def make_crawler(
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     names = [*hosts, "outside.test"]
     guard = Guard(policy, StaticResolver({name: ["127.0.0.1"] for name in names}))
-    seeds, errors = read_seeds([f"http://{host}:{web_.port}/" for host in hosts] + ["# c"])
+    seeds, errors = parse_seed_lines([f"http://{host}:{web_.port}/" for host in hosts] + ["# c"])
     assert not errors
     return Crawler(
         config,

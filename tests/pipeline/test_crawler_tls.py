@@ -15,14 +15,14 @@ import trustme
 from aiohttp import web
 
 from courtier.config import Config, CrawlSection, FetchSection, KeyLimits, LimitsSection
+from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import OriginInference
-from courtier.pipeline import origins_live as crawler_module
 from courtier.pipeline.engine import Engine as Crawler
-from courtier.pipeline.site import read_seeds
+from courtier.pipeline.lanes import origins_live as crawler_module
 
 TENANTS = ("t1.test", "t2.test")
 
@@ -75,7 +75,7 @@ async def test_the_certificates_a_crawl_sees_corroborate_its_origins(
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     guard = Guard(policy, StaticResolver({host: ["127.0.0.1"] for host in TENANTS}))
-    seeds, errors = read_seeds([f"https://{host}:{port}/" for host in TENANTS])
+    seeds, errors = parse_seed_lines([f"https://{host}:{port}/" for host in TENANTS])
     assert not errors
     crawler = Crawler(
         config,

@@ -3,13 +3,13 @@ it on the loop, and the loop's own computation when its policy is not the defaul
 
 from __future__ import annotations
 
+from courtier.content.parse import Link, ParsedPage, parse_page
 from courtier.frontier.base import LeasedUrl
 from courtier.frontier.surface import SurfacePolicy
 from courtier.frontier.traps import PatternCounter, TrapPolicy
 from courtier.net.policy import AddressPolicy
-from courtier.pipeline.discovery import Discovery
-from courtier.pipeline.parse import Link, ParsedPage, parse_page
-from courtier.pipeline.site import SiteLane
+from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 
 _SITE = "shop.example"

@@ -14,9 +14,9 @@ from typing import Any
 
 from courtier.config import Config, load
 from courtier.frontier.base import LeasedUrl
-from courtier.pipeline.feeding import HURRY_GAP, Feeder
-from courtier.pipeline.seeding import new_lane
-from courtier.pipeline.site import SiteLane
+from courtier.pipeline.lanes.feeding import HURRY_GAP, Feeder
+from courtier.pipeline.lanes.seeding import new_lane
+from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 
 

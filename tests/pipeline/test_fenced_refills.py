@@ -11,10 +11,10 @@ from typing import Any
 from courtier.config import Config
 from courtier.frontier.base import LeasedUrl, UrlLane
 from courtier.frontier.surface import SurfacePolicy
-from courtier.pipeline.cluster import Cluster, ClusterSpec
-from courtier.pipeline.frontier_io import FrontierIO
-from courtier.pipeline.seeding import SeedSites
-from courtier.pipeline.shards import shard_of
+from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
+from courtier.pipeline.cluster.shards import shard_of
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.limiter.base import Fence
 

@@ -11,7 +11,7 @@ import pytest
 from lane_harness import Lanes, allow_all
 
 from courtier.config import load
-from courtier.pipeline.intake import MAX_REDIRECTS, UrlIntake
+from courtier.pipeline.feed.intake import MAX_REDIRECTS, UrlIntake
 from key_samples import B62, rep
 
 FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]
@@ -52,9 +52,7 @@ def test_a_redirect_keeps_its_budget_and_never_follows_a_secret() -> None:
     assert intake.redirect("/next", "http://a.test/p", 2, budget=2) is None
     assert intake.redirect(f"http://b.test/?key={GOOGLE_KEY}", "http://a.test/p", 0) is None
     assert intake.redirect("http://[bad", "http://a.test/p", 0) is None
-    assert refused == Counter(
-        {"redirect-limit": 2, "secret-in-url": 1, "invalid-location": 1}
-    )
+    assert refused == Counter({"redirect-limit": 2, "secret-in-url": 1, "invalid-location": 1})
 
 
 async def test_a_media_image_holding_a_placeholder_is_never_fetched(lanes) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from courtier.pipeline.key_waits import KeyWaits
-from courtier.pipeline.timer import FakeTimer
+from courtier.pipeline.scheduling.key_waits import KeyWaits
+from courtier.pipeline.scheduling.timer import FakeTimer
 
 
 class Asker:

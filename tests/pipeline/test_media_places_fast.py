@@ -11,8 +11,8 @@ from test_media_lanes import FAST, Harness
 
 from courtier.config import load
 from courtier.origins.cdn import CdnRules
-from courtier.pipeline import media_places
-from courtier.pipeline.media_places import HostFacts, MediaPlaces, Placement, place
+from courtier.pipeline.lanes import media_places
+from courtier.pipeline.lanes.media_places import HostFacts, MediaPlaces, Placement, place
 from courtier.politeness.keys import MediaSource
 
 RULES = CdnRules()

@@ -12,9 +12,9 @@ from courtier.net.guard import Resolution
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import InferenceResult, OriginInference
-from courtier.pipeline import origins_live
-from courtier.pipeline.origins_live import RELEASE_SLICE, LiveOrigins, infer_early
-from courtier.pipeline.site import OriginStatus, SiteLane
+from courtier.pipeline.lanes import origins_live
+from courtier.pipeline.lanes.origins_live import RELEASE_SLICE, LiveOrigins, infer_early
+from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams
 

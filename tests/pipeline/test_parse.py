@@ -14,9 +14,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
+from courtier.content.nesting import MAX_DEPTH, nesting_cut
+from courtier.content.parse import parse_page
 from courtier.frontier.fingerprint import html_fingerprint
-from courtier.pipeline.nesting import MAX_DEPTH, nesting_cut
-from courtier.pipeline.parse import parse_page
 
 BASE = "https://shop.example/garden/spades"
 

@@ -5,9 +5,9 @@ import asyncio
 import pytest
 
 from courtier.net.fetch import FetchResult
-from courtier.pipeline.pages import SiteLanes
-from courtier.pipeline.parse_pool import ParseTimeout, PoolClosed
+from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed
 
 
 def _lanes(error: BaseException) -> SiteLanes:

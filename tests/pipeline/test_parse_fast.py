@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from courtier.frontier.traps import url_pattern
-from courtier.pipeline import parse
-from courtier.pipeline.parse import (
+from courtier.content import parse
+from courtier.content.parse import (
     LINK_CACHE_SIZE,
     Link,
     ParsedPage,
@@ -19,6 +18,7 @@ from courtier.pipeline.parse import (
     parse_page,
     parse_sitemap_links,
 )
+from courtier.frontier.traps import url_pattern
 from courtier.url import MAX_URL_LENGTH, parse_url
 
 _BASES = [

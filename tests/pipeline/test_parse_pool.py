@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from courtier.pipeline.parse import ParsedPage, parse_page
-from courtier.pipeline.parse_jobs import LARGE_BYTES
-from courtier.pipeline.parse_pool import (
+from courtier.content.parse import ParsedPage, parse_page
+from courtier.pipeline.workers.jobs import LARGE_BYTES
+from courtier.pipeline.workers.pool import (
     PIPELINE,
     ParsePool,
     ParseTimeout,

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.pipeline.parse_channel import WorkerChannel
+from courtier.pipeline.workers.channel import WorkerChannel
 
 
 class _Pool:

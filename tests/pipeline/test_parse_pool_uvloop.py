@@ -12,7 +12,7 @@ import time
 import pytest
 import uvloop
 
-from courtier.pipeline.parse_pool import ParsePool, ParseTimeout, PoolClosed, WorkerLost
+from courtier.pipeline.workers.pool import ParsePool, ParseTimeout, PoolClosed, WorkerLost
 
 BUDGET = 0.5
 

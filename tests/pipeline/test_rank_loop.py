@@ -9,7 +9,7 @@ import pytest
 import courtier.graph.cycle as cycle
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.graph.pagerank import GraphError
-from courtier.pipeline.promotion import _ranked
+from courtier.pipeline.feed.promotion import _ranked
 
 
 def test_an_unrankable_graph_is_a_reason_not_an_error(

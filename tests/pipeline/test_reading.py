@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from courtier.config import ScopeSection
-from courtier.pipeline.decode import decode, encode_query
-from courtier.pipeline.reading import ReadContext, read_page, redact_body
-from courtier.pipeline.scope import ScopeRules, parent_in_scope, same_domain, site_owner
+from courtier.content.decode import decode, encode_query
+from courtier.content.reading import ReadContext, read_page, redact_body
+from courtier.pipeline.feed.scope import ScopeRules, parent_in_scope, same_domain, site_owner
 from courtier.politeness.robots_meta import directives, header_directives
 
 BASE = "http://a.test/dir/"

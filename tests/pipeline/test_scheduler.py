@@ -11,8 +11,8 @@ import pytest
 from lane_harness import FleetLimiter, Lanes, allow_all
 
 from courtier.config import load
-from courtier.pipeline.scheduler import Phase
-from courtier.pipeline.timer import FakeTimer
+from courtier.pipeline.scheduling.scheduler import Phase
+from courtier.pipeline.scheduling.timer import FakeTimer
 from courtier.politeness.limiter import MemoryLimiter
 
 FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from courtier.pipeline.clocks import KeyClocks
-from courtier.pipeline.send_spacing import UNSENT_RECHECK, SendSpacing
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.send_spacing import UNSENT_RECHECK, SendSpacing
 from courtier.politeness.keys import LimitPolicy
 from courtier.politeness.limiter import MemoryLimiter, SqliteLimiter
 

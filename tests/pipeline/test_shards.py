@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from courtier.pipeline.shards import _LOCK_SPACE, ShardKeeper, shard_of
+from courtier.pipeline.cluster.shards import _LOCK_SPACE, ShardKeeper, shard_of
 from courtier.politeness.gcra import KeyParams, Limit, Slot
 from courtier.politeness.limiter.base import Fence, LeaseLost
 from courtier.politeness.limiter.postgres import LEASES, PostgresLimiter

@@ -2,7 +2,7 @@
 
 import pytest
 
-from courtier.pipeline.start_gate import StartGate
+from courtier.pipeline.scheduling.start_gate import StartGate
 
 
 def test_a_burst_passes_at_once_then_one_token_per_interval():

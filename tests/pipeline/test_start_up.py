@@ -14,13 +14,13 @@ import pytest
 from courtier.config import Config, CrawlSection
 from courtier.frontier.base import FrontierError
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import OriginInference
 from courtier.pipeline.engine import Engine
-from courtier.pipeline.site import read_seeds
 
 HOSTS = ("a.test", "b.test")
 
@@ -61,7 +61,7 @@ def _engine(
     store: SqliteFrontier | None = None,
 ) -> Engine:
     policy = AddressPolicy(allow=["127.0.0.1/32"])
-    seeds, errors = read_seeds([f"http://{host}:9/" for host in HOSTS])
+    seeds, errors = parse_seed_lines([f"http://{host}:9/" for host in HOSTS])
     assert not errors
     return Engine(
         Config(crawl=replace(CrawlSection(), flush_interval=0.05)),

@@ -49,7 +49,7 @@ def _postgres(spec: PostgresStore) -> dict[str, Any]:
 
     from courtier.frontier.base import FrontierError
     from courtier.frontier.postgres_store import PostgresFrontier
-    from courtier.pipeline.shards import WORKERS
+    from courtier.pipeline.cluster.shards import WORKERS
     from courtier.politeness.limiter.postgres import LEASES
 
     try:

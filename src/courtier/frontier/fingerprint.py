@@ -24,7 +24,7 @@ detects change, it does not defend against anyone.
 Cost: linear in the page. The dropped elements are removed in reverse document order (a node's
 descendants before the node itself), so no node is touched after an ancestor was removed and
 no ancestor chain is walked. ``tree_fingerprint`` works on a tree the caller already parsed
-(``courtier.pipeline.parse`` parses each page once, for links and fingerprint); it removes the
+(``courtier.content.parse`` parses each page once, for links and fingerprint); it removes the
 dropped elements from that tree, so call it last. Nesting depth is the caller's business:
 lexbor's tree building is quadratic in it, and ``parse_page`` caps it before parsing.
 """

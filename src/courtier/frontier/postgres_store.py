@@ -7,7 +7,7 @@ Same rules as every backend (``courtier.frontier.base``), with what sharing adds
   asking for the same host at once get disjoint URLs, and neither waits on the other.
 - A worker that dies leaves leased rows: the next holder of each of its shards puts its
   sites' leases back when it takes the shard (``release_leases(sites=...)``, in
-  ``pipeline/cluster.py``), as a holder does when it gives a shard back.
+  ``pipeline/cluster/membership.py``), as a holder does when it gives a shard back.
   ``release_leases(leased_before=...)`` puts back leases older than a given time; no worker
   runs it on its own.
 - Leasing is fenced like booking (``fences``): a site's URLs are leased only while the

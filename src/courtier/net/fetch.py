@@ -51,15 +51,17 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from courtier.config import FetchSection
 from courtier.fast_init import fast_init
 from courtier.net.body import BodySink
 from courtier.net.http1 import Http1Connection
 from courtier.net.pool import IDLE_TIMEOUT, ConnectionPool
 from courtier.net.resolve import Resolver
 from courtier.net.spool import Body, Spool, SpooledBody
+
+if TYPE_CHECKING:
+    from courtier.config import FetchSection
 
 AddressCheck = Callable[[str], bool]
 DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -18,7 +18,7 @@ from pathlib import Path
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore
 from courtier.frontier.sqlite_store import SqliteFrontier
-from courtier.pipeline.cluster import ClusterSpec
+from courtier.pipeline.cluster.membership import ClusterSpec
 from courtier.pipeline.store_lock import StoreLock
 from courtier.politeness.limiter import MemoryLimiter, SqliteLimiter
 from courtier.politeness.limiter.base import Limiter

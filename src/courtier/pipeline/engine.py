@@ -34,24 +34,25 @@ from courtier.net.guard import Guard
 from courtier.net.spool import Spool
 from courtier.origins.cdn import CdnRules
 from courtier.origins.infer import InferenceResult, OriginInference
-from courtier.pipeline.apply import FeedbackWriter
-from courtier.pipeline.archive import archived, redaction_policy
+from courtier.pipeline.answers.feedback_writer import FeedbackWriter
+from courtier.pipeline.answers.fetching import FetcherLike, GuardedFetch
+from courtier.pipeline.answers.robots_fetch import RobotsCache
 from courtier.pipeline.backends import open_backends
-from courtier.pipeline.clocks import KeyClocks
-from courtier.pipeline.cluster import Cluster, ClusterSpec
-from courtier.pipeline.discovery import Discovery
+from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
 from courtier.pipeline.events import Observer
-from courtier.pipeline.feeding import Feeder
-from courtier.pipeline.fetching import FetcherLike, GuardedFetch
-from courtier.pipeline.frontier_io import FrontierIO
-from courtier.pipeline.hops import HopBooker
-from courtier.pipeline.intake import UrlIntake
-from courtier.pipeline.media import MediaLane, MediaLanes
-from courtier.pipeline.media_places import MediaPlaces
-from courtier.pipeline.origins_live import LiveOrigins, infer_early
-from courtier.pipeline.pages import SiteLanes
-from courtier.pipeline.parse_pool import ParsePool
-from courtier.pipeline.promotion import rank_loop
+from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.feed.intake import UrlIntake
+from courtier.pipeline.feed.promotion import rank_loop
+from courtier.pipeline.keeping.archive import archived, redaction_policy
+from courtier.pipeline.lanes.feeding import Feeder
+from courtier.pipeline.lanes.media import MediaLane, MediaLanes
+from courtier.pipeline.lanes.media_places import MediaPlaces
+from courtier.pipeline.lanes.origins_live import LiveOrigins, infer_early
+from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.seeding import SeedSites, freshlane_urls, seed_store
+from courtier.pipeline.lanes.services import LaneServices
+from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.recovery import (
     adopt_robots,
     after_crash,
@@ -59,15 +60,14 @@ from courtier.pipeline.recovery import (
     load_inherited,
     restore_floors,
 )
-from courtier.pipeline.robots_fetch import RobotsCache
-from courtier.pipeline.scheduler import Scheduler
-from courtier.pipeline.seeding import SeedSites, freshlane_urls, seed_store
-from courtier.pipeline.send_spacing import SendSpacing
-from courtier.pipeline.services import LaneServices
-from courtier.pipeline.site import SiteLane
-from courtier.pipeline.start_gate import StartGates
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.hops import HopBooker
+from courtier.pipeline.scheduling.scheduler import Scheduler
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
+from courtier.pipeline.scheduling.start_gate import StartGates
+from courtier.pipeline.scheduling.timer import LoopTimer, Timer
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
-from courtier.pipeline.timer import LoopTimer, Timer
+from courtier.pipeline.workers.pool import ParsePool
 from courtier.politeness.limiter.base import Limiter
 from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url, host_of_site

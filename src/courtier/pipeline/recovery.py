@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore, StoredRobots
-from courtier.pipeline.apply import FeedbackWriter
-from courtier.pipeline.clocks import KeyClocks
-from courtier.pipeline.media import MediaLanes
-from courtier.pipeline.pages import SiteLanes
-from courtier.pipeline.robots_fetch import rules_from_stored
-from courtier.pipeline.site import SiteLane
+from courtier.pipeline.answers.feedback_writer import FeedbackWriter
+from courtier.pipeline.answers.robots_fetch import rules_from_stored
+from courtier.pipeline.lanes.media import MediaLanes
+from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.politeness.keys import KeyType, LimitKey, RequestClass
 
 

@@ -23,7 +23,7 @@ Rules:
   records (a pure function of the capture: a parse worker runs it, off the crawl's
   process); ``WarcFiles.append`` only writes the members and learns their offset. ``write``
   does both. ``WarcFiles`` is not thread safe: one owner appends
-  (``courtier.pipeline.archive``: the event loop).
+  (``courtier.pipeline.keeping.archive``: the event loop).
 - **Appends are gathered, written in one go.** ``append`` hands out the record's offset at
   once and keeps its bytes until ``flush`` (the crawl calls it before it flushes the
   documents that name those offsets, every ``crawl.flush_interval``), until ``FLUSH_BYTES``

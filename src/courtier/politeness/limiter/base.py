@@ -53,7 +53,7 @@ DEFAULT_PRUNE_MARGIN = 300.0
 
 
 SHARD_LEASES = "courtier_shard_leases"
-"""The table of shard leases of a scale-out crawl (``courtier.pipeline.shards``); a fenced
+"""The table of shard leases of a scale-out crawl (``courtier.pipeline.cluster.shards``); a fenced
 booking checks its lease there, in the booking's own statement."""
 
 

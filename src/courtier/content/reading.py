@@ -1,0 +1,116 @@
+"""Reading a body in a parse worker: decode it, redact it, then parse what is left.
+
+``read_page`` and ``redact_body`` are top-level and picklable (``parse_pool``): the event loop
+never decodes, searches or rewrites a body. Order matters, and is the issue's rule:
+1. decode with the page's encoding (``decode``: BOM, header, meta, detection);
+2. redact secrets and personal data from the text (``courtier.sinks.redact``), so that
+   3. the title, the links and the content fingerprint come from the redacted text: a link
+   carrying a key (``?key=AIza...``) keeps its placeholder and is never fetched, and the
+   fingerprint for change detection is taken after redaction;
+4. the body to keep (WARC) is the redacted text encoded back in the page's encoding, or the
+   original bytes when nothing was redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from courtier.content.decode import decode, encode_back, parse_text
+from courtier.content.parse import ParsedPage, parse_page
+from courtier.fast_init import fast_init
+from courtier.net.spool import Body, body_bytes
+from courtier.pickling import positional_pickle
+from courtier.politeness.robots_meta import header_directives
+from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
+from courtier.sinks.warc import Capture, EncodedCapture, encode_capture
+
+_TEXT_TYPES = (
+    "text/",
+    "application/json",
+    "application/ld+json",
+    "application/xml",
+    "application/xhtml+xml",
+    "application/rss+xml",
+    "application/atom+xml",
+    "application/javascript",
+    "application/x-javascript",
+    "image/svg+xml",
+)
+
+
+def is_text(content_type: str) -> bool:
+    """Is a body of this type text that may hold secrets (not an image, not gzip)?"""
+    return content_type.strip().lower().startswith(_TEXT_TYPES)
+
+
+@positional_pickle
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ReadContext:
+    """What a worker needs besides the body: plain values, pickled with each job."""
+
+    content_type: str = ""
+    token: str = ""
+    """Our robots.txt product token (``<meta name="TOKEN">``, ``X-Robots-Tag: TOKEN: ...``)."""
+    x_robots: tuple[str, ...] = ()
+    """The response's X-Robots-Tag values."""
+    policy: RedactionPolicy = DEFAULT_POLICY
+    host: str = ""
+    """The page's host: its country-code domain names the phone region."""
+
+
+@positional_pickle
+@dataclass(frozen=True, slots=True)
+class RedactedBody:
+    payload: bytes | None
+    """The body as kept (None: nothing was redacted, keep the original)."""
+    redactions: dict[str, int]
+
+
+def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
+    """The parsed page (``parse.ParsedPage``) of an HTML body (or its spool file), read in
+    its own encoding, with what must not be kept redacted first."""
+    body = body_bytes(content)
+    decoded = decode(body, context.content_type)
+    region = region_of(context.host, context.policy.region)
+    redacted = redact(decoded.text, context.policy, region)
+    page = parse_page(
+        parse_text(redacted.text), base_url, encoding=decoded.encoding, token=context.token
+    )
+    page.encoding_source = decoded.source
+    page.robots |= header_directives(context.x_robots, context.token)
+    if redacted.changed:
+        page.payload = encode_back(redacted.text, decoded, body)
+        page.redactions = dict(redacted.counts)
+    return page
+
+
+def redact_body(content: Body, context: ReadContext) -> RedactedBody:
+    """A text body that is not parsed (JSON, XML, plain text, an unparsed page), redacted."""
+    body = body_bytes(content)
+    decoded = decode(body, context.content_type)
+    redacted = redact(decoded.text, context.policy, region_of(context.host, context.policy.region))
+    if not redacted.changed:
+        return RedactedBody(None, {})
+    return RedactedBody(encode_back(redacted.text, decoded, body), dict(redacted.counts))
+
+
+def x_robots_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    return tuple(value for name, value in headers if name.lower() == "x-robots-tag")
+
+
+def read_and_capture(
+    content: Body, url: str, context: ReadContext, capture: Capture, level: int
+) -> tuple[ParsedPage, EncodedCapture]:
+    """``read_page``, then the page's WARC records as kept: one parse-worker job per page,
+    so the body reaches the worker once and nothing of the archive is done in the crawl's
+    process but appending. The redacted body is in the records, so it does not go back to
+    the crawl's process with the page (``payload`` None)."""
+    body = body_bytes(content)
+    page = read_page(body, url, context)
+    payload = page.payload if page.payload is not None else body
+    kept = replace(capture, payload=payload, redactions=page.redactions)
+    encoded = encode_capture(kept, context.policy, level)
+    page.payload = None
+    return page, encoded

@@ -1,0 +1,165 @@
+"""robots.txt for every host the crawl fetches from: one cache, one fetch, one set of rules.
+
+Rules:
+- One ``RobotsCache`` holds the rules of seed sites and media hosts alike; a host's rules
+  are fetched by one lane at a time, and the other lanes on that host wait for them.
+- The first request is booked by the lane that needs the rules. Up to ``max_redirects``
+  redirect hops are followed (RFC 9309: at least five), and every hop is booked on the
+  keys of the host it goes to (its ``site:`` key, and its origin's when known: ``hops.py``)
+  before it is sent, so robots.txt files that all redirect to one innocent host, or to
+  the hosts of one platform, cannot make it a target. A chain that does not end in time,
+  or a ``Location`` that is no URL, ends at that 3xx answer (RFC 9309: "unavailable").
+- The answer becomes rules by ``politeness.robots.rules_from_response``: 2xx parsed, 4xx
+  allow all, 429, 5xx and no answer disallow all until asked again (at the Retry-After when
+  the server gave one, clamped to ``max_retry_after``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtier.config import Config
+from courtier.frontier.base import StoredRobots
+from courtier.pipeline.answers.fetching import Answer
+from courtier.pipeline.events import RequestContext
+from courtier.pipeline.scheduling.hops import HOP_COST, HopSlot
+from courtier.politeness.robots import RobotsRules, rules_from_response
+from courtier.url import Url
+
+Get = Callable[[str, str, RequestContext], Awaitable[Answer]]
+"""(fetch URL, its host, why) -> the answer."""
+BookHop = Callable[[str, str], Awaitable[HopSlot | None]]
+Follow = Callable[[str, str, int], Url | None]
+"""(Location, the URL it answered, hops so far) -> the next hop's URL (None: stop there)."""
+"""(site, host): book a redirect hop on the keys of the host it goes to and wait for its
+slot (None: the crawl is stopping, do not send it)."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    rules: RobotsRules | None = None
+    fetching: bool = False
+    waiters: list[Callable[[], None]] = field(default_factory=list)
+
+
+class RobotsCache:
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+
+    def rules(self, site: str, now: float) -> RobotsRules | None:
+        """The site's rules, or None when they must be (re)fetched first."""
+        entry = self._entries.get(site)
+        if entry is None or entry.rules is None or now >= entry.rules.expires_at:
+            return None
+        return entry.rules
+
+    def known(self, site: str) -> RobotsRules | None:
+        """The last rules fetched for ``site``, expired or not."""
+        entry = self._entries.get(site)
+        return None if entry is None else entry.rules
+
+    def claim(self, site: str, wake: Callable[[], None]) -> bool:
+        """True: the caller fetches the rules now. False: someone already does; ``wake`` is
+        called when the rules are in."""
+        entry = self._entries.setdefault(site, _Entry())
+        if entry.fetching:
+            entry.waiters.append(wake)
+            return False
+        entry.fetching = True
+        return True
+
+    def unclaim(self, site: str) -> list[Callable[[], None]]:
+        """The fetch ended without rules (stopping, DNS trouble): waiters try again."""
+        entry = self._entries.setdefault(site, _Entry())
+        entry.fetching = False
+        waiters, entry.waiters = entry.waiters, []
+        return waiters
+
+    def store(self, site: str, rules: RobotsRules) -> list[Callable[[], None]]:
+        entry = self._entries.setdefault(site, _Entry())
+        entry.rules = rules
+        return self.unclaim(site)
+
+
+async def fetch_robots(
+    get: Get,
+    book_hop: BookHop,
+    follow: Follow,
+    url: str,
+    host: str,
+    context: RequestContext,
+) -> Answer:
+    """The final answer for ``url`` (a robots.txt fetch URL) after its redirects, each taken
+    through ``follow`` (the crawl's intake: budget, secrets); ``context`` describes the first
+    request (booked by the lane)."""
+    answer = await get(url, host, context)
+    n = 0
+    while answer.redirect is not None:
+        hop = follow(answer.redirect, url, n)
+        if hop is None:
+            return answer
+        slot = await book_hop(hop.site, hop.host)
+        if slot is None:
+            return answer
+        url, host = hop.fetch_url, hop.host
+        hop_context = RequestContext(
+            hop.site,
+            "robots-hop",
+            slot.keys,
+            HOP_COST,
+            redirects=n + 1,
+            origin=slot.origin,
+            sent=slot.sent,
+        )
+        answer = await get(url, host, hop_context)
+        n += 1
+    return answer
+
+
+def rules_from_stored(stored: StoredRobots, config: Config) -> RobotsRules:
+    """The rules a saved robots.txt answer gave, valid until it was due to expire."""
+    robots = config.robots
+    rules = rules_from_response(
+        stored.http_status,
+        stored.body,
+        stored.fetched_at,
+        max_age=robots.max_age,
+        retry_unreachable=robots.retry_unreachable,
+        max_bytes=robots.max_bytes,
+    )
+    return dataclasses.replace(rules, expires_at=stored.expires_at)
+
+
+def robots_arguments(
+    answer: Answer, now: float, config: Config
+) -> tuple[tuple[int | None, bytes, float], dict[str, Any]]:
+    """The arguments of ``rules_from_response`` for ``answer`` (to run it anywhere: the
+    body is cut to ``robots.max_bytes`` first, so no more than that crosses to a worker)."""
+    robots = config.robots
+    result = answer.result
+    status = None if result is None else result.status
+    body = b"" if result is None else result.body[: robots.max_bytes]
+    kwargs: dict[str, Any] = {
+        "max_age": robots.max_age,
+        "retry_unreachable": robots.retry_unreachable,
+        "max_bytes": robots.max_bytes,
+        "retry_after": answer.retry_after,
+        "max_retry_after": config.politeness.max_retry_after,
+    }
+    return (status, body, now), kwargs
+
+
+def rules_of(answer: Answer, now: float, config: Config) -> RobotsRules:
+    args, kwargs = robots_arguments(answer, now, config)
+    return rules_from_response(*args, **kwargs)
+
+
+def unparsed_rules(answer: Answer, now: float, config: Config) -> RobotsRules:
+    """The rules of a robots.txt that could not be parsed within the parse budget: no
+    permission was given, so it counts as unreachable (disallow all until asked again)."""
+    _args, kwargs = robots_arguments(answer, now, config)
+    kwargs["retry_after"] = None
+    return rules_from_response(None, b"", now, **kwargs)

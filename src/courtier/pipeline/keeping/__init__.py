@@ -1,0 +1,1 @@
+"""What is kept of an answer: bodies, fingerprints and the WARC archive."""

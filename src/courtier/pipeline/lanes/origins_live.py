@@ -1,0 +1,367 @@
+"""Origins during a crawl: which origin each seed site books on, kept fresh as evidence comes.
+
+Rules:
+- A site books nothing before its origin is known. With origin inference (DNS evidence),
+  the seed sites are inferred together before their first booking; the sites waiting for
+  it go on ``RELEASE_SLICE`` per turn of the loop once it is done (2,000 waiting tasks woken
+  at once made one turn of ~120 ms), and a site whose origin is inferred needs no task of
+  its own. A site whose inference lookup failed (a DNS timeout under a start-up burst) is
+  looked up again (failed hosts together, one re-clustering per batch); if it still fails
+  but the guard resolves it, it books on the origin of a placed host sharing one of its
+  addresses, else alone: never on a second name for a server the inference already
+  named. A crawl without inference
+  books on the origin the address set implies (``guess_origin``). A host the guard refuses
+  books on its site key alone (its fetch is refused anyway). DNS trouble is never "no
+  origin": the site backs off and asks again.
+- Inference is re-run when DNS answers expire, or soon after new evidence: the headers of a
+  seed site's first answer (its robots.txt, else its home page; a robots.txt 404 is its
+  not-found page) where DNS is indeterminate or may name a CDN edge, and, over https, its
+  verified certificate (corroboration), observed from the crawl's own fetch, never from an
+  extra probe. The first answers behind a shared name decide whether it is an edge, so they
+  are re-clustered within ``EVIDENCE_SETTLE``: strangers behind an edge wait that long on one
+  shared budget, never minutes.
+- A site whose origin id changes books on the new one, and the new origin's clock is raised
+  to the old one's: a fresh key never lets it start early. Sites moving together from one
+  key to another (a rename, tenants grouped by their headers) carry the old clock whole: its
+  bookings are theirs and still to start. A site moving alone from a key (a stranger split
+  off a CDN edge) carries it capped at what its own requests can have spent there (its last
+  start and its booked slot, each at its cost), not every other site's bookings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from courtier.frontier.base import FrontierStore
+from courtier.origins.header_evidence import probe_response
+from courtier.origins.infer import InferenceResult, OriginInference
+from courtier.origins.tls_evidence import tls_facts
+from courtier.pipeline.answers.fetching import TRANSIENT_REFUSALS, Answer, Resolver
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.lanes.media_places import HostFacts
+from courtier.pipeline.lanes.site import OriginStatus, SiteLane
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.timer import Timer
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.backoff import BackoffParams, after_response
+from courtier.politeness.keys import guess_origin
+
+log = logging.getLogger(__name__)
+
+SEED_STRAGGLERS_AFTER = 1.0
+"""Seconds the seed's inference waits for the last DNS answers once every lookup has begun
+(an answer takes milliseconds; a lost question waits out the resolver's retry timer):
+the hosts still unanswered then are looked up on their own, and every other site goes on."""
+EVIDENCE_SETTLE = 1.0
+"""Seconds to gather more header evidence before re-clustering origins on it (2,000 sites
+cluster in 60-150 ms, on a thread)."""
+RELEASE_SLICE = 100
+"""Sites that waited for inference armed per turn of the loop once it is done."""
+
+
+def infer_early(
+    inference: OriginInference | None, hosts: Iterable[str]
+) -> asyncio.Task[InferenceResult] | None:
+    """Start inferring the seed hosts' origins now: inference needs nothing else, so it runs
+    while the store is seeded, and the first bookings (which wait for it) are not held up."""
+    if inference is None:
+        return None
+    return asyncio.get_running_loop().create_task(
+        inference.add(sorted(hosts), stragglers_after=SEED_STRAGGLERS_AFTER)
+    )
+
+
+class LiveOrigins:
+    def __init__(
+        self,
+        inference: OriginInference | None,
+        *,
+        guard: Resolver,
+        clocks: KeyClocks,
+        frontier: FrontierIO,
+        stats: CrawlStats,
+        hosts: Callable[[], Iterable[str]],
+        sites: Callable[[], Iterable[SiteLane]],
+        arm: Callable[[SiteLane], None],
+        backoff: BackoffParams,
+        timer: Timer,
+        recheck_every: float,
+        tasks: set[asyncio.Task[None]],
+        early: asyncio.Future[InferenceResult] | None = None,
+        started: float | None = None,
+        per_unit: Callable[[str], float] | None = None,
+        rebook: Callable[[SiteLane], None] | None = None,
+    ) -> None:
+        """``per_unit(origin)``: seconds of the origin's clock one cost unit takes there (the
+        cap of a clock carried to a site's new origin); None: no cap."""
+        self.inference = inference
+        self.guard = guard
+        self.clocks = clocks
+        self.frontier = frontier
+        self.stats = stats
+        self.hosts = hosts
+        """Every seed host (a worker of a shared crawl infers them all, so that workers
+        agree on the origins of the sites they share)."""
+        self.sites = sites
+        self.arm = arm
+        self.backoff = backoff
+        self.timer = timer
+        self.recheck_every = recheck_every
+        self.tasks = tasks
+        self.early = early
+        """Inference of the seed hosts, started before the store opened (or None)."""
+        self.started = time.monotonic() if started is None else started
+        """When the crawl began (``time.monotonic``), for the log."""
+        self.ready = asyncio.Event()
+        self._before_ready: list[SiteLane] = []
+        """Sites that asked for their origin before inference was done, in order."""
+        self._new_evidence = asyncio.Event()
+        self._observed: set[str] = set()
+        self._lookups = asyncio.Semaphore(64)
+        """Lookups at once: a start-up burst must not flood the resolver."""
+        self._to_retry: set[str] = set()
+        self._retrying = asyncio.Lock()
+        self.per_unit = per_unit
+        self.rebook = rebook
+        """Asks a lane that waits for its old origin's key to book again on its new one."""
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def look_up(self, lane: SiteLane) -> None:
+        """Find the origin of ``lane`` before its first booking (arms it when done)."""
+        if lane.origin_status is OriginStatus.LOOKING_UP:
+            return
+        lane.origin_status = OriginStatus.LOOKING_UP
+        if self.inference is not None and not self.ready.is_set():
+            self._before_ready.append(lane)
+        else:  # not in this call: the scheduler is choosing the lane's work right now
+            asyncio.get_running_loop().call_soon(self._go_on, lane)
+
+    def _go_on(self, lane: SiteLane) -> None:
+        """Resolve ``lane`` on its inferred origin; without one, look it up (a task)."""
+        inference = self.inference
+        inferred = None
+        if inference is not None and not inference.failed(lane.host):
+            inferred = inference.origin_of(lane.host)
+        if inferred is not None:
+            self._resolved(lane, inferred)
+        else:
+            self._spawn(self._look_up(lane))
+
+    async def _release_waiting(self) -> None:
+        """Inference is done: the sites that waited for it go on, a slice per turn."""
+        waiting, self._before_ready = self._before_ready, []
+        for n, lane in enumerate(waiting):
+            if n and n % RELEASE_SLICE == 0:
+                await asyncio.sleep(0)
+            self._go_on(lane)
+
+    async def _look_up(self, lane: SiteLane) -> None:
+        """``lane``'s origin where inference has none for it; started (by ``_go_on``) only
+        once inference is done."""
+        inference = self.inference
+        if inference is not None:
+            if inference.failed(lane.host):
+                await self._retry(lane.host)
+            inferred = inference.origin_of(lane.host)
+            if inferred is not None and not inference.failed(lane.host):
+                self._resolved(lane, inferred)
+                return
+        async with self._lookups:
+            resolution = await self.guard.resolve(lane.host)
+        if not resolution.allowed and resolution.reason in TRANSIENT_REFUSALS:
+            lane.origin_status = OriginStatus.UNRESOLVED
+            lane.backoff = after_response(lane.backoff, None, None, self.timer.now(), self.backoff)
+            self.arm(lane)
+            return
+        if not resolution.allowed:
+            origin = None
+        elif inference is not None:
+            origin = inference.origin_sharing(resolution.addresses) or inference.origin_of(
+                lane.host
+            )
+        else:
+            origin = guess_origin(None, resolution.addresses)
+        self._resolved(lane, origin)
+
+    async def _retry(self, host: str) -> None:
+        """Look ``host`` up again with every other failed host waiting by then."""
+        assert self.inference is not None
+        self._to_retry.add(host)
+        async with self._retrying:
+            if host not in self._to_retry:  # an earlier batch took it
+                return
+            batch, self._to_retry = self._to_retry, set()
+            self.stats.origin_retries += len(batch)
+            await self._apply(await self.inference.retry(batch))
+
+    async def origin_for(self, host: str) -> str | None:
+        """The origin a request to ``host`` reaches when no lane here books on it (a
+        robots.txt redirect hop): the inferred one, else that of a placed host sharing one of
+        its addresses (or, without inference, what its address set implies); None when the
+        guard refuses it or nothing is known."""
+        inference = self.inference
+        if inference is not None and not inference.failed(host):
+            inferred = inference.origin_of(host)
+            if inferred is not None:
+                return inferred
+        async with self._lookups:
+            resolution = await self.guard.resolve(host)
+        if not resolution.allowed:
+            return None
+        if inference is not None:
+            return inference.origin_sharing(resolution.addresses)
+        return guess_origin(None, resolution.addresses)
+
+    def _resolved(self, lane: SiteLane, origin: str | None) -> None:
+        lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
+        lane.provisional = self.inference is not None and self.inference.provisional(lane.host)
+        self.arm(lane)
+
+    async def hosts_facts(self, hosts: list[str]) -> dict[str, HostFacts]:
+        """The CNAME chains and inferred origins of ``hosts`` outside the seed (image hosts:
+        ``media_places``), through the same inference as the seed's, changes applied."""
+        inference = self.inference
+        if inference is None:
+            return {}
+        await self._apply(await inference.add(hosts))
+        facts = inference.facts()
+        return {
+            host: HostFacts(facts[host].dns.cname_chain, inference.origin_of(host))
+            for host in hosts
+            if host in facts and not inference.failed(host)
+        }
+
+    async def added(self, lane: SiteLane) -> None:
+        """A site promoted into the seed while the crawl runs."""
+        if self.inference is not None:
+            await self.inference.add([lane.host])
+        self.arm(lane)
+
+    def observe_answer(self, lane: SiteLane, answer: Answer) -> None:
+        """A seed site's first answer with headers (robots.txt or home page) and certificate
+        as origin evidence, once per host."""
+        result = answer.result
+        if self.inference is None or lane.host in self._observed or result is None:
+            return
+        if result.status is None:
+            return
+        self._observed.add(lane.host)
+        headers = list(result.headers)
+        if result.status == 404 and not result.spooled:
+            # A robots.txt the site does not have: its not-found page, small, read from memory.
+            home = None
+            missing = probe_response(404, headers, result.body, lane.host)
+        else:
+            # Only a not-found page's body counts in a fingerprint: a page's headers are what
+            # matters, so its body (maybe megabytes) is not hashed on the event loop.
+            home, missing = probe_response(result.status, headers, b"", lane.host), None
+        if self.inference.observe(lane.host, home, missing):
+            self.stats.header_evidence += 1
+            self._new_evidence.set()
+        if result.peercert is not None and self.inference.observe_tls(
+            lane.host, tls_facts(result.peercert, result.peercert_der)
+        ):
+            self.stats.tls_evidence += 1
+            self._new_evidence.set()
+
+    async def run(self) -> None:
+        """Infer the seed sites' origins, then keep them fresh (a background task)."""
+        if self.inference is None:
+            self.ready.set()
+            return
+        hosts = sorted(self.hosts())
+        started = self.started
+        try:
+            if self.early is not None:
+                await self.early  # then only hosts the store added are looked up below
+            result = await self.inference.add(hosts, stragglers_after=SEED_STRAGGLERS_AFTER)
+        finally:
+            self.ready.set()
+            self._spawn(self._release_waiting())  # a task of its own: even if this one fails
+        log.info(
+            "origins of %d hosts known %.1f s after the crawl began: %d origins",
+            len(hosts),
+            time.monotonic() - started,
+            len({a.origin for a in result.assignments.values()}),
+        )
+        while True:
+            await self._apply(result)
+            # Re-check when DNS answers expire, or soon after new header evidence arrived
+            # (a short wait gathers the home pages of many sites into one re-clustering).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_evidence.wait(), self.recheck_every)
+                await asyncio.sleep(EVIDENCE_SETTLE)
+            self._new_evidence.clear()
+            result = await self.inference.recheck()
+
+    async def _apply(self, result: InferenceResult) -> None:
+        self.stats.origins = len({a.origin for a in result.assignments.values()})
+        await self.frontier.call(_save, self.frontier.store, result)
+        lanes: dict[str, list[SiteLane]] = {}
+        for lane in self.sites():
+            lanes.setdefault(lane.host, []).append(lane)
+        # Sites moving together from one key to another (a platform renamed, tenants grouped
+        # by their headers) bring every booking of the old key along; a site moving alone (a
+        # stranger split off a CDN edge) brings only its own.
+        # Results are applied in the order their awaits end, not the order they were made (the
+        # seed's, a re-check's, an image host lookup's): a site takes the inference's origin of
+        # now, never an older result's, or it would book on a key its group has left.
+        inference = self.inference
+        together = Counter((change.old, change.new) for change in result.changes)
+        for change in result.changes:
+            moving = lanes.get(change.site, [])
+            now_origin = change.new
+            if inference is not None:
+                now_origin = inference.origin_of(change.site) or change.new
+            booked_on = {change.old} | {
+                lane.origin for lane in moving if lane.origin_status is OriginStatus.RESOLVED
+            }
+            alone = together[(change.old, change.new)] == 1
+            for old_origin in sorted(o for o in booked_on if o is not None and o != now_origin):
+                cap = self._cap(moving, now_origin) if alone else None
+                await self.clocks.carry(f"origin:{old_origin}", f"origin:{now_origin}", cap=cap)
+            for lane in moving:
+                if lane.origin_status is OriginStatus.RESOLVED and lane.origin != now_origin:
+                    lane.origin = now_origin
+                    self._rebook(lane)
+        if inference is not None:
+            for host, hosts_lanes in lanes.items():
+                if not inference.provisional(host):
+                    for lane in hosts_lanes:
+                        if lane.provisional:
+                            lane.provisional = False  # told apart: it books as far as any
+                            self._rebook(lane)
+
+    def _rebook(self, lane: SiteLane) -> None:
+        if self.rebook is not None:
+            self.rebook(lane)
+
+    def _cap(self, lanes: list[SiteLane], origin: str) -> float | None:
+        """The latest a site's own requests can have booked the clock of its new origin: its
+        last start, and its slot booked on the old key, each charged at its cost there."""
+        if self.per_unit is None or not lanes:
+            return None
+        per_unit = self.per_unit(origin)
+        ends = [self.timer.now()]  # nothing of its own ever booked on the old key: no floor
+        for lane in lanes:
+            state = lane.sched
+            if state.launched:
+                last = max(lane.last_sent, lane.next_start - lane.interval)
+                ends.append(last + state.last_cost * per_unit)
+            if state.slot is not None:
+                ends.append(state.slot.start + state.slot.cost * per_unit)
+        return max(ends)
+
+
+def _save(store: FrontierStore, result: InferenceResult) -> None:
+    store.save_origins(list(result.assignments.values()), time.time(), result.recheck_at)

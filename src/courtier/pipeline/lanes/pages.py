@@ -1,0 +1,446 @@
+"""Site lanes: how a seed site chooses its next request, what it is booked on, how it runs.
+
+Rules:
+- A site books nothing before its origin is known (``origins_live``), and fetches nothing
+  before its robots.txt is in: robots.txt is its first request, booked like any other.
+  An unreachable robots.txt (429, 5xx, no answer) stops the site until it is asked again.
+- Next URL: fastlane, then freshlane, then refresh or discovery as the live split decides
+  (fed the site's measured request rate); URLs robots.txt refuses cost no request.
+- Keys: the site (start-to-start, its own interval: Crawl-delay, backoff and latency on top
+  of ``[limits.site]``, one request per booking whatever it costs) and its origin (cost
+  weighted, slowed by the origin's latency feedback).
+- Spacing is anchored on the moment a request's headers go out, so a late start never lets
+  the next one come early. A site asking for a Crawl-delay longer than
+  ``robots.max_crawl_delay`` is suspended for the run with that reason, not frozen.
+- One owner, one clock: ``www.example.org`` books on ``site:example.org`` when both are in
+  the seed (``scope.site_owner``), unless origin inference places them on two origins (two
+  servers, two clocks: ``_site_key``); a seed's redirect to its own registrable domain
+  brings the target host into the seed (``join_seed``).
+- A refresh of a URL with validators is conditional (If-None-Match, If-Modified-Since) and
+  booked at the image cost: a 304 is unchanged and cheap, and a changed page is charged the
+  difference after the answer, as any response dearer than its URL looked.
+- What is kept of an answer is redacted and archived first (``keeping.Keeper``); its
+  document then names the WARC record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from courtier.content.parse import ParsedPage, parse_sitemap_links
+from courtier.content.reading import read_and_capture, read_page
+from courtier.frontier.base import LeasedUrl, SiteState, UrlLane, UrlStatus
+from courtier.frontier.split import Lane as SplitLane
+from courtier.frontier.split import decide as split_decide
+from courtier.frontier.split import target_discovery_share
+from courtier.net.fetch import FetchResult
+from courtier.pipeline.answers.fetching import Answer
+from courtier.pipeline.answers.verdict import Verdict, decide, document
+from courtier.pipeline.events import RequestContext
+from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.feed.scope import ScopeRules, site_owner
+from courtier.pipeline.keeping.archive import conditional_headers
+from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
+from courtier.pipeline.lanes.seeding import SeedSites
+from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
+from courtier.pipeline.lanes.site import OriginStatus, RobotsWork, SiteLane, target_of
+from courtier.pipeline.scheduling.scheduler import Launch, Wait
+from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost
+from courtier.politeness.gcra import KeyParams, Limit
+from courtier.politeness.keys import CostModel, RequestClass
+from courtier.politeness.robots import RobotsRules
+from courtier.sinks.warc import EncodedCapture
+
+log = logging.getLogger(__name__)
+
+PageWork = LeasedUrl | RobotsWork
+
+PROVISIONAL_LEAD = 1.0
+"""Seconds ahead a site may book on an origin not yet told from a CDN edge (a shared name
+whose first answers are still out): booked 10 s ahead there, strangers split off the edge
+a few seconds later still waited for slots of a key they no longer share. Waiting unbooked,
+they book on their own origins the moment they move."""
+T = TypeVar("T")
+Parse = Callable[..., Awaitable[Any]]
+
+
+class SiteLanes(LaneKindBase):
+    """The ``LaneKind`` of seed sites."""
+
+    def __init__(
+        self,
+        services: LaneServices,
+        *,
+        frontier: FrontierIO,
+        seed: SeedSites,
+        discovery: Discovery,
+        parse: Parse,
+        arm: Callable[[SiteLane], None],
+        lookup_origin: Callable[[SiteLane], None],
+        observe_answer: Callable[[SiteLane, Answer], None],
+    ) -> None:
+        super().__init__(services)
+        self.lead = self.config.politeness.max_lead
+        self.frontier = frontier
+        self.seed = seed
+        self.discovery = discovery
+        self.parse = parse
+        self.arm = arm
+        self.lookup_origin = lookup_origin
+        self.observe_answer = observe_answer
+        self.hungry: Callable[[], None] = lambda: None
+        """Called when a site with nothing to fetch found new URLs of its own (the engine
+        makes it ``Feeder.hurry``)."""
+        self.stopping = False
+        config = self.config
+        self.costs: CostModel = config.costs.model()
+        self.split = config.frontier.split_policy()
+        self.keeper = Keeper(config, self.stats, services.archive, parse)
+        self._saving: set[asyncio.Task[Any]] = set()
+        discovery.rules, discovery.adopt = ScopeRules(config.scope), self.join_seed
+
+    # -- choosing -----------------------------------------------------------------------
+
+    def max_lead(self, lane: SiteLane) -> float:
+        return min(self.lead, PROVISIONAL_LEAD) if lane.provisional else self.lead
+
+    def max_in_flight(self, lane: SiteLane) -> int:
+        return self.config.politeness.max_in_flight_per_site
+
+    def choose(self, lane: SiteLane, now: float) -> PageWork | Wait | None:
+        if lane.suspended_reason is not None:
+            return None
+        if lane.origin_status is not OriginStatus.RESOLVED:
+            if lane.backoff.paused_until > now:
+                return Wait(lane.backoff.paused_until)
+            self.lookup_origin(lane)
+            return Wait()
+        rules = self.rules_for(lane.site, lane.scheme, now, lambda: self.arm(lane))
+        if not isinstance(rules, RobotsRules):
+            return rules  # fetch robots.txt first, or wait for it
+        while lane.queue:
+            item = self._pick(lane, now)
+            if rules.allows(item.fetch_url, self.token):
+                return item
+            self.stats.refused["robots"] += 1
+            self.frontier.outcome(item.id, UrlStatus.REFUSED, None)
+        if not lane.store_empty:
+            self.request_refill(lane)
+        return None
+
+    def look_again(self, lane: SiteLane) -> None:
+        """Ask the store again for the site's due work (refresh falls due with time)."""
+        if not self.stopping and not lane.queue:
+            lane.store_empty = False
+            self.request_refill(lane)
+
+    def request_refill(self, lane: SiteLane) -> None:
+        if not lane.refill_requested:
+            lane.refill_requested = True
+            self.frontier.want(lane.site)
+
+    def join_seed(self, site: str, scheme: str, owner: str, why: str) -> None:
+        """``site`` joins the seed during the run (``owner``'s redirect into its own
+        registrable domain, or a subdomain under ``[scope] subdomains``): in scope at once,
+        saved as a seed site, crawled by a lane of its own (in a shared crawl, by the worker
+        holding its shard)."""
+        same = ", the same site owner" if why == "redirect" else ""
+        self.stats.adopted[site] = f"{why} from {owner}{same}"
+        log.info("%s joins the seed: %s from %s", site, why, owner)
+        save = self.frontier.call(
+            self.frontier.store.add_sites, [site], SiteState.SEED, time.time()
+        )
+        task = asyncio.ensure_future(save)
+        self._saving.add(task)
+        task.add_done_callback(self._saving.discard)
+        self.seed.admit(site, scheme)
+
+    def _pick(self, lane: SiteLane, now: float) -> LeasedUrl:
+        first: dict[UrlLane, int] = {}
+        for index, queued in enumerate(lane.queue):
+            first.setdefault(queued.lane, index)
+        for kind in (UrlLane.FASTLANE, UrlLane.FRESHLANE):
+            if kind in first:
+                return _take(lane, first[kind])
+        # The split is fed what the site really gets: on a busy shared origin that may be
+        # far below what its own interval allows.
+        rate = lane.emit.rate(now) or 1.0 / lane.interval
+        target = target_discovery_share(lane.backlog, rate, self.split)
+        chosen, lane.split = split_decide(
+            lane.split,
+            target,
+            discovery_ready=UrlLane.DISCOVERY in first,
+            refresh_ready=UrlLane.REFRESH in first,
+        )
+        if chosen is SplitLane.REFRESH:
+            return _take(lane, first[UrlLane.REFRESH])
+        if UrlLane.DISCOVERY in first:
+            lane.backlog = max(0, lane.backlog - 1)
+            return _take(lane, first[UrlLane.DISCOVERY])
+        return lane.queue.popleft()
+
+    def not_before(self, lane: SiteLane, work: PageWork, now: float) -> float:
+        return max(lane.next_start, lane.backoff.paused_until)
+
+    def booking(self, lane: SiteLane, work: PageWork) -> tuple[tuple[Limit, ...], float]:
+        target = "/robots.txt" if isinstance(work, RobotsWork) else target_of(work.fetch_url)
+        cost = self.costs.cost_of_target(target)
+        if isinstance(work, LeasedUrl) and work.conditional:
+            cost = min(cost, float(self.costs.costs[RequestClass.IMAGE]))  # likely a 304
+        site = self.config.limits.site
+        limits: tuple[Limit, ...] = (
+            Limit(
+                self._site_key(lane),
+                KeyParams(lane.interval, site.burst, site.slot_width, weighted=False),
+            ),
+        )
+        origin = lane.booked_origin
+        if origin is not None:
+            limits += (self.feedback.origin_limit(origin),)
+        return limits, cost
+
+    def _site_key(self, lane: SiteLane) -> str:
+        """The ``site:`` key ``lane`` books on: its owner's (``www.X`` on ``site:X``), unless
+        origin inference places the two hosts on different origins. Then they are two
+        servers and each keeps its own clock, as any other site does: one clock for both
+        made each booking wait a whole interval for the other host's (pages 2.04 s apart
+        where 1.02 s is allowed, with 200 www/bare pairs on their own addresses). An origin
+        unknown on either side (no inference, a site another worker holds): one clock."""
+        owner = site_owner(lane.site, self.discovery.scope)
+        if owner != lane.site:
+            bare = self.discovery.sites.get(owner)
+            ours = lane.booked_origin
+            theirs = None if bare is None else bare.booked_origin
+            if ours is not None and theirs is not None and ours != theirs:
+                return f"site:{lane.site}"
+        return f"site:{owner}"
+
+    def started(self, lane: SiteLane, work: PageWork, now: float) -> None:
+        # Reserve the spacing now; the real send (after DNS) moves it later if needed.
+        lane.hold_start(now + lane.interval)
+        lane.emit = lane.emit.record(1, now)
+
+    def run(self, lane: SiteLane, work: PageWork, launch: Launch) -> Any:
+        origin = lane.booked_origin
+        if isinstance(work, RobotsWork):
+            return self._robots(lane, work, context_of(lane.site, "robots", launch, origin=origin))
+        kind = "sitemap" if work.fetch_url in self.discovery.sitemaps else "page"
+        context = context_of(
+            lane.site,
+            kind,
+            launch,
+            origin=origin,
+            attempt=lane.attempts[work.id],
+            redirects=work.redirects,
+            lane=work.lane.name.lower(),
+        )
+        return self._page(lane, work, context, launch.answered)
+
+    # -- running ------------------------------------------------------------------------
+
+    async def _get(
+        self,
+        lane: SiteLane,
+        url: str,
+        host: str,
+        context: RequestContext,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        answer = await self.fetch(
+            url, host, context, on_send=lambda: self._sending(lane), headers=headers
+        )
+        lane.refusal = answer.refusal
+        result = answer.result
+        if result is not None and result.sent_at is not None and host == lane.host:
+            # The server sees the request when its headers arrive: space from that moment.
+            lane.last_sent = result.sent_at
+            lane.hold_start(result.sent_at + lane.interval)
+        return answer
+
+    def _sending(self, lane: SiteLane) -> None:
+        lane.hold_start(self.timer.now() + lane.interval)
+
+    async def _feedback(self, lane: SiteLane, answer: Answer, extra_cost: float = 0.0) -> None:
+        effects = await self.answered(
+            lane, answer, origin=lane.booked_origin, extra_cost=extra_cost
+        )
+        if effects is not None and "slowdown-lane" in effects.events:
+            # The slower spacing applies to the very next request, counted from this one.
+            lane.hold_start(lane.last_sent + lane.interval)
+
+    async def _robots(self, lane: SiteLane, work: RobotsWork, context: RequestContext) -> None:
+        async def get(fetch_url: str, host: str, why: RequestContext) -> Answer:
+            answer = await self._get(lane, fetch_url, host, why)
+            if host == lane.host:  # the site's first answer: evidence of who serves it
+                self.observe_answer(lane, answer)
+            return answer
+
+        outcome = await self.fetch_rules(lane, work, get, context)
+        if outcome is not None:
+            self.adopt(lane, outcome)
+
+    def adopt(self, lane: SiteLane, outcome: RobotsOutcome) -> None:
+        """The site's robots.txt rules are in (just fetched, or saved by an earlier run)."""
+        if self.config.frontier.sitemaps:
+            self.discovery.queue_sitemaps(lane, outcome.rules.sitemaps())
+        lane.suspended_reason = outcome.refusal
+        lane.crawl_delay = outcome.crawl_delay
+        # The robots.txt request itself counts: the first page waits a full Crawl-delay.
+        lane.hold_start(lane.last_sent + lane.interval)
+        self.rules_ready(lane.site, outcome.rules)
+
+    async def _page(
+        self,
+        lane: SiteLane,
+        item: LeasedUrl,
+        context: RequestContext,
+        answered: Callable[[], None],
+    ) -> None:
+        sent = conditional_headers(item)
+        answer = await self._get(lane, item.fetch_url, lane.host, context, sent)
+        result = answer.result
+        extra = 0.0
+        if result is not None and result.content_type and result.status != 304:
+            actual = self.costs.cost_of_target(target_of(item.fetch_url), result.content_type)
+            extra = max(0.0, actual - context.cost)
+        await self._feedback(lane, answer, extra)
+        verdict = decide(
+            answer,
+            attempts=lane.attempts[item.id],
+            suspended=lane.backoff.suspended,
+            sitemap=item.fetch_url in self.discovery.sitemaps,
+            conditional=bool(sent),
+        )
+        if verdict is Verdict.REFUSED:
+            self.frontier.outcome(item.id, UrlStatus.REFUSED, None)
+            return
+        if verdict is Verdict.RETRY:
+            lane.attempts[item.id] += 1
+            lane.queue.appendleft(item)
+            return
+        answered()  # the site is done with us; what follows is our own work
+        lane.attempts.pop(item.id, None)
+        assert result is not None
+        notes: dict[str, Any] = {"depth": item.depth}
+        if verdict in (Verdict.FAILED, Verdict.NOT_MODIFIED):
+            kept = await self.keeper.keep(result, item.site, sent=sent, item=item)
+            unchanged = verdict is Verdict.NOT_MODIFIED
+            status = UrlStatus.DONE if unchanged else UrlStatus.FAILED
+            self.frontier.record(
+                outcome_of(item, result, status, None, kept, not_modified=unchanged)
+            )
+            if unchanged:
+                self.stats.not_modified += 1
+                notes["unchanged"] = True
+            self._write(result, item, None, kept, notes)
+            return
+        page, encoded, parse_error = await self._read(lane, item, verdict, answer, sent)
+        kept = await self.keeper.keep(
+            result, item.site, page=page, sent=sent, item=item, encoded=encoded
+        )
+        fingerprint = page.fingerprint if page is not None else await kept.fingerprint(result)
+        self.frontier.record(outcome_of(item, result, UrlStatus.DONE, fingerprint, kept))
+        if parse_error:
+            notes["parse_error"] = parse_error
+        self._write(result, item, page, kept, notes)
+        if item.lane is UrlLane.FRESHLANE:
+            # A fast source falls due again in freshlane_interval: look for it then (after
+            # its outcome is written), not at the next idle-site sweep.
+            crawl = self.config.crawl
+            later = self.config.frontier.freshlane_interval + 2 * crawl.flush_interval
+            self.timer.call_at(self.timer.now() + later, self.look_again, lane)
+
+    def _write(
+        self,
+        result: FetchResult,
+        item: LeasedUrl,
+        page: ParsedPage | None,
+        kept: Kept,
+        notes: dict[str, Any],
+    ) -> None:
+        record = document(
+            result, url=item.fetch_url, site=item.site, page=page, **notes, **kept.fields()
+        )
+        self.write_document(record)
+
+    async def _read(
+        self,
+        lane: SiteLane,
+        item: LeasedUrl,
+        verdict: Verdict,
+        answer: Answer,
+        sent: dict[str, str],
+    ) -> tuple[ParsedPage | None, EncodedCapture | None, str | None]:
+        """(the parsed page, its WARC capture if the worker made it, why parsing failed)
+        after following what the answer says."""
+        result = answer.result
+        assert result is not None
+        if verdict is Verdict.REDIRECT:
+            assert answer.redirect is not None
+            self.discovery.redirect(lane, item, answer.redirect)
+        elif verdict is Verdict.PARSE_SITEMAP:
+            sitemap, error = await self._parse(parse_sitemap_links, result)
+            if sitemap is not None:
+                self.discovery.sitemap(lane, item.fetch_url, sitemap)
+                await self._lastmod(sitemap.lastmod)
+            return None, None, error
+        elif verdict is Verdict.PARSE_PAGE:
+            context = self.keeper.context(result, item.site)
+            capture = self.keeper.capture(result, sent, item)
+            page: ParsedPage | None = None
+            encoded: EncodedCapture | None = None
+            if capture is None:
+                page, error = await self._parse(read_page, result, context)
+            else:
+                level = self.keeper.level
+                both, error = await self._parse(read_and_capture, result, context, capture, level)
+                if both is not None:
+                    page, encoded = both
+            if page is not None:
+                self.stats.encodings[page.encoding] += 1
+                found = lane.discovered
+                self.discovery.page(lane, item, page)
+                if lane.discovered > found and not lane.queue and lane.store_empty:
+                    self.hungry()  # the site waits for what this page found: write it soon
+                if target_of(item.fetch_url) == "/":
+                    self.observe_answer(lane, answer)
+            return page, encoded, error
+        return None, None, None
+
+    async def _lastmod(self, changes: dict[str, float]) -> None:
+        """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""
+        if changes:
+            store = self.frontier.store
+            await self.frontier.call(store.refresh_lastmod, list(changes.items()), time.time())
+
+    async def _parse(
+        self, fn: Callable[..., T], result: FetchResult, *more: Any
+    ) -> tuple[T | None, str | None]:
+        """``fn`` on the body in a parse worker; (None, why) when the parse overran its
+        budget, killed its worker or raised: the page is kept as fetched, unparsed."""
+        try:
+            return await self.parse(fn, result.content, result.url, *more), None
+        except (ParseTimeout, WorkerLost, MemoryError) as exc:
+            reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
+                type(exc), "parse-memory"
+            )
+            self.stats.parse_failures[reason] += 1
+            log.warning("%s: %s", reason, result.url)
+            return None, reason
+        except PoolClosed:
+            raise
+        except Exception:  # the reader's bug or an input it cannot take: not the crawl's end
+            self.stats.parse_failures["parse-error"] += 1
+            log.exception("parse-error: %s", result.url)
+            return None, "parse-error"
+
+
+def _take(lane: SiteLane, index: int) -> LeasedUrl:
+    item = lane.queue[index]
+    del lane.queue[index]
+    return item

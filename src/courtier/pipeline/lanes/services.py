@@ -1,0 +1,254 @@
+"""What every lane kind uses: the shared stages of the engine, handed over as one value,
+and the steps both kinds take the same way (feedback after an answer, robots.txt).
+
+A robots.txt larger than ``ROBOTS_INLINE_BYTES`` is parsed in the parse pool (with its time
+budget) when the services have one, else in a thread: a 500 KiB file takes protego ~0.2 s,
+which must not hold the event loop. A small one is parsed in place, cheaper than the round
+trip. A file the pool could not parse in its budget gave no permission: it is taken as
+unreachable (disallow all, asked again after ``robots.retry_unreachable``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from courtier.config import Config
+from courtier.frontier.base import StoredRobots
+from courtier.pipeline.answers.feedback import Answered, Effects
+from courtier.pipeline.answers.feedback_writer import FeedbackLane, FeedbackWriter
+from courtier.pipeline.answers.fetching import Answer, GuardedFetch
+from courtier.pipeline.answers.robots_fetch import (
+    BookHop,
+    Get,
+    RobotsCache,
+    fetch_robots,
+    robots_arguments,
+    unparsed_rules,
+)
+from courtier.pipeline.events import RequestContext
+from courtier.pipeline.feed.intake import UrlIntake
+from courtier.pipeline.keeping.archive import Archive
+from courtier.pipeline.lanes.site import RobotsWork
+from courtier.pipeline.scheduling.scheduler import Launch, Wait
+from courtier.pipeline.scheduling.timer import Timer
+from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost
+from courtier.politeness.robots import (
+    RobotsRules,
+    RobotsStatus,
+    crawl_delay_verdict,
+    rules_from_response,
+)
+from courtier.url import Url, parse_url
+
+log = logging.getLogger(__name__)
+
+Parse = Callable[..., Awaitable[Any]]
+"""``ParsePool.run``: a picklable function and its arguments, run in a parse worker."""
+ROBOTS_INLINE_BYTES = 4096
+"""A robots.txt up to this size is parsed on the event loop (about a millisecond)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneServices:
+    config: Config
+    timer: Timer
+    fetch: GuardedFetch
+    """The one guarded fetch."""
+    robots: RobotsCache
+    """robots.txt rules of every host, seed sites and media hosts alike."""
+    feedback: FeedbackWriter
+    stats: CrawlStats
+    write_document: Callable[[dict[str, Any]], None]
+    book_hop: BookHop
+    """Book a request on the keys of a host and wait for its slot (robots.txt redirect hops)."""
+    intake: UrlIntake
+    """The one door of every URL fetched (placeholders, redirect budgets, secrets)."""
+    save_robots: Callable[[StoredRobots], Awaitable[None]]
+    """Make a robots.txt answer durable (a restart uses it until it expires)."""
+    archive: Archive | None = None
+    """The WARC writer (None: ``[warc] enabled = false``)."""
+    parse: Parse | None = None
+    """The parse pool's ``run`` for large robots.txt files (None: a thread)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsOutcome:
+    rules: RobotsRules
+    crawl_delay: float
+    """Seconds to honour (0: none)."""
+    refusal: str | None
+    """Why the host is not crawled at all (a Crawl-delay beyond the crawl's maximum)."""
+
+
+def context_of(
+    site: str, kind: str, launch: Launch, *, origin: str | None = None, **more: Any
+) -> RequestContext:
+    """What a lane's launched work tells the observer about its request."""
+    slot = launch.slot
+    return RequestContext(
+        site,
+        kind,
+        slot.keys,
+        slot.cost,
+        launch.wait,
+        launch.late,
+        origin=origin,
+        sent=launch.sent,
+        **more,
+    )
+
+
+class LaneKindBase:
+    """What both lane kinds do the same way: feedback after an answer, robots.txt."""
+
+    def __init__(self, services: LaneServices) -> None:
+        config = services.config
+        self.config = config
+        self.timer = services.timer
+        self.fetch = services.fetch
+        self.robots = services.robots
+        self.feedback = services.feedback
+        self.stats = services.stats
+        self.write_document = services.write_document
+        self.book_hop = services.book_hop
+        self.intake = services.intake
+        self.save_robots = services.save_robots
+        self.parse_robots = services.parse
+        self.token = config.fetch.user_agent_token
+
+    def follow_robots_redirect(self, location: str, base: str, hops: int) -> Url | None:
+        """A robots.txt redirect's target through the intake, on robots.txt's own budget."""
+        return self.intake.redirect(location, base, hops, self.config.robots.max_redirects)
+
+    async def answered(
+        self,
+        lane: FeedbackLane,
+        answer: Answer,
+        *,
+        origin: str | None,
+        extra_cost: float = 0.0,
+        media: bool = False,
+    ) -> Effects | None:
+        """Feedback for ``answer`` (None: the guard refused for good, the server never heard
+        of us, nothing to learn)."""
+        if answer.result is None and not answer.transient:
+            return None
+        result = answer.result
+        latency = None if result is None else result.latency
+        if latency is not None and result is not None and result.sent_at is not None:
+            # The fetch reads the answer when the loop gets to it: what the loop lagged
+            # meanwhile is the crawler's own delay, not the server's (it must not slow sites).
+            lag = self.stats.recent_lag.since(result.sent_at, time.time())
+            latency = max(0.0, latency - lag)
+        return await self.feedback.apply(
+            lane,
+            Answered(
+                lane=lane.name,
+                status=answer.status,
+                retry_after=answer.retry_after,
+                latency=latency,
+                now=self.timer.now(),
+                origin=origin,
+                extra_cost=extra_cost,
+                origin_latency=not media,
+            ),
+            media=media,
+        )
+
+    async def fetch_rules(
+        self,
+        lane: FeedbackLane,
+        work: RobotsWork,
+        get: Get,
+        context: RequestContext,
+        *,
+        media: bool = False,
+    ) -> RobotsOutcome | None:
+        """Fetch ``work``'s robots.txt (redirect hops booked on their own hosts), learn from
+        the answer, and store the rules for every lane waiting on them. None: DNS trouble,
+        which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
+        url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
+        answer = await fetch_robots(
+            get, self.book_hop, self.follow_robots_redirect, url.fetch_url, url.host, context
+        )
+        await self.answered(lane, answer, origin=context.origin, media=media)
+        if answer.transient:
+            for wake in self.robots.unclaim(work.site):
+                wake()
+            return None
+        now = self.timer.now()
+        rules = await self._rules_of(answer, now)
+        if rules is None:  # the pool closed under us: the crawl is stopping
+            for wake in self.robots.unclaim(work.site):
+                wake()
+            return None
+        result = answer.result
+        await self.save_robots(
+            StoredRobots(
+                work.site,
+                None if result is None else result.status,
+                b"" if result is None else result.body[: self.config.robots.max_bytes],
+                now,
+                rules.expires_at,
+            )
+        )
+        self.stats.robots[rules.status.value] += 1
+        return self.outcome_of(work.site, rules)
+
+    async def _rules_of(self, answer: Answer, now: float) -> RobotsRules | None:
+        """The rules ``answer`` gives, parsed off the event loop when the file is large
+        (see the module docs). None: the parse pool was closed."""
+        args, kwargs = robots_arguments(answer, now, self.config)
+        body: bytes = args[1]
+        if len(body) <= ROBOTS_INLINE_BYTES or not (200 <= (args[0] or 0) < 300):
+            return rules_from_response(*args, **kwargs)
+        parse = self.parse_robots
+        if parse is None:
+            return await asyncio.to_thread(rules_from_response, *args, **kwargs)
+        try:
+            rules: RobotsRules = await parse(rules_from_response, *args, **kwargs)
+        except PoolClosed:
+            return None
+        except (ParseTimeout, WorkerLost, MemoryError) as exc:
+            reason = {ParseTimeout: "robots-timeout", WorkerLost: "robots-crash"}.get(
+                type(exc), "robots-memory"
+            )
+            self.stats.parse_failures[reason] += 1
+            log.warning("%s: %s", reason, answer.url)
+            return unparsed_rules(answer, now, self.config)
+        return rules
+
+    def outcome_of(self, site: str, rules: RobotsRules) -> RobotsOutcome:
+        """What the rules mean for the host: its Crawl-delay, or why it is not crawled."""
+        delay, refusal = crawl_delay_verdict(
+            rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
+        )
+        if refusal is not None:
+            self.stats.refused[refusal] += 1
+            log.warning("%s is not crawled this run: %s", site, refusal)
+        return RobotsOutcome(rules, delay or 0.0, refusal)
+
+    def rules_for(
+        self, site: str, scheme: str, now: float, wake: Callable[[], None]
+    ) -> RobotsRules | RobotsWork | Wait:
+        """The rules to judge ``site``'s URLs by; or the work of fetching them (this lane
+        fetches them); or a wait (another lane fetches them and ``wake`` is called, or they
+        say "unreachable": nothing there until they are asked again)."""
+        rules = self.robots.rules(site, now)
+        if rules is None:
+            if self.robots.claim(site, wake):
+                return RobotsWork(site, scheme)
+            return Wait()
+        if rules.status is RobotsStatus.DISALLOW_ALL:
+            return Wait(rules.expires_at)
+        return rules
+
+    def rules_ready(self, site: str, rules: RobotsRules) -> None:
+        for wake in self.robots.store(site, rules):
+            wake()

@@ -1,0 +1,107 @@
+"""A seed site as the engine tracks it (its lane), and the seed list that names the sites.
+
+``SiteLane`` is the per-site state: its queue of leased URLs, backoff and latency, its
+spacing, its origin and the counters the frontier policies read. The scheduler's own
+bookkeeping of the lane is ``sched``; everything else is written only by the page lanes
+(``pages.py``) and the feedback writer, on the event loop.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from courtier.frontier.base import LeasedUrl
+from courtier.frontier.split import EmitRate, SplitState
+from courtier.pipeline.scheduling.scheduler import LaneState
+from courtier.politeness.backoff import BackoffState
+from courtier.politeness.latency import LatencyState
+from courtier.politeness.limiter.base import Fence
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsWork:
+    """Work meaning: fetch the robots.txt of ``site`` (a seed site or a media host)."""
+
+    site: str
+    scheme: str
+
+
+class OriginStatus(enum.Enum):
+    UNRESOLVED = "unresolved"  # not looked up yet: the site cannot book
+    LOOKING_UP = "looking-up"
+    RESOLVED = "resolved"  # ``origin`` is the id (None: the site books on its own key only)
+
+
+def target_of(fetch_url: str) -> str:
+    """Path and query of an absolute http(s) URL (what the request line carries)."""
+    slash = fetch_url.find("/", fetch_url.find("//") + 2)
+    return fetch_url[slash:] if slash >= 0 else "/"
+
+
+@dataclass(slots=True, eq=False)
+class SiteLane:
+    name: str
+    """The site (canonical host[:port]): the lane's name and its ``site:`` key."""
+    host: str
+    scheme: str = "http"
+    sched: LaneState[Any] = field(default_factory=LaneState)
+    queue: deque[LeasedUrl] = field(default_factory=deque)
+    backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
+    latency: LatencyState = field(default_factory=LatencyState)
+    next_start: float = 0.0
+    """Earliest start the site's own spacing allows (start-to-start, from real sends);
+    written only by ``hold_start``."""
+    last_sent: float = 0.0
+    crawl_delay: float = 0.0
+    margin: float = 0.0
+    origin_status: OriginStatus = OriginStatus.UNRESOLVED
+    origin: str | None = None
+    provisional: bool = False
+    """Its origin groups it on a shared name whose first answers have not told a CDN edge
+    from a platform yet (``Assignment.provisional``): it books little ahead there."""
+    refusal: str | None = None
+    """Why the guard last refused this site's host, if it did."""
+    refill_requested: bool = False
+    store_empty: bool = False
+    fed_while_refilling: bool = False
+    """New URLs of the site reached the store while a refill was out: that refill may have
+    looked before they were there, so its coming back short does not make the store empty."""
+    attempts: Counter[int] = field(default_factory=Counter)
+    discovered: int = 0
+    """URLs ever discovered on the site (surface mode; eviction does not lower it)."""
+    backlog: int = 0
+    """Discovered URLs not fetched yet (drives the discovery/refresh split)."""
+    depth_cap: int | None = None
+    split: SplitState = field(default_factory=SplitState)
+    emit: EmitRate = field(default_factory=EmitRate)
+    """Requests the site really gets per second (the split's drain time reads it)."""
+    fence: Fence | None = None
+    """The shard lease this site is crawled under (scale-out), checked with each booking."""
+    suspended_reason: str | None = None
+    """Set when the site asks for more than the crawl grants (e.g. a huge Crawl-delay)."""
+
+    @property
+    def site(self) -> str:
+        return self.name
+
+    @property
+    def key(self) -> str:
+        return f"site:{self.name}"
+
+    @property
+    def interval(self) -> float:
+        base = max(self.backoff.interval, self.crawl_delay)
+        return base / self.latency.factor + self.margin
+
+    @property
+    def booked_origin(self) -> str | None:
+        return self.origin if self.origin_status is OriginStatus.RESOLVED else None
+
+    def hold_start(self, until: float) -> None:
+        """The site's next request starts no sooner than ``until`` (a start, a real send, a
+        pause, a clock carried over): ``next_start`` only ever moves later, here."""
+        if until > self.next_start:
+            self.next_start = until

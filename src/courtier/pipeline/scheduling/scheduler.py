@@ -1,0 +1,584 @@
+"""One scheduler for every lane: arm -> book -> launch -> finish, the rebook and the gate.
+
+Theory of operation:
+- A *lane* is a queue of work that shares its most specific limit key: a seed site (one
+  request in flight, its leased URLs, robots.txt first) or a media key (a bucket, a CDN
+  customer's misses, an image-service customer; a few in flight). A ``LaneKind`` says how
+  lanes of one kind choose their next work, when they themselves allow it to start, which
+  keys it is booked on and how it runs. Everything else is here, once.
+- ``arm``: a lane with room in flight and work asks its kind for the work (kept until it
+  starts: a refusal or a missed slot never loses it), waits for its own time (spacing,
+  backoff, an unreachable robots.txt) on a timer, then for capacity, then is booked.
+- Capacity gates *booking*, and counts requests in flight (a fetch counts until its answer
+  is handled): a slot once booked is always honoured, because a forfeited slot still spends
+  its keys (an origin's budget among them). In flight may therefore exceed the cap by the
+  slots booked when it was reached.
+- The start gate (``gates.start``) caps bookings a second over the scheduler: a crowd of
+  lanes due at one instant (every seed's robots.txt at the start) waits unbooked among the
+  ready ones and books as it reopens, instead of starting together in one turn of the loop.
+  A lane that has never started a request also passes the first-contact gate
+  (``gates.first``: a new host's first request costs the loop most). The ready lanes are one
+  line: while first contacts wait in it (the start's few seconds), a lane that has started
+  and comes after them waits its turn too; once none waits, only the start gate applies.
+  One line on purpose: with a second line for lanes that have started, their next
+  requests went at the start gate's rate during the start, and the loop's stalls in the
+  first 8 s at 2,000 sites doubled
+  (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`,
+  `python bench/bench_stalls.py`).
+- Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
+  other ``Limiter`` backend is booked by one task (``booker``) that awaits
+  ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again
+  at its ``not_before``; work for a saturated key waits unbooked, in that key's line
+  (``key_waits``: the lanes it refused ask again one at a time, not all at once).
+- A lane's place in flight (``max_in_flight(lane)``: one connection per site) is taken at
+  the start and given back when the server has answered (``Launch.answered``), not when the
+  work ends: under load, keeping, parsing and storing a page took seconds during which the
+  site, with its budgets free, could not start its next request.
+- ``_launch`` fires at the slot's start. A wake-up after the slot's deadline forfeits the
+  slot (it stays consumed, so late starts never bunch) and books again: the rebook rate.
+  This holds for every kind of work: pages, robots.txt, sitemaps and media.
+- A lane the scheduler itself re-arms (its own timer woke it, work finished, capacity came
+  back) whose slot is open the moment it is booked starts in that same callback: a timer
+  that already fired late must not go round the event loop again for a slot that is open
+  (under load that second trip alone can outlast the slot). ``arm`` from outside only
+  books, so lanes armed together all book before any of them takes capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Generic, Protocol, TypeVar
+
+from courtier.fast_init import fast_init
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.key_waits import KeyWaits
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
+from courtier.pipeline.scheduling.start_gate import StartGate, StartGates
+from courtier.pipeline.scheduling.timer import Handle, Timer
+from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.gcra import Limit, Refusal, Slot
+from courtier.politeness.limiter.base import Fence, LeaseLost
+
+log = logging.getLogger(__name__)
+
+
+class Phase(enum.Enum):
+    IDLE = "idle"
+    WAITING = "waiting"  # a timer for the lane's own time, or a refused booking's not_before
+    READY = "ready"  # waiting for capacity
+    BOOKING = "booking"  # queued for the booker
+    BOOKED = "booked"  # a slot, and a timer for its start
+    DROPPED = "dropped"  # no longer this worker's: never armed again
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The lane has work but cannot say what yet: wake it at ``until`` (None: someone else
+    will arm it, e.g. when its robots.txt or origin lookup is done)."""
+
+    until: float | None = None
+
+
+W = TypeVar("W")
+
+
+def _nothing() -> None:
+    pass
+
+
+def _nothing_at(_at: float) -> None:
+    pass
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A start: the slot it was booked in, when it was booked, when it really started."""
+
+    slot: Slot
+    booked_at: float
+    started_at: float
+    answered: Callable[[], None] = _nothing
+    """Call once the server is done with this request (its answer read, the answer's effect
+    on the lane's clocks applied): the lane's own place in flight is free for its next start
+    while the crawler keeps, parses and stores this one. The crawl's place (``max_in_flight``)
+    is held until the work ends. Calling it again does nothing."""
+    sent: Callable[[float], None] = _nothing_at
+    """Call with the wall time the request's headers went out (``RequestContext.sent``):
+    the next start on the same shared keys is spaced from it (``send_spacing``)."""
+
+    @property
+    def wait(self) -> float:
+        return max(0.0, self.slot.start - self.booked_at)
+
+    @property
+    def late(self) -> float:
+        return max(0.0, self.started_at - self.slot.start)
+
+
+@dataclass(slots=True)
+class LaneState(Generic[W]):
+    """The scheduler's bookkeeping of one lane (only the scheduler writes it)."""
+
+    phase: Phase = Phase.IDLE
+    work: W | None = None
+    slot: Slot | None = None
+    booked_at: float = 0.0
+    timer: Handle | None = None
+    in_flight: int = 0
+    running: set[asyncio.Task[None]] = field(default_factory=set)
+    """The lane's work in flight."""
+    launched: bool = False
+    """It has started a request: past the first-contact gate."""
+    limits: tuple[Limit, ...] = ()
+    """The keys ``slot`` was booked on, with their parameters then (the spacing report)."""
+    last_cost: float = 0.0
+    """The cost of the lane's last start (what it may have spent on its keys' clocks)."""
+
+
+class Lane(Protocol):
+    name: str
+    sched: LaneState[Any]
+
+    @property
+    def fence(self) -> Fence | None:
+        """The lease the lane's bookings must still hold (scale-out); None: none needed."""
+        ...
+
+
+L = TypeVar("L", bound=Lane)
+Lc = TypeVar("Lc", bound=Lane, contravariant=True)
+
+
+class LaneKind(Protocol[Lc, W]):
+    lead: float
+    """The lead most of the kind's lanes book at (``max_lead`` of a lane may differ)."""
+
+    def max_lead(self, lane: Lc) -> float:
+        """Seconds ahead the lane's work may be booked (further: refused, it waits unbooked)."""
+        ...
+
+    def max_in_flight(self, lane: Lc) -> int: ...
+
+    def choose(self, lane: Lc, now: float) -> W | Wait | None:
+        """The lane's next work; None when it has none (it is armed again when some comes)."""
+        ...
+
+    def not_before(self, lane: Lc, work: W, now: float) -> float:
+        """When the lane itself allows ``work`` to start (its spacing, pause, robots)."""
+        ...
+
+    def booking(self, lane: Lc, work: W) -> tuple[tuple[Limit, ...], float]:
+        """The keys ``work`` is booked on right now, and its cost."""
+        ...
+
+    def started(self, lane: Lc, work: W, now: float) -> None:
+        """``work`` starts now (reserve the lane's spacing)."""
+        ...
+
+    def run(self, lane: Lc, work: W, launch: Launch) -> Coroutine[Any, Any, None]:
+        """Fetch and handle the answer."""
+        ...
+
+
+class Scheduler(Generic[L, W]):
+    def __init__(
+        self,
+        kind: LaneKind[L, W],
+        *,
+        clocks: KeyClocks,
+        timer: Timer,
+        stats: CrawlStats,
+        max_in_flight: int,
+        tasks: set[asyncio.Task[None]],
+        on_lease_lost: Callable[[L], None] | None = None,
+        spacing: SendSpacing | None = None,
+        gates: StartGates | None = None,
+    ) -> None:
+        """``gates`` None: no start gate, no first-contact gate."""
+        self.kind = kind
+        self.clocks = clocks
+        self.timer = timer
+        self.stats = stats
+        self.max_in_flight = max_in_flight
+        self.tasks = tasks
+        self.on_lease_lost = on_lease_lost
+        self.spacing = spacing or SendSpacing(clocks)
+        """Real sends per shared key: one for the crawl (pages, media and robots.txt hops
+        book the same origins), else this scheduler's own."""
+        self.in_flight = 0
+        self.stopping = False
+        self._ready: deque[L] = deque()
+        self._to_book: deque[L] = deque()
+        self._booker_wake = asyncio.Event()
+        self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake)
+        """Lanes a saturated key refused, in that key's line (``key_waits``)."""
+        self.start_gate = gates.start if gates else StartGate(0, 1)
+        """How many bookings a second may start (``start_gate``); lanes it holds back wait
+        among the ready ones."""
+        self.first_gate = gates.first if gates else StartGate(0, 1)
+        """How many of them a second may be a lane's first (``crawl.first_contact_rate``),
+        on top of ``start_gate``."""
+        self._gate_timer: Handle | None = None
+
+    # -- arming -------------------------------------------------------------------------
+
+    def arm(self, lane: L) -> None:
+        """Move the lane towards its next start, if it has work and room for it."""
+        self._arm(lane, at_once=False)
+
+    def _arm(self, lane: L, *, at_once: bool) -> None:
+        """``arm``; ``at_once``: a slot open when it is booked starts in this call."""
+        state = lane.sched
+        if self.stopping or state.phase is not Phase.IDLE:
+            return
+        if state.in_flight >= self.kind.max_in_flight(lane):
+            return
+        now = self.timer.now()
+        if state.work is None:
+            choice = self.kind.choose(lane, now)
+            if choice is None:
+                return
+            if isinstance(choice, Wait):
+                if choice.until is not None:
+                    self._wait(lane, choice.until)
+                return
+            state.work = choice
+        earliest = self.kind.not_before(lane, state.work, now)
+        if earliest > now:
+            # Booked only when the lane itself may start: a long site pause never holds a
+            # slot on a key other lanes share.
+            self._wait(lane, earliest)
+            return
+        if not self.has_capacity():
+            state.phase = Phase.READY
+            self._ready.append(lane)
+            return
+        state.phase = Phase.BOOKING
+        if not self._book_now(lane, at_once=at_once):
+            self._to_book.append(lane)
+            self._booker_wake.set()
+
+    def has_capacity(self) -> bool:
+        return self.in_flight < self.max_in_flight
+
+    def _wait(self, lane: L, until: float) -> None:
+        self._waiting(lane, self.timer.call_at(until, self._wake, lane))
+
+    def _waiting(self, lane: L, wake: Handle) -> None:
+        """The lane waits for ``wake`` (its own timer, or its place in a key's line)."""
+        lane.sched.phase = Phase.WAITING
+        lane.sched.timer = wake
+
+    def _wake(self, lane: L) -> None:
+        lane.sched.timer = None
+        lane.sched.phase = Phase.IDLE
+        self._arm(lane, at_once=True)
+
+    def _release(self) -> None:
+        """Capacity freed (or the start gate reopened): ready lanes book, oldest first."""
+        while self._ready and self.has_capacity() and not self.stopping:
+            if self._gate_timer is not None:
+                return  # the gate's own timer releases them
+            now = self.timer.now()
+            gates = self._gates_of(self._ready[0])
+            if not all(gate.open(now) for gate in gates):
+                self._reopen_later(now, gates)
+                return
+            lane = self._ready.popleft()
+            if lane.sched.phase is Phase.READY:
+                lane.sched.phase = Phase.IDLE
+                self._arm(lane, at_once=True)
+
+    def _gates_of(self, lane: L) -> tuple[StartGate, ...]:
+        if lane.sched.launched:
+            return (self.start_gate,)
+        return (self.first_gate, self.start_gate)
+
+    def _reopen_later(self, now: float, gates: tuple[StartGate, ...]) -> None:
+        if self._gate_timer is None and not self.stopping:
+            at = max(gate.next_at(now) for gate in gates)
+            self._gate_timer = self.timer.call_at(at, self._reopened)
+
+    def _reopened(self) -> None:
+        self._gate_timer = None
+        self._release()
+
+    # -- booking ------------------------------------------------------------------------
+
+    async def booker(self) -> None:
+        """Book queued lanes one after another (run as one task for the whole crawl)."""
+        while not self.stopping:
+            await self._booker_wake.wait()
+            self._booker_wake.clear()
+            while self._to_book and not self.stopping:
+                lane = self._to_book.popleft()
+                if lane.sched.phase is not Phase.BOOKING:
+                    continue  # dropped meanwhile
+                try:
+                    await self._book(lane)
+                except LeaseLost:
+                    log.warning("%s: its shard lease is lost; it stops here", lane.name)
+                    self.drop(lane)
+                    if self.on_lease_lost is not None:
+                        self.on_lease_lost(lane)
+                except Exception:
+                    log.exception("booking for %s failed; it is tried again", lane.name)
+                    self.stats.internal_errors += 1
+                    self._wait(lane, self.timer.now() + 1.0)
+
+    def _book_now(self, lane: L, *, at_once: bool) -> bool:
+        """Book in this call if the limiter allows it (memory); False: leave it to the
+        booker. Failures are handled as the booker handles them."""
+        state = lane.sched
+        assert state.work is not None
+        try:
+            limits, cost = self.kind.booking(lane, state.work)
+            booked_at = self.timer.now()
+            if self._join_line(lane, limits, booked_at):
+                return True
+            if not self.clocks.books_now:
+                return False
+            if self._held(lane, booked_at):
+                return True
+            booking = self.clocks.book_now(
+                limits, cost, max_lead=self.kind.max_lead(lane), fence=lane.fence
+            )
+        except Exception:
+            log.exception("booking for %s failed; it is tried again", lane.name)
+            self.stats.internal_errors += 1
+            self._wait(lane, self.timer.now() + 1.0)
+            return True
+        if booking is None:
+            return False
+        lane.sched.limits = limits
+        self._booked(lane, booking, booked_at, at_once=at_once)
+        return True
+
+    async def _book(self, lane: L) -> None:
+        state = lane.sched
+        assert state.work is not None
+        limits, cost = self.kind.booking(lane, state.work)
+        booked_at = self.timer.now()
+        if self._join_line(lane, limits, booked_at) or self._held(lane, booked_at):
+            return
+        booking = await self.clocks.book(
+            limits, cost, max_lead=self.kind.max_lead(lane), fence=lane.fence
+        )
+        if self.stopping or state.phase is not Phase.BOOKING:
+            return
+        state.limits = limits
+        self._booked(lane, booking, booked_at, at_once=False)
+
+    def _join_line(self, lane: L, limits: tuple[Limit, ...], now: float) -> bool:
+        """A key of ``limits`` has lanes waiting for a later time: this one would only be
+        refused, so it joins that line unasked (True)."""
+        lead = self.kind.max_lead(lane)
+        key = self.key_waits.busy((self._line(limit.key, lead) for limit in limits), now)
+        if key is None:
+            return False
+        self.stats.line_joins += 1
+        self._waiting(lane, self.key_waits.join(lane, key))
+        return True
+
+    def _line(self, key: str, lead: float) -> str:
+        """The line of lanes a key refused at one lead: a lane that may book further ahead
+        never waits behind one that is refused again and again at a shorter lead (a
+        same-origin media host behind its platform's CDN misses)."""
+        return key if lead == self.kind.lead else f"{key} lead={lead:g}"
+
+    def _held(self, lane: L, now: float) -> bool:
+        """The start gate is shut: the lane waits among the ready ones, unbooked (True).
+        Lanes it holds go first, in order, when it reopens."""
+        if self._gate_timer is None and self._pass_gates(lane, now):
+            return False
+        self.stats.gate_holds += 1
+        lane.sched.phase = Phase.READY
+        self._ready.append(lane)
+        self._reopen_later(now, self._gates_of(lane))
+        return True
+
+    def _pass_gates(self, lane: L, now: float) -> bool:
+        """Take the lane's places in its gates, or none of them. A lane that has started (the
+        hot path) takes one booking of the start gate, no more."""
+        if lane.sched.launched:
+            return self.start_gate.take(now)
+        if not self.first_gate.open(now) or not self.start_gate.take(now):
+            return False
+        return self.first_gate.take(now)
+
+    def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
+        state = lane.sched
+        if isinstance(booking, Refusal):
+            # A saturated key: nothing consumed; the work waits in the key's line until
+            # booking can succeed (one lane asks at a time, not every lane the key refused).
+            self.stats.lead_refusals += 1
+            if not booking.keys:
+                self._wait(lane, booking.not_before)
+                return
+            line = self._line(booking.keys[0], self.kind.max_lead(lane))
+            self._waiting(lane, self.key_waits.wait(lane, line, booking.not_before))
+            return
+        self.stats.slots += 1
+        state.slot, state.booked_at = booking, booked_at
+        state.phase = Phase.BOOKED
+        if at_once and booking.start <= self.timer.now():
+            self._launch(lane)
+        else:
+            state.timer = self.timer.call_at(booking.start, self._launch, lane)
+
+    # -- launching ----------------------------------------------------------------------
+
+    def _launch(self, lane: L, *, refreshed: bool = False) -> None:
+        state = lane.sched
+        state.timer = None
+        if self.stopping:
+            return
+        slot, work = state.slot, state.work
+        assert slot is not None and work is not None
+        if not refreshed and self.spacing.needs_refresh(slot.keys):
+            # Other workers' real sends on the slot's shared keys are read first.
+            task = asyncio.get_running_loop().create_task(self._refresh_then_launch(lane, slot))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return
+        now = self.timer.now()
+        hold = self.spacing.hold_until(slot.keys, now)
+        if hold > now and (hold <= slot.deadline or self.spacing.all_spaced(slot.keys)):
+            # An earlier request on a shared key went out late: start when it has been out
+            # for its charge. Past the slot's deadline only when every key of the slot is
+            # spaced from real sends (a page: site and origin), so starting late bunches
+            # nothing; a slot with a burst key (media) is forfeited instead.
+            self.spacing.holds += 1
+            state.timer = self.timer.call_at(hold, self._launch, lane)
+            return
+        state.slot = None
+        state.phase = Phase.IDLE
+        if slot.is_missed(now) or hold > now:
+            if slot.is_missed(now):
+                self.stats.missed_slots += 1
+            else:  # held past its deadline by a late send on a shared burst-free key
+                self.stats.spacing_forfeits += 1
+            self.arm(lane)  # the forfeited slot stays consumed: no bunching
+            return
+        state.work = None
+        state.launched = True
+        state.in_flight += 1
+        self.in_flight += 1
+        state.last_cost = slot.cost
+        self.stats.spacing.started(lane.name, state.limits, slot.cost, state.booked_at, now)
+        self.kind.started(lane, work, now)
+        answered = _Answered(self, lane)
+        sent = _Sent(self.spacing, slot)
+        launch = Launch(slot, state.booked_at, now, answered, sent)
+        task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
+        self.tasks.add(task)
+        state.running.add(task)
+        task.add_done_callback(partial(self._finished, lane, answered, sent))
+        self._arm(lane, at_once=True)
+
+    async def _refresh_then_launch(self, lane: L, slot: Slot) -> None:
+        await self.spacing.refresh(slot.keys)
+        if lane.sched.slot is slot and lane.sched.timer is None:
+            self._launch(lane, refreshed=True)
+
+    def _finished(
+        self, lane: L, answered: _Answered[L], sent: _Sent, task: asyncio.Task[None]
+    ) -> None:
+        self.tasks.discard(task)
+        lane.sched.running.discard(task)
+        answered.give_back()
+        sent.give_up()
+        self.in_flight -= 1
+        if not task.cancelled() and task.exception() is not None:
+            log.error("work on %s failed", lane.name, exc_info=task.exception())
+            self.stats.internal_errors += 1
+        self._arm(lane, at_once=True)
+        self._release()
+
+    def rebook(self, lane: L) -> None:
+        """The lane's keys changed (its site moved to another origin): a lane waiting for a
+        key it no longer books on (in that key's line, or for a refusal's ``not_before``)
+        asks again now, on its new keys. A booked slot is kept: it consumed its keys (the
+        site's own among them), so giving it up would only start the lane later."""
+        state = lane.sched
+        if self.stopping or state.phase is not Phase.WAITING:
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        state.phase = Phase.IDLE
+        self._arm(lane, at_once=False)
+
+    def drop(self, lane: L) -> None:
+        """The lane is no longer this worker's: nothing of it starts any more (its work in
+        flight finishes; its unstarted work stays in ``sched.work`` for the caller)."""
+        state = lane.sched
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        state.slot = None
+        state.phase = Phase.DROPPED
+
+    def stop(self, lanes: list[L]) -> None:
+        """No new starts: every timer is cancelled, the booker ends."""
+        self.stopping = True
+        self._booker_wake.set()
+        if self._gate_timer is not None:
+            self._gate_timer.cancel()
+            self._gate_timer = None
+        for lane in lanes:
+            if lane.sched.timer is not None:
+                lane.sched.timer.cancel()
+                lane.sched.timer = None
+
+
+class _Answered(Generic[L]):
+    """``Launch.answered`` of one start: gives the lane's place in flight back, once."""
+
+    __slots__ = ("done", "lane", "scheduler")
+
+    def __init__(self, scheduler: Scheduler[L, Any], lane: L) -> None:
+        self.scheduler = scheduler
+        self.lane = lane
+        self.done = False
+
+    def give_back(self) -> bool:
+        if self.done:
+            return False
+        self.done = True
+        self.lane.sched.in_flight -= 1
+        return True
+
+    def __call__(self) -> None:
+        if self.give_back():
+            self.scheduler._arm(self.lane, at_once=True)
+
+
+class _Sent:
+    """``Launch.sent`` of one start: its shared keys learn when it went out, once."""
+
+    __slots__ = ("done", "slot", "spacing")
+
+    def __init__(self, spacing: SendSpacing, slot: Slot) -> None:
+        self.spacing = spacing
+        self.slot = slot
+        self.done = False
+        spacing.launched(slot.keys)
+
+    def __call__(self, at: float) -> None:
+        if not self.done:
+            self.done = True
+            self.spacing.sent(self.slot.keys, self.slot.cost, at)
+
+    def give_up(self) -> None:
+        """The work ended: a request that never went out frees its keys."""
+        if not self.done:
+            self.done = True
+            self.spacing.not_sent(self.slot.keys)

@@ -1,0 +1,115 @@
+"""Shared keys spaced from real sends: a late send must not bring the next start closer.
+
+Why: a booked slot is where a request *starts*; the server sees it when its headers go out,
+after the guard's resolution and, on a new connection, a connect, each a turn of the event
+loop. Under load one request can go out a few hundred milliseconds after its slot while the
+next, on a kept-alive connection, goes out on time: two slots one charge apart arrive closer
+than that, and an origin's budget is exceeded in the window (seen at 2,000 sites with the
+loop lagging ~300 ms). Site keys are already spaced from real sends (``SiteLane.next_start``);
+this does the same for the shared keys that allow no burst (origins, CDN misses).
+
+Rules:
+- A key is watched when it is not a site key and its burst is 0.
+- A launch on watched keys waits until, for each of them, the last request sent on it has
+  been out for its charge (cost x the key's interval), and until no earlier launch on it is
+  still unsent (it may yet go out at any moment). The scheduler holds the start within the
+  slot's deadline; past it, it goes on holding when every key of the slot is spaced from
+  real sends (site and watched keys: a page), and forfeits the slot (which stays consumed)
+  otherwise. A server that answers slowly to connect thus gets its charge from each send.
+- A request that never goes out (the guard refused, the connection failed) releases its
+  keys when its work ends.
+- The record of real sends is key state, kept by ``KeyClocks`` in the limiter, so the
+  workers of a fleet space from each other's sends: a start on a watched key first reads
+  the others' (``refresh``) when the limiter is shared. Unsent launches are this process's
+  own (another worker's launch that has not gone out is not seen until it does).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.politeness.gcra import KeyParams
+
+UNSENT_RECHECK = 0.01
+"""Seconds between looks while an earlier launch on a key has not gone out yet."""
+
+
+class SendSpacing:
+    def __init__(self, clocks: KeyClocks) -> None:
+        self._clocks = clocks
+        self._params_of: Callable[[str], KeyParams] = clocks.policy.params_of
+        self._watched: dict[str, KeyParams | None] = {}
+        self._unsent: Counter[str] = Counter()
+        self.holds = 0
+        """Starts held back by a late send on one of their keys."""
+
+    def watched(self, keys: Iterable[str]) -> list[tuple[str, KeyParams]]:
+        found = []
+        for key in keys:
+            if key not in self._watched:
+                self._watched[key] = self._classify(key)
+            params = self._watched[key]
+            if params is not None:
+                found.append((key, params))
+        return found
+
+    def _classify(self, key: str) -> KeyParams | None:
+        if key.startswith("site:"):
+            return None
+        try:
+            params = self._params_of(key)
+        except ValueError:
+            return None
+        return params if params.burst == 0 else None
+
+    def all_spaced(self, keys: Iterable[str]) -> bool:
+        """Every key is spaced from real sends: a site key, or a watched one."""
+        keys = list(keys)
+        return len(self.watched(keys)) == sum(not key.startswith("site:") for key in keys)
+
+    def needs_refresh(self, keys: Iterable[str]) -> bool:
+        """Other workers' sends on ``keys`` must be read before judging a start."""
+        return self._clocks.sends_shared and bool(self.watched(keys))
+
+    async def refresh(self, keys: Iterable[str]) -> None:
+        await self._clocks.refresh_sent(key for key, _params in self.watched(keys))
+
+    def hold_until(self, keys: Iterable[str], now: float) -> float:
+        """When a start on ``keys`` may go out (``now``: at once), from the sends known here
+        (with a shared limiter, ``refresh`` first)."""
+        until = now
+        sent_ready = self._clocks.sent_ready
+        for key, _params in self.watched(keys):
+            if self._unsent[key] > 0:
+                until = max(until, now + UNSENT_RECHECK)
+            ready = sent_ready(key)
+            if ready is not None and ready > until:
+                until = ready
+        return until
+
+    def launched(self, keys: Iterable[str]) -> None:
+        for key, _params in self.watched(keys):
+            self._unsent[key] += 1
+
+    def sent(self, keys: Iterable[str], cost: float, at: float, *, launched: bool = True) -> None:
+        """A request on ``keys`` went out at ``at`` (``launched``: it was counted unsent by
+        ``launched``; a robots.txt hop is not, see ``hops.py``)."""
+        ready = {}
+        for key, params in self.watched(keys):
+            if launched:
+                self._release(key)
+            ready[key] = at + (cost if params.weighted else 1.0) * params.interval
+        if ready:
+            self._clocks.note_sent(ready)
+
+    def not_sent(self, keys: Iterable[str]) -> None:
+        for key, _params in self.watched(keys):
+            self._release(key)
+
+    def _release(self, key: str) -> None:
+        if self._unsent[key] > 1:
+            self._unsent[key] -= 1
+        else:
+            del self._unsent[key]
