@@ -32,7 +32,8 @@ from courtier.config import load
 from courtier.observe.observation import budget_from
 from courtier.pipeline.answers.feedback_writer import FeedbackWriter
 from courtier.pipeline.scheduling.clocks import KeyClocks
-from courtier.pipeline.scheduling.scheduler import LaneState, Launch, Scheduler, Wait
+from courtier.pipeline.scheduling.lanes import LaneState, Launch, Wait
+from courtier.pipeline.scheduling.scheduler import Scheduler
 from courtier.pipeline.scheduling.timer import LoopTimer
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import KeyParams, Limit

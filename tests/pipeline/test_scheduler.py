@@ -11,7 +11,7 @@ import pytest
 from lane_harness import FleetLimiter, Lanes, allow_all
 
 from courtier.config import load
-from courtier.pipeline.scheduling.scheduler import Phase
+from courtier.pipeline.scheduling.lanes import Phase
 from courtier.pipeline.scheduling.timer import FakeTimer
 from courtier.politeness.limiter import MemoryLimiter
 

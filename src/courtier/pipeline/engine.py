@@ -32,11 +32,8 @@ from courtier.gc_pacing import GcPacing
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.net.spool import Spool
-from courtier.origins.cdn import CdnRules
 from courtier.origins.infer import InferenceResult, OriginInference
-from courtier.pipeline.answers.feedback_writer import FeedbackWriter
-from courtier.pipeline.answers.fetching import FetcherLike, GuardedFetch
-from courtier.pipeline.answers.robots_fetch import RobotsCache
+from courtier.pipeline.answers.fetching import FetcherLike
 from courtier.pipeline.backends import open_backends
 from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
 from courtier.pipeline.events import Observer
@@ -45,14 +42,8 @@ from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.promotion import rank_loop
 from courtier.pipeline.keeping.archive import archived, redaction_policy
-from courtier.pipeline.lanes.feeding import Feeder
-from courtier.pipeline.lanes.media import MediaLane, MediaLanes
-from courtier.pipeline.lanes.media_places import MediaPlaces
-from courtier.pipeline.lanes.origins_live import LiveOrigins, infer_early
-from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.origins_live import infer_early
 from courtier.pipeline.lanes.seeding import SeedSites, freshlane_urls, seed_store
-from courtier.pipeline.lanes.services import LaneServices
-from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.recovery import (
     adopt_robots,
     after_crash,
@@ -61,12 +52,9 @@ from courtier.pipeline.recovery import (
     restore_floors,
 )
 from courtier.pipeline.scheduling.clocks import KeyClocks
-from courtier.pipeline.scheduling.hops import HopBooker
-from courtier.pipeline.scheduling.scheduler import Scheduler
-from courtier.pipeline.scheduling.send_spacing import SendSpacing
-from courtier.pipeline.scheduling.start_gate import StartGates
 from courtier.pipeline.scheduling.timer import LoopTimer, Timer
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
+from courtier.pipeline.wiring import Parts, Stages, wire
 from courtier.pipeline.workers.pool import ParsePool
 from courtier.politeness.limiter.base import Limiter
 from courtier.sinks.documents import DocumentSink, Sink
@@ -125,7 +113,8 @@ class Engine:
         self.discovery = Discovery(
             self.sites, self.scope, self.stats, guard.policy, self._surface, self.intake
         )
-        self.media: MediaLanes | None = None
+        self.stages: Stages | None = None
+        """The wired stages (``wiring``), once the backends are open."""
         self._began = time.monotonic()
         self._early_origins: asyncio.Task[InferenceResult] | None = None
 
@@ -136,15 +125,8 @@ class Engine:
         log.info("stopping: no new requests start")
         self._stopping = True
         self._stopped.set()
-        if not hasattr(self, "pages"):
-            return  # not wired yet: the schedulers are made stopped (``_scheduler``)
-        self.site_lanes.stopping = True
-        self.pages.stop(list(self.sites.values()))
-        if self.media is not None:
-            self.media.stopping = True
-            if self.media.places is not None:
-                self.media.places.stopping = True
-            self.media_scheduler.stop(list(self.media.lanes.values()))
+        if self.stages is not None:  # else its schedulers are made stopped (``wiring``)
+            self.stages.stop(list(self.sites.values()))
 
     # -- the run ------------------------------------------------------------------------
 
@@ -163,7 +145,6 @@ class Engine:
         self.lock, limiter = backends.lock, backends.limiter
         self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
-        self.spacing = SendSpacing(self.clocks)
         crawl = self.config.crawl
         self.parser = ParsePool(
             crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
@@ -190,10 +171,10 @@ class Engine:
                     fetcher = await stack.enter_async_context(
                         Fetcher(settings, self.address_allowed, spool)
                     )
-                self._wire(fetcher)
-                await self._take_over()
-                await self._crawl()
-            await self._finish()
+                self.stages = stages = wire(self._parts(), fetcher)
+                await self._take_over(stages)
+                await self._crawl(stages)
+            await self._finish(stages)
             clean = True
         finally:
             if self.lock is not None:
@@ -244,93 +225,30 @@ class Engine:
                 self.frontier.store.set_freshlane, fresh, interval, time.time()
             )
 
-    def _wire(self, fetcher: FetcherLike) -> None:
-        config, stats, timer = self.config, self.stats, self.timer
-        self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), stats)
-        hops = HopBooker(
-            config,
+    def _parts(self) -> Parts:
+        return Parts(
+            self.config,
+            self.stats,
+            self.timer,
             self.clocks,
-            timer,
-            stats,
-            self._interval_of,
-            self._is_stopping,
-            spacing=self.spacing,
-            origin_of=self._hop_origin,
-            origin_limit=self.feedback.origin_limit,
-        )
-        fetch = GuardedFetch(self.guard, fetcher, stats, time.time, self.observer, hops.sent)
-        self.origins = LiveOrigins(
+            self.guard,
+            self.observer,
             self.inference,
-            guard=self.guard,
-            clocks=self.clocks,
-            frontier=self.frontier,
-            stats=stats,
-            hosts=lambda: {host_of_site(site) for site in self.scope},
-            sites=lambda: list(self.sites.values()),
-            arm=lambda lane: self.pages.arm(lane),
-            backoff=self.feedback.site_params.backoff,
-            timer=timer,
-            recheck_every=config.crawl.origin_recheck,
-            tasks=self.tasks,
-            early=self._early_origins,
-            started=self._began,
-            per_unit=lambda origin: self.feedback.origin_interval(origin),
-            rebook=lambda lane: self.pages.rebook(lane),
-        )
-        write, save, kept = self.sink.write, self._save_robots, self.sink.archive
-        services = LaneServices(
-            config,
-            timer,
-            fetch,
-            RobotsCache(),
-            self.feedback,
-            stats,
-            write,
-            hops,
+            self.frontier,
+            self.seed,
+            self.discovery,
             self.intake,
-            save,
-            kept,
-            parse=self.parser.run,
+            self.parser,
+            self.sink,
+            self.tasks,
+            self._is_stopping,
+            self._lease_lost,
+            self._save_robots,
+            self._early_origins,
+            self._began,
         )
-        self.site_lanes = SiteLanes(
-            services,
-            frontier=self.frontier,
-            seed=self.seed,
-            discovery=self.discovery,
-            parse=self.parser.run,
-            arm=lambda lane: self.pages.arm(lane),
-            lookup_origin=self.origins.look_up,
-            observe_answer=self.origins.observe_answer,
-        )
-        self.pages: Scheduler[SiteLane, Any] = self._scheduler(
-            self.site_lanes, config.crawl.max_in_flight
-        )
-        self.seed.refill = self.site_lanes.request_refill
-        if config.media.fetch:
-            self.media = MediaLanes(
-                services,
-                origin_of=self._origin_of,
-                arm=lambda lane: self.media_scheduler.arm(lane),
-            )
-            self.media_scheduler: Scheduler[MediaLane, Any] = self._scheduler(
-                self.media, config.media.max_in_flight
-            )
-            self.discovery.media = self.media.offer
-            if self.inference is not None:
-                self.media.places = self._media_places(self.media)
-        self.feeder = Feeder(
-            config,
-            frontier=self.frontier,
-            sites=self.sites,
-            site_lanes=self.site_lanes,
-            pages=self.pages,
-            discovery=self.discovery,
-            sink=self.sink,
-            stats=stats,
-        )
-        self.site_lanes.hungry = self.feeder.hurry
 
-    async def _take_over(self) -> None:
+    async def _take_over(self, stages: Stages) -> None:
         """What the last run left: robots.txt answers, and clocks rebuilt after a crash; a
         worker of a shared crawl joins it (its sites come with the shards it takes)."""
         if self.cluster_spec is not None:
@@ -338,16 +256,16 @@ class Engine:
                 self.cluster_spec,
                 self.config,
                 seed=self.seed,
-                site_lanes=self.site_lanes,
-                pages=self.pages,
+                site_lanes=stages.site_lanes,
+                pages=stages.pages,
                 frontier=self.frontier,
                 timer=self.timer,
                 stats=self.stats,
-                flush=self.feeder.flush,
+                flush=stages.feeder.flush,
             )
             await self.cluster.keeper.start()
-        inherited, media = self.inherited, self.media
-        adopt_robots(inherited, self.config, self.sites, self.site_lanes, media)
+        inherited, media = self.inherited, stages.media
+        adopt_robots(inherited, self.config, self.sites, stages.site_lanes, media)
         if self.lock is not None and self.lock.previous_run_crashed:
             log.warning("the last crawl on this store did not stop cleanly: clocks rebuilt")
             now = self.timer.now()
@@ -359,54 +277,41 @@ class Engine:
     async def _save_robots(self, stored: StoredRobots) -> None:
         await self.frontier.call(self.frontier.store.save_robots, [stored])
 
-    def _scheduler(self, kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
-        scheduler: Scheduler[Any, Any] = Scheduler(
-            kind,
-            clocks=self.clocks,
-            timer=self.timer,
-            stats=self.stats,
-            max_in_flight=max_in_flight,
-            tasks=self.tasks,
-            on_lease_lost=self._lease_lost,
-            spacing=self.spacing,
-            gates=StartGates.of(self.config.crawl),
-        )
-        scheduler.stopping = self._stopping
-        return scheduler
-
     def _load(self) -> tuple[int, int, int]:
-        return self.parser.waiting, self.pages.in_flight, self.pages.max_in_flight
+        stages = self.stages
+        assert stages is not None
+        return self.parser.waiting, stages.pages.in_flight, stages.pages.max_in_flight
 
-    async def _crawl(self) -> None:
+    async def _crawl(self, stages: Stages) -> None:
         loops: list[Coroutine[Any, Any, None]] = [
-            self.origins.run(),
-            self.feeder.flush_loop(),
-            self.feeder.due_loop(),
+            stages.origins.run(),
+            stages.feeder.flush_loop(),
+            stages.feeder.due_loop(),
             rank_loop(
                 self.config,
                 self.frontier,
                 self.stats,
-                flush=self.feeder.flush,
+                flush=stages.feeder.flush,
                 admit=self.seed.admit,
             ),
-            self.feeder.refill_loop(),
+            stages.feeder.refill_loop(),
             sample_loop_lag(self.stats),
             sample_load(self.stats, self._load),
-            self.pages.booker(),
+            stages.pages.booker(),
             self.gc_pacing.run(),
         ]
-        if self.media is not None:
-            loops.append(self.media_scheduler.booker())
+        if stages.media_scheduler is not None:
+            loops.append(stages.media_scheduler.booker())
         if self.cluster is not None:
             loops.append(self.cluster.keeper.run())
         background = [asyncio.create_task(coro) for coro in loops]
         try:
             for lane in list(self.sites.values()):
-                self.site_lanes.request_refill(lane)
+                stages.site_lanes.request_refill(lane)
             await self._wait_for_end()
             await self._drain()
             await self.clocks.flush_sent()
-            await self._save_floors()
+            await self._save_floors(stages)
         finally:
             for task in background:
                 task.cancel()
@@ -416,16 +321,16 @@ class Engine:
             if self.cluster is not None:
                 await self.cluster.keeper.stop()
 
-    async def _finish(self) -> None:
-        await self.feeder.flush()
+    async def _finish(self, stages: Stages) -> None:
+        await stages.feeder.flush()
         self.stats.evicted = self.frontier.evicted
         self.stats.store_counts = await self.frontier.call(self.frontier.store.counts)
         self.stats.top_horizon = await self.frontier.call(self.frontier.store.horizon_sites, 10)
 
-    async def _save_floors(self) -> None:
+    async def _save_floors(self, stages: Stages) -> None:
         now = self.timer.now()
         floors = await floors_at_stop(
-            self.config, self.clocks, self.sites, self.feedback, self.media, now
+            self.config, self.clocks, self.sites, stages.feedback, stages.media, now
         )
         await self.frontier.call(self.frontier.store.save_clock_floors, floors, now)
 
@@ -455,32 +360,8 @@ class Engine:
     def _is_stopping(self) -> bool:
         return self._stopping
 
-    def _media_places(self, media: MediaLanes) -> MediaPlaces:
-        def seed_origins() -> set[str]:
-            return {o for lane in self.sites.values() if (o := lane.booked_origin) is not None}
-
-        return MediaPlaces(
-            self.origins.hosts_facts,
-            seed_origins,
-            media.rules.cdn_names or CdnRules(),
-            lambda url, referrer, placement: media.offer(url, referrer, placement=placement),
-            self.tasks,
-            self.timer,
-        )
-
-    def _interval_of(self, site: str) -> float | None:
-        lane = self.sites.get(site)
-        return None if lane is None else lane.interval
-
     def _lease_lost(self, lane: Any) -> None:
         if self.cluster is not None:
             self.cluster.lease_lost(lane)
-
-    def _origin_of(self, site: str) -> str | None:
-        lane = self.sites.get(site)
-        return None if lane is None else lane.booked_origin
-
-    async def _hop_origin(self, site: str, host: str) -> str | None:
-        return self._origin_of(site) or await self.origins.origin_for(host)
 
     # -- background loops ---------------------------------------------------------------

@@ -41,7 +41,7 @@ from courtier.pipeline.keeping.keeper import Keeper
 from courtier.pipeline.lanes.media_places import MediaPlaces, Placement
 from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.lanes.site import RobotsWork
-from courtier.pipeline.scheduling.scheduler import LaneState, Launch, Wait
+from courtier.pipeline.scheduling.lanes import LaneState, Launch, Wait
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import KeyType, LimitKey, MediaSource, RequestClass, politeness_keys

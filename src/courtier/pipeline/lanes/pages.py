@@ -49,7 +49,7 @@ from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.lanes.site import OriginStatus, RobotsWork, SiteLane, target_of
-from courtier.pipeline.scheduling.scheduler import Launch, Wait
+from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import CostModel, RequestClass

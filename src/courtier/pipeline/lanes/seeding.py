@@ -136,6 +136,19 @@ class SeedSites:
             taken.append(lane)
         return taken
 
+    def interval_of(self, site: str) -> float | None:
+        """The site's current interval if this worker crawls it."""
+        lane = self.lanes.get(site)
+        return None if lane is None else lane.interval
+
+    def origin_of(self, site: str) -> str | None:
+        """The origin the site's requests are booked on, if this worker crawls it."""
+        lane = self.lanes.get(site)
+        return None if lane is None else lane.booked_origin
+
+    def booked_origins(self) -> set[str]:
+        return {o for lane in self.lanes.values() if (o := lane.booked_origin) is not None}
+
     def drop(self, lanes: list[SiteLane]) -> None:
         """Lanes of a shard this worker lost: the sites stay in scope."""
         for lane in lanes:

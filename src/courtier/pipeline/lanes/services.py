@@ -34,7 +34,7 @@ from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import Archive
 from courtier.pipeline.lanes.site import RobotsWork
-from courtier.pipeline.scheduling.scheduler import Launch, Wait
+from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost

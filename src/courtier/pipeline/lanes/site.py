@@ -15,7 +15,7 @@ from typing import Any
 
 from courtier.frontier.base import LeasedUrl
 from courtier.frontier.split import EmitRate, SplitState
-from courtier.pipeline.scheduling.scheduler import LaneState
+from courtier.pipeline.scheduling.lanes import LaneState
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.latency import LatencyState
 from courtier.politeness.limiter.base import Fence

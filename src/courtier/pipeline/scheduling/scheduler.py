@@ -47,144 +47,25 @@ Theory of operation:
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic
 
-from courtier.fast_init import fast_init
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.key_waits import KeyWaits
+from courtier.pipeline.scheduling.lanes import L, LaneKind, Launch, Phase, W, Wait
+from courtier.pipeline.scheduling.launch import Answered, Sent
+from courtier.pipeline.scheduling.ready_line import ReadyLine
 from courtier.pipeline.scheduling.send_spacing import SendSpacing
-from courtier.pipeline.scheduling.start_gate import StartGate, StartGates
+from courtier.pipeline.scheduling.start_gate import StartGates
 from courtier.pipeline.scheduling.timer import Handle, Timer
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import Limit, Refusal, Slot
-from courtier.politeness.limiter.base import Fence, LeaseLost
+from courtier.politeness.limiter.base import LeaseLost
 
 log = logging.getLogger(__name__)
-
-
-class Phase(enum.Enum):
-    IDLE = "idle"
-    WAITING = "waiting"  # a timer for the lane's own time, or a refused booking's not_before
-    READY = "ready"  # waiting for capacity
-    BOOKING = "booking"  # queued for the booker
-    BOOKED = "booked"  # a slot, and a timer for its start
-    DROPPED = "dropped"  # no longer this worker's: never armed again
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """The lane has work but cannot say what yet: wake it at ``until`` (None: someone else
-    will arm it, e.g. when its robots.txt or origin lookup is done)."""
-
-    until: float | None = None
-
-
-W = TypeVar("W")
-
-
-def _nothing() -> None:
-    pass
-
-
-def _nothing_at(_at: float) -> None:
-    pass
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """A start: the slot it was booked in, when it was booked, when it really started."""
-
-    slot: Slot
-    booked_at: float
-    started_at: float
-    answered: Callable[[], None] = _nothing
-    """Call once the server is done with this request (its answer read, the answer's effect
-    on the lane's clocks applied): the lane's own place in flight is free for its next start
-    while the crawler keeps, parses and stores this one. The crawl's place (``max_in_flight``)
-    is held until the work ends. Calling it again does nothing."""
-    sent: Callable[[float], None] = _nothing_at
-    """Call with the wall time the request's headers went out (``RequestContext.sent``):
-    the next start on the same shared keys is spaced from it (``send_spacing``)."""
-
-    @property
-    def wait(self) -> float:
-        return max(0.0, self.slot.start - self.booked_at)
-
-    @property
-    def late(self) -> float:
-        return max(0.0, self.started_at - self.slot.start)
-
-
-@dataclass(slots=True)
-class LaneState(Generic[W]):
-    """The scheduler's bookkeeping of one lane (only the scheduler writes it)."""
-
-    phase: Phase = Phase.IDLE
-    work: W | None = None
-    slot: Slot | None = None
-    booked_at: float = 0.0
-    timer: Handle | None = None
-    in_flight: int = 0
-    running: set[asyncio.Task[None]] = field(default_factory=set)
-    """The lane's work in flight."""
-    launched: bool = False
-    """It has started a request: past the first-contact gate."""
-    limits: tuple[Limit, ...] = ()
-    """The keys ``slot`` was booked on, with their parameters then (the spacing report)."""
-    last_cost: float = 0.0
-    """The cost of the lane's last start (what it may have spent on its keys' clocks)."""
-
-
-class Lane(Protocol):
-    name: str
-    sched: LaneState[Any]
-
-    @property
-    def fence(self) -> Fence | None:
-        """The lease the lane's bookings must still hold (scale-out); None: none needed."""
-        ...
-
-
-L = TypeVar("L", bound=Lane)
-Lc = TypeVar("Lc", bound=Lane, contravariant=True)
-
-
-class LaneKind(Protocol[Lc, W]):
-    lead: float
-    """The lead most of the kind's lanes book at (``max_lead`` of a lane may differ)."""
-
-    def max_lead(self, lane: Lc) -> float:
-        """Seconds ahead the lane's work may be booked (further: refused, it waits unbooked)."""
-        ...
-
-    def max_in_flight(self, lane: Lc) -> int: ...
-
-    def choose(self, lane: Lc, now: float) -> W | Wait | None:
-        """The lane's next work; None when it has none (it is armed again when some comes)."""
-        ...
-
-    def not_before(self, lane: Lc, work: W, now: float) -> float:
-        """When the lane itself allows ``work`` to start (its spacing, pause, robots)."""
-        ...
-
-    def booking(self, lane: Lc, work: W) -> tuple[tuple[Limit, ...], float]:
-        """The keys ``work`` is booked on right now, and its cost."""
-        ...
-
-    def started(self, lane: Lc, work: W, now: float) -> None:
-        """``work`` starts now (reserve the lane's spacing)."""
-        ...
-
-    def run(self, lane: Lc, work: W, launch: Launch) -> Coroutine[Any, Any, None]:
-        """Fetch and handle the answer."""
-        ...
 
 
 class Scheduler(Generic[L, W]):
@@ -214,18 +95,12 @@ class Scheduler(Generic[L, W]):
         book the same origins), else this scheduler's own."""
         self.in_flight = 0
         self.stopping = False
-        self._ready: deque[L] = deque()
         self._to_book: deque[L] = deque()
         self._booker_wake = asyncio.Event()
         self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake)
         """Lanes a saturated key refused, in that key's line (``key_waits``)."""
-        self.start_gate = gates.start if gates else StartGate(0, 1)
-        """How many bookings a second may start (``start_gate``); lanes it holds back wait
-        among the ready ones."""
-        self.first_gate = gates.first if gates else StartGate(0, 1)
-        """How many of them a second may be a lane's first (``crawl.first_contact_rate``),
-        on top of ``start_gate``."""
-        self._gate_timer: Handle | None = None
+        self.ready: ReadyLine[L] = ReadyLine(timer, gates, self._release)
+        """Lanes waiting for capacity or the start gates, unbooked (``ready_line``)."""
 
     # -- arming -------------------------------------------------------------------------
 
@@ -258,7 +133,7 @@ class Scheduler(Generic[L, W]):
             return
         if not self.has_capacity():
             state.phase = Phase.READY
-            self._ready.append(lane)
+            self.ready.lanes.append(lane)
             return
         state.phase = Phase.BOOKING
         if not self._book_now(lane, at_once=at_once):
@@ -283,32 +158,14 @@ class Scheduler(Generic[L, W]):
 
     def _release(self) -> None:
         """Capacity freed (or the start gate reopened): ready lanes book, oldest first."""
-        while self._ready and self.has_capacity() and not self.stopping:
-            if self._gate_timer is not None:
-                return  # the gate's own timer releases them
-            now = self.timer.now()
-            gates = self._gates_of(self._ready[0])
-            if not all(gate.open(now) for gate in gates):
-                self._reopen_later(now, gates)
-                return
-            lane = self._ready.popleft()
+        ready = self.ready
+        while ready.lanes and self.has_capacity() and not self.stopping:
+            if ready.shut or not ready.first_may_go(self.timer.now()):
+                return  # the gates' own timer releases them
+            lane = ready.lanes.popleft()
             if lane.sched.phase is Phase.READY:
                 lane.sched.phase = Phase.IDLE
                 self._arm(lane, at_once=True)
-
-    def _gates_of(self, lane: L) -> tuple[StartGate, ...]:
-        if lane.sched.launched:
-            return (self.start_gate,)
-        return (self.first_gate, self.start_gate)
-
-    def _reopen_later(self, now: float, gates: tuple[StartGate, ...]) -> None:
-        if self._gate_timer is None and not self.stopping:
-            at = max(gate.next_at(now) for gate in gates)
-            self._gate_timer = self.timer.call_at(at, self._reopened)
-
-    def _reopened(self) -> None:
-        self._gate_timer = None
-        self._release()
 
     # -- booking ------------------------------------------------------------------------
 
@@ -396,22 +253,15 @@ class Scheduler(Generic[L, W]):
     def _held(self, lane: L, now: float) -> bool:
         """The start gate is shut: the lane waits among the ready ones, unbooked (True).
         Lanes it holds go first, in order, when it reopens."""
-        if self._gate_timer is None and self._pass_gates(lane, now):
+        ready = self.ready
+        if not ready.shut and ready.pass_gates(lane, now):
             return False
         self.stats.gate_holds += 1
         lane.sched.phase = Phase.READY
-        self._ready.append(lane)
-        self._reopen_later(now, self._gates_of(lane))
+        ready.lanes.append(lane)
+        if not self.stopping:
+            ready.reopen_later(now, ready.gates_of(lane))
         return True
-
-    def _pass_gates(self, lane: L, now: float) -> bool:
-        """Take the lane's places in its gates, or none of them. A lane that has started (the
-        hot path) takes one booking of the start gate, no more."""
-        if lane.sched.launched:
-            return self.start_gate.take(now)
-        if not self.first_gate.open(now) or not self.start_gate.take(now):
-            return False
-        return self.first_gate.take(now)
 
     def _booked(self, lane: L, booking: Slot | Refusal, booked_at: float, *, at_once: bool) -> None:
         state = lane.sched
@@ -474,8 +324,8 @@ class Scheduler(Generic[L, W]):
         state.last_cost = slot.cost
         self.stats.spacing.started(lane.name, state.limits, slot.cost, state.booked_at, now)
         self.kind.started(lane, work, now)
-        answered = _Answered(self, lane)
-        sent = _Sent(self.spacing, slot)
+        answered = Answered(self, lane)
+        sent = Sent(self.spacing, slot)
         launch = Launch(slot, state.booked_at, now, answered, sent)
         task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
         self.tasks.add(task)
@@ -488,8 +338,12 @@ class Scheduler(Generic[L, W]):
         if lane.sched.slot is slot and lane.sched.timer is None:
             self._launch(lane, refreshed=True)
 
+    def rearm(self, lane: L) -> None:
+        """The lane's place in flight came back: it books (and starts, if its slot is open)."""
+        self._arm(lane, at_once=True)
+
     def _finished(
-        self, lane: L, answered: _Answered[L], sent: _Sent, task: asyncio.Task[None]
+        self, lane: L, answered: Answered[L], sent: Sent, task: asyncio.Task[None]
     ) -> None:
         self.tasks.discard(task)
         lane.sched.running.discard(task)
@@ -530,55 +384,8 @@ class Scheduler(Generic[L, W]):
         """No new starts: every timer is cancelled, the booker ends."""
         self.stopping = True
         self._booker_wake.set()
-        if self._gate_timer is not None:
-            self._gate_timer.cancel()
-            self._gate_timer = None
+        self.ready.stop()
         for lane in lanes:
             if lane.sched.timer is not None:
                 lane.sched.timer.cancel()
                 lane.sched.timer = None
-
-
-class _Answered(Generic[L]):
-    """``Launch.answered`` of one start: gives the lane's place in flight back, once."""
-
-    __slots__ = ("done", "lane", "scheduler")
-
-    def __init__(self, scheduler: Scheduler[L, Any], lane: L) -> None:
-        self.scheduler = scheduler
-        self.lane = lane
-        self.done = False
-
-    def give_back(self) -> bool:
-        if self.done:
-            return False
-        self.done = True
-        self.lane.sched.in_flight -= 1
-        return True
-
-    def __call__(self) -> None:
-        if self.give_back():
-            self.scheduler._arm(self.lane, at_once=True)
-
-
-class _Sent:
-    """``Launch.sent`` of one start: its shared keys learn when it went out, once."""
-
-    __slots__ = ("done", "slot", "spacing")
-
-    def __init__(self, spacing: SendSpacing, slot: Slot) -> None:
-        self.spacing = spacing
-        self.slot = slot
-        self.done = False
-        spacing.launched(slot.keys)
-
-    def __call__(self, at: float) -> None:
-        if not self.done:
-            self.done = True
-            self.spacing.sent(self.slot.keys, self.slot.cost, at)
-
-    def give_up(self) -> None:
-        """The work ended: a request that never went out frees its keys."""
-        if not self.done:
-            self.done = True
-            self.spacing.not_sent(self.slot.keys)

@@ -1,0 +1,64 @@
+"""The two calls a start hands its running work, each effective once.
+
+- ``Answered``: the server is done with the request, so the lane's place in flight is free
+  (the scheduler arms it again at once).
+- ``Sent``: the request's headers went out at a time; the next start on the same shared
+  keys is spaced from it (``send_spacing``). Work that ends without sending gives its keys
+  back (``give_up``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic
+
+from courtier.pipeline.scheduling.lanes import L
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
+from courtier.politeness.gcra import Slot
+
+if TYPE_CHECKING:
+    from courtier.pipeline.scheduling.scheduler import Scheduler
+
+
+class Answered(Generic[L]):
+    """``Launch.answered`` of one start: gives the lane's place in flight back, once."""
+
+    __slots__ = ("done", "lane", "scheduler")
+
+    def __init__(self, scheduler: Scheduler[L, Any], lane: L) -> None:
+        self.scheduler = scheduler
+        self.lane = lane
+        self.done = False
+
+    def give_back(self) -> bool:
+        if self.done:
+            return False
+        self.done = True
+        self.lane.sched.in_flight -= 1
+        return True
+
+    def __call__(self) -> None:
+        if self.give_back():
+            self.scheduler.rearm(self.lane)
+
+
+class Sent:
+    """``Launch.sent`` of one start: its shared keys learn when it went out, once."""
+
+    __slots__ = ("done", "slot", "spacing")
+
+    def __init__(self, spacing: SendSpacing, slot: Slot) -> None:
+        self.spacing = spacing
+        self.slot = slot
+        self.done = False
+        spacing.launched(slot.keys)
+
+    def __call__(self, at: float) -> None:
+        if not self.done:
+            self.done = True
+            self.spacing.sent(self.slot.keys, self.slot.cost, at)
+
+    def give_up(self) -> None:
+        """The work ended: a request that never went out frees its keys."""
+        if not self.done:
+            self.done = True
+            self.spacing.not_sent(self.slot.keys)

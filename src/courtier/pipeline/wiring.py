@@ -1,0 +1,235 @@
+"""The crawl's stages, wired once its backends are open: feedback, live origins, the two lane
+kinds and their schedulers, and the feeder.
+
+Rules:
+- Everything a stage needs is passed when it is built (``Parts``); nothing is configured
+  from outside afterwards, except the links between stages built in one another's wake
+  (the seed's refill, the discovery's media door, the lanes' hunger).
+- One record of real sends (``SendSpacing``) serves pages, media and robots.txt hops: they
+  book the same origins.
+- Schedulers made after the crawl was asked to stop are made stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from courtier.config import Config
+from courtier.frontier.base import StoredRobots
+from courtier.net.guard import Guard
+from courtier.origins.cdn import CdnRules
+from courtier.origins.infer import InferenceResult, OriginInference
+from courtier.pipeline.answers.feedback_writer import FeedbackWriter
+from courtier.pipeline.answers.fetching import FetcherLike, GuardedFetch
+from courtier.pipeline.answers.robots_fetch import RobotsCache
+from courtier.pipeline.events import Observer
+from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.feed.intake import UrlIntake
+from courtier.pipeline.keeping.archive import ArchivingSink
+from courtier.pipeline.lanes.feeding import Feeder
+from courtier.pipeline.lanes.media import MediaLane, MediaLanes
+from courtier.pipeline.lanes.media_places import MediaPlaces
+from courtier.pipeline.lanes.origins_live import LiveOrigins
+from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.seeding import SeedSites
+from courtier.pipeline.lanes.services import LaneServices
+from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.hops import HopBooker
+from courtier.pipeline.scheduling.scheduler import Scheduler
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
+from courtier.pipeline.scheduling.start_gate import StartGates
+from courtier.pipeline.scheduling.timer import Timer
+from courtier.pipeline.stats import CrawlStats
+from courtier.pipeline.workers.pool import ParsePool
+from courtier.url import host_of_site
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What the stages are made of: the engine's own pieces, open and ready."""
+
+    config: Config
+    stats: CrawlStats
+    timer: Timer
+    clocks: KeyClocks
+    guard: Guard
+    observer: Observer | None
+    inference: OriginInference | None
+    frontier: FrontierIO
+    seed: SeedSites
+    discovery: Discovery
+    intake: UrlIntake
+    parser: ParsePool
+    sink: ArchivingSink
+    tasks: set[asyncio.Task[None]]
+    stopping: Callable[[], bool]
+    lease_lost: Callable[[Any], None]
+    save_robots: Callable[[StoredRobots], Awaitable[None]]
+    early_origins: asyncio.Task[InferenceResult] | None
+    began: float
+    """``time.monotonic()`` when the run began."""
+
+
+@dataclass(slots=True, eq=False)
+class Stages:
+    feedback: FeedbackWriter
+    origins: LiveOrigins
+    site_lanes: SiteLanes
+    pages: Scheduler[SiteLane, Any]
+    media: MediaLanes | None
+    media_scheduler: Scheduler[MediaLane, Any] | None
+    feeder: Feeder
+
+    def stop(self, lanes: list[SiteLane]) -> None:
+        """No new starts anywhere."""
+        self.site_lanes.stopping = True
+        self.pages.stop(lanes)
+        if self.media is not None and self.media_scheduler is not None:
+            self.media.stopping = True
+            if self.media.places is not None:
+                self.media.places.stopping = True
+            self.media_scheduler.stop(list(self.media.lanes.values()))
+
+
+def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
+    config, stats, timer, seed = parts.config, parts.stats, parts.timer, parts.seed
+    spacing = SendSpacing(parts.clocks)
+    feedback = FeedbackWriter(config, parts.clocks, config.limits.policy(), stats)
+    origins: LiveOrigins | None = None
+    pages: Scheduler[SiteLane, Any] | None = None
+
+    def scheduler(kind: Any, max_in_flight: int) -> Scheduler[Any, Any]:
+        made: Scheduler[Any, Any] = Scheduler(
+            kind,
+            clocks=parts.clocks,
+            timer=timer,
+            stats=stats,
+            max_in_flight=max_in_flight,
+            tasks=parts.tasks,
+            on_lease_lost=parts.lease_lost,
+            spacing=spacing,
+            gates=StartGates.of(config.crawl),
+        )
+        made.stopping = parts.stopping()
+        return made
+
+    def arm_page(lane: SiteLane) -> None:
+        assert pages is not None
+        pages.arm(lane)
+
+    async def hop_origin(site: str, host: str) -> str | None:
+        assert origins is not None
+        return seed.origin_of(site) or await origins.origin_for(host)
+
+    hops = HopBooker(
+        config,
+        parts.clocks,
+        timer,
+        stats,
+        seed.interval_of,
+        parts.stopping,
+        spacing=spacing,
+        origin_of=hop_origin,
+        origin_limit=feedback.origin_limit,
+    )
+    fetch = GuardedFetch(parts.guard, fetcher, stats, time.time, parts.observer, hops.sent)
+
+    def rebook(lane: SiteLane) -> None:
+        assert pages is not None
+        pages.rebook(lane)
+
+    origins = LiveOrigins(
+        parts.inference,
+        guard=parts.guard,
+        clocks=parts.clocks,
+        frontier=parts.frontier,
+        stats=stats,
+        hosts=lambda: {host_of_site(site) for site in seed.scope},
+        sites=lambda: list(seed.lanes.values()),
+        arm=arm_page,
+        backoff=feedback.site_params.backoff,
+        timer=timer,
+        recheck_every=config.crawl.origin_recheck,
+        tasks=parts.tasks,
+        early=parts.early_origins,
+        started=parts.began,
+        per_unit=feedback.origin_interval,
+        rebook=rebook,
+    )
+    services = LaneServices(
+        config,
+        timer,
+        fetch,
+        RobotsCache(),
+        feedback,
+        stats,
+        parts.sink.write,
+        hops,
+        parts.intake,
+        parts.save_robots,
+        parts.sink.archive,
+        parse=parts.parser.run,
+    )
+    site_lanes = SiteLanes(
+        services,
+        frontier=parts.frontier,
+        seed=seed,
+        discovery=parts.discovery,
+        parse=parts.parser.run,
+        arm=arm_page,
+        lookup_origin=origins.look_up,
+        observe_answer=origins.observe_answer,
+    )
+    pages = scheduler(site_lanes, config.crawl.max_in_flight)
+    seed.refill = site_lanes.request_refill
+    media: MediaLanes | None = None
+    media_scheduler: Scheduler[MediaLane, Any] | None = None
+    if config.media.fetch:
+        media, media_scheduler = _media(parts, services, origins, scheduler)
+    feeder = Feeder(
+        config,
+        frontier=parts.frontier,
+        sites=seed.lanes,
+        site_lanes=site_lanes,
+        pages=pages,
+        discovery=parts.discovery,
+        sink=parts.sink,
+        stats=stats,
+    )
+    site_lanes.hungry = feeder.hurry
+    return Stages(feedback, origins, site_lanes, pages, media, media_scheduler, feeder)
+
+
+def _media(
+    parts: Parts,
+    services: LaneServices,
+    origins: LiveOrigins,
+    scheduler: Callable[[Any, int], Scheduler[Any, Any]],
+) -> tuple[MediaLanes, Scheduler[MediaLane, Any]]:
+    """The media lanes (the requisites of seed pages on media hosts) and their scheduler."""
+    seed = parts.seed
+    media_scheduler: Scheduler[MediaLane, Any] | None = None
+
+    def arm(lane: MediaLane) -> None:
+        assert media_scheduler is not None
+        media_scheduler.arm(lane)
+
+    media = MediaLanes(services, origin_of=seed.origin_of, arm=arm)
+    media_scheduler = scheduler(media, parts.config.media.max_in_flight)
+    parts.discovery.media = media.offer
+    if parts.inference is not None:
+        media.places = MediaPlaces(
+            origins.hosts_facts,
+            seed.booked_origins,
+            media.rules.cdn_names or CdnRules(),
+            lambda url, referrer, placement: media.offer(url, referrer, placement=placement),
+            parts.tasks,
+            parts.timer,
+        )
+    return media, media_scheduler
