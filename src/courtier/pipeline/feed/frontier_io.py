@@ -29,6 +29,7 @@ from courtier.frontier.base import (
     LeasedUrl,
     NewUrl,
     Outcome,
+    SiteState,
     UrlLane,
     UrlStatus,
 )
@@ -48,6 +49,7 @@ class FrontierIO:
         self._wanted: set[str] = set()
         self._want_event = asyncio.Event()
         self._fence_of: Callable[[str], Fence | None] | None = None
+        self._adopted: list[str] = []
         self.evicted = 0
 
     def fence_leases(self, fence_of: Callable[[str], Fence | None]) -> None:
@@ -71,6 +73,11 @@ class FrontierIO:
     def record(self, outcome: Outcome) -> None:
         """An outcome built by the caller (with a refresh's validators)."""
         self._outcomes.append(outcome)
+
+    def adopt(self, site: str) -> None:
+        """``site`` joined the seed while the crawl runs: saved as a seed site with the next
+        flush, before the URLs found with it."""
+        self._adopted.append(site)
 
     # -- refills ------------------------------------------------------------------------
 
@@ -125,9 +132,10 @@ class FrontierIO:
         """Write what was gathered; (new URLs written, sites that received new work)."""
         new_urls, horizon, edges, evictions = drain()
         outcomes, self._outcomes = self._outcomes, []
-        if not (new_urls or outcomes or horizon or evictions):
+        adopted, self._adopted = self._adopted, []
+        if not (new_urls or outcomes or horizon or evictions or adopted):
             return 0, []
-        fed = await self.call(self._write, new_urls, outcomes, horizon, evictions, edges)
+        fed = await self.call(self._write, new_urls, outcomes, horizon, evictions, edges, adopted)
         return len(new_urls), fed
 
     def _write(
@@ -137,7 +145,10 @@ class FrontierIO:
         horizon: list[HorizonLink],
         evictions: list[tuple[str, int]],
         edges: list[HostEdge],
+        adopted: list[str],
     ) -> list[str]:
+        if adopted:
+            self.store.add_sites(adopted, SiteState.SEED, time.time())
         fed = self.store.write_batch(new_urls, outcomes, horizon, time.time(), host_edges=edges)
         for site, cap in evictions:
             self.evicted += self.store.evict_deeper(site, cap)

@@ -4,8 +4,7 @@ Rules:
 - A site books nothing before its origin is known (``origins_live``), and fetches nothing
   before its robots.txt is in: robots.txt is its first request, booked like any other.
   An unreachable robots.txt (429, 5xx, no answer) stops the site until it is asked again.
-- Next URL: fastlane, then freshlane, then refresh or discovery as the live split decides
-  (fed the site's measured request rate); URLs robots.txt refuses cost no request.
+- Next URL: ``next_url``; URLs robots.txt refuses cost no request.
 - Keys: the site (start-to-start, its own interval: Crawl-delay, backoff and latency on top
   of ``[limits.site]``, one request per booking whatever it costs) and its origin (cost
   weighted, slowed by the origin's latency feedback).
@@ -25,18 +24,14 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from courtier.content.parse import ParsedPage, parse_sitemap_links
 from courtier.content.reading import read_and_capture, read_page
-from courtier.frontier.base import LeasedUrl, SiteState, UrlLane, UrlStatus
-from courtier.frontier.split import Lane as SplitLane
-from courtier.frontier.split import decide as split_decide
-from courtier.frontier.split import target_discovery_share
+from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
 from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.answers.verdict import Verdict, decide, document
@@ -46,11 +41,18 @@ from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.scope import ScopeRules, site_owner
 from courtier.pipeline.keeping.archive import conditional_headers
 from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
+from courtier.pipeline.lanes.next_url import next_url
 from courtier.pipeline.lanes.seeding import SeedSites
-from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
+from courtier.pipeline.lanes.services import (
+    LaneKindBase,
+    LaneServices,
+    Parse,
+    RobotsOutcome,
+    context_of,
+    parse_guarded,
+)
 from courtier.pipeline.lanes.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.pipeline.scheduling.lanes import Launch, Wait
-from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import CostModel, RequestClass
 from courtier.politeness.robots import RobotsRules
@@ -65,8 +67,6 @@ PROVISIONAL_LEAD = 1.0
 whose first answers are still out): booked 10 s ahead there, strangers split off the edge
 a few seconds later still waited for slots of a key they no longer share. Waiting unbooked,
 they book on their own origins the moment they move."""
-T = TypeVar("T")
-Parse = Callable[..., Awaitable[Any]]
 
 
 class SiteLanes(LaneKindBase):
@@ -101,7 +101,6 @@ class SiteLanes(LaneKindBase):
         self.costs: CostModel = config.costs.model()
         self.split = config.frontier.split_policy()
         self.keeper = Keeper(config, self.stats, services.archive, parse)
-        self._saving: set[asyncio.Task[Any]] = set()
         discovery.rules, discovery.adopt = ScopeRules(config.scope), self.join_seed
 
     # -- choosing -----------------------------------------------------------------------
@@ -124,7 +123,7 @@ class SiteLanes(LaneKindBase):
         if not isinstance(rules, RobotsRules):
             return rules  # fetch robots.txt first, or wait for it
         while lane.queue:
-            item = self._pick(lane, now)
+            item = next_url(lane, now, self.split)
             if rules.allows(item.fetch_url, self.token):
                 return item
             self.stats.refused["robots"] += 1
@@ -152,37 +151,8 @@ class SiteLanes(LaneKindBase):
         same = ", the same site owner" if why == "redirect" else ""
         self.stats.adopted[site] = f"{why} from {owner}{same}"
         log.info("%s joins the seed: %s from %s", site, why, owner)
-        save = self.frontier.call(
-            self.frontier.store.add_sites, [site], SiteState.SEED, time.time()
-        )
-        task = asyncio.ensure_future(save)
-        self._saving.add(task)
-        task.add_done_callback(self._saving.discard)
+        self.frontier.adopt(site)
         self.seed.admit(site, scheme)
-
-    def _pick(self, lane: SiteLane, now: float) -> LeasedUrl:
-        first: dict[UrlLane, int] = {}
-        for index, queued in enumerate(lane.queue):
-            first.setdefault(queued.lane, index)
-        for kind in (UrlLane.FASTLANE, UrlLane.FRESHLANE):
-            if kind in first:
-                return _take(lane, first[kind])
-        # The split is fed what the site really gets: on a busy shared origin that may be
-        # far below what its own interval allows.
-        rate = lane.emit.rate(now) or 1.0 / lane.interval
-        target = target_discovery_share(lane.backlog, rate, self.split)
-        chosen, lane.split = split_decide(
-            lane.split,
-            target,
-            discovery_ready=UrlLane.DISCOVERY in first,
-            refresh_ready=UrlLane.REFRESH in first,
-        )
-        if chosen is SplitLane.REFRESH:
-            return _take(lane, first[UrlLane.REFRESH])
-        if UrlLane.DISCOVERY in first:
-            lane.backlog = max(0, lane.backlog - 1)
-            return _take(lane, first[UrlLane.DISCOVERY])
-        return lane.queue.popleft()
 
     def not_before(self, lane: SiteLane, work: PageWork, now: float) -> float:
         return max(lane.next_start, lane.backoff.paused_until)
@@ -384,7 +354,9 @@ class SiteLanes(LaneKindBase):
             assert answer.redirect is not None
             self.discovery.redirect(lane, item, answer.redirect)
         elif verdict is Verdict.PARSE_SITEMAP:
-            sitemap, error = await self._parse(parse_sitemap_links, result)
+            sitemap, error = await parse_guarded(
+                self.parse, self.stats, parse_sitemap_links, result
+            )
             if sitemap is not None:
                 self.discovery.sitemap(lane, item.fetch_url, sitemap)
                 await self._lastmod(sitemap.lastmod)
@@ -395,10 +367,14 @@ class SiteLanes(LaneKindBase):
             page: ParsedPage | None = None
             encoded: EncodedCapture | None = None
             if capture is None:
-                page, error = await self._parse(read_page, result, context)
+                page, error = await parse_guarded(
+                    self.parse, self.stats, read_page, result, context
+                )
             else:
                 level = self.keeper.level
-                both, error = await self._parse(read_and_capture, result, context, capture, level)
+                both, error = await parse_guarded(
+                    self.parse, self.stats, read_and_capture, result, context, capture, level
+                )
                 if both is not None:
                     page, encoded = both
             if page is not None:
@@ -417,30 +393,3 @@ class SiteLanes(LaneKindBase):
         if changes:
             store = self.frontier.store
             await self.frontier.call(store.refresh_lastmod, list(changes.items()), time.time())
-
-    async def _parse(
-        self, fn: Callable[..., T], result: FetchResult, *more: Any
-    ) -> tuple[T | None, str | None]:
-        """``fn`` on the body in a parse worker; (None, why) when the parse overran its
-        budget, killed its worker or raised: the page is kept as fetched, unparsed."""
-        try:
-            return await self.parse(fn, result.content, result.url, *more), None
-        except (ParseTimeout, WorkerLost, MemoryError) as exc:
-            reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
-                type(exc), "parse-memory"
-            )
-            self.stats.parse_failures[reason] += 1
-            log.warning("%s: %s", reason, result.url)
-            return None, reason
-        except PoolClosed:
-            raise
-        except Exception:  # the reader's bug or an input it cannot take: not the crawl's end
-            self.stats.parse_failures["parse-error"] += 1
-            log.exception("parse-error: %s", result.url)
-            return None, "parse-error"
-
-
-def _take(lane: SiteLane, index: int) -> LeasedUrl:
-    item = lane.queue[index]
-    del lane.queue[index]
-    return item

@@ -1,0 +1,48 @@
+"""Which URL a seed site fetches next.
+
+Rules:
+- Fastlane first (on-demand recrawls), then freshlane (fast sources' links), then refresh or
+  discovery as the live split decides (``frontier.split``), fed the rate the site really
+  gets: on a busy shared origin that may be far below what its own interval allows.
+- Within a kind, the oldest URL held goes first.
+"""
+
+from __future__ import annotations
+
+from courtier.frontier.base import LeasedUrl, UrlLane
+from courtier.frontier.split import Lane as SplitLane
+from courtier.frontier.split import SplitPolicy, target_discovery_share
+from courtier.frontier.split import decide as split_decide
+from courtier.pipeline.lanes.site import SiteLane
+
+
+def next_url(lane: SiteLane, now: float, split: SplitPolicy) -> LeasedUrl:
+    """The URL the site fetches next from the ones it holds (its queue is not empty)."""
+    first: dict[UrlLane, int] = {}
+    for index, queued in enumerate(lane.queue):
+        first.setdefault(queued.lane, index)
+    for kind in (UrlLane.FASTLANE, UrlLane.FRESHLANE):
+        if kind in first:
+            return _take(lane, first[kind])
+    # The split is fed what the site really gets: on a busy shared origin that may be
+    # far below what its own interval allows.
+    rate = lane.emit.rate(now) or 1.0 / lane.interval
+    target = target_discovery_share(lane.backlog, rate, split)
+    chosen, lane.split = split_decide(
+        lane.split,
+        target,
+        discovery_ready=UrlLane.DISCOVERY in first,
+        refresh_ready=UrlLane.REFRESH in first,
+    )
+    if chosen is SplitLane.REFRESH:
+        return _take(lane, first[UrlLane.REFRESH])
+    if UrlLane.DISCOVERY in first:
+        lane.backlog = max(0, lane.backlog - 1)
+        return _take(lane, first[UrlLane.DISCOVERY])
+    return lane.queue.popleft()
+
+
+def _take(lane: SiteLane, index: int) -> LeasedUrl:
+    item = lane.queue[index]
+    del lane.queue[index]
+    return item
