@@ -390,5 +390,8 @@ async def test_a_restart_starts_no_site_before_its_interval(tmp_path, loopback_w
     assert stats.restored_clocks >= len(ended)
     for host in ended:
         later = [t for t, h, _p in loopback_web.hits[count:] if h == host]
-        # Start-up takes well under the 2 s interval: only the saved clocks keep this gap.
-        assert not later or later[0] - ended[host] >= 2.0 - TOLERANCE, host
+        # Every such host has pages left, and is asked again within the second run: the
+        # gap is measured, not vacuous. Start-up takes well under the 2 s interval: only
+        # the saved clocks keep this gap.
+        assert later, host
+        assert later[0] - ended[host] >= 2.0 - TOLERANCE, host
