@@ -730,6 +730,22 @@ def test_a_fenced_release_leaves_the_leases_of_the_shards_next_holder(
     assert store.release_leases(sites=["a.test"], fence=Fence(0, OWNER, 1)) == 0  # none leased
 
 
+def test_a_fence_with_an_older_token_of_the_same_owner_is_refused(
+    fenced: tuple[PostgresFrontier, psycopg.Connection[Any]],
+):
+    """The worker lost shard 1 and took it back: its lease now has token 2. A lease or a
+    release still fenced by token 1 (a lane that has not heard) is refused, though the
+    owner is the same: the owner alone does not fence."""
+    store, other = fenced
+    old, new = Fence(1, OWNER, 1), Fence(1, OWNER, 2)
+    other.execute(f"UPDATE {SHARD_LEASES} SET token = 2 WHERE shard = 1")
+    assert store.lease_due(10, ["b.test"], T0 + 1, {"b.test": old}) == {}
+    assert store.lease("b.test", 5, T0 + 1, old) == []
+    assert [u.site for u in store.lease("b.test", 5, T0 + 1, new)] == ["b.test"]
+    assert store.release_leases(sites=["b.test"], fence=old) == 0
+    assert store.release_leases(sites=["b.test"], fence=new) == 1
+
+
 def test_a_take_of_the_shard_waits_for_a_fenced_lease_in_progress(
     fenced: tuple[PostgresFrontier, psycopg.Connection[Any]],
 ):

@@ -93,6 +93,19 @@ def test_an_outage_with_retry_after_is_raised_on_its_first_answer():
     assert raised(found, "origin") == {("o1", "throttled")}
 
 
+def test_a_run_of_429_or_503_without_retry_after_is_throttled_and_no_error():
+    """A server pushing back without saying for how long is still pushing back: a run of
+    them raises ``throttled`` on the site and its origin, never ``errors``; a lone one is
+    noise (no Retry-After: nothing says the server will stay away)."""
+    for status in (429, 503):
+        d = detector()
+        found = feed(d, *(event(at=T0 + i) for i in range(5)), event(at=T0 + 5, status=status))
+        assert found == [], status
+        found = feed(d, *(event(at=T0 + 6 + i, status=status) for i in range(3)))
+        assert raised(found) == {("a.test", "throttled")}, status
+        assert raised(found, "origin") == {("o1", "throttled")}, status
+
+
 def test_errors_need_a_run_and_a_single_one_is_noise():
     d = detector()
     assert feed(d, *(event(at=T0 + i) for i in range(5)), event(at=T0 + 5, status=500)) == []

@@ -76,6 +76,29 @@ def test_undeclared_encodings_are_detected(text, codec, expected):
     assert decoded.text == text
 
 
+def test_bytes_0x80_to_0x9f_of_a_latin1_label_read_as_windows_1252_punctuation():
+    """0x80-0x9F are C1 controls in ISO-8859-1 and punctuation in windows-1252, which is how
+    browsers read every page labelled latin-1 (WHATWG): "é" reads the same in both, these
+    bytes do not."""
+    title = "\u201cCafé\u201d \u20ac5 \u2013 it\u2019s\u2026"  # “Café” €5 – it’s…
+    body = f"<title>{title}</title><p>jane@example.com</p>".encode("cp1252")
+    assert {0x93, 0x94, 0x80, 0x96, 0x92, 0x85} <= set(body)
+    for content_type in ("text/html; charset=ISO-8859-1", "text/html; charset=windows-1252"):
+        page = read(body, content_type)
+        assert (page.title, page.encoding) == (title, "cp1252"), content_type
+        # redacted, then written back in the page's own bytes (no &#147; for a curly quote)
+        assert page.payload == body.replace(b"jane@example.com", b"[REDACTED:email]")
+    page = read(b"<meta charset=latin1>" + body)
+    assert (page.title, page.encoding_source) == (title, "meta")
+    french = (
+        "<html><title>\u201cCafé crème\u201d</title><body><p>Bienvenue à notre café, où la "
+        "crème brûlée coûte 5\u20ac \u2013 c\u2019est délicieux\u2026 « Merci », dit-elle."
+        "</p></body></html>"
+    )
+    decoded = decode(french.encode("cp1252"), "text/html")
+    assert (decoded.text, decoded.encoding, decoded.source) == (french, "cp1252", "detected")
+
+
 def test_undeclared_utf8_is_utf8_and_undecodable_bytes_survive_a_round_trip():
     assert decode("<p>é</p>".encode()).source == "utf-8"
     decoded = decode(b"<p>\x98</p>", "text/html; charset=windows-1251")

@@ -316,12 +316,22 @@ async def test_a_run_of_5xx_across_an_origins_sites_backs_the_origin_off(lanes) 
     def script(url: str):
         return (404, [], b"") if url.endswith("robots.txt") else (500, [], b"")
 
-    h = lanes("limits.site.rate=100", "politeness.origin_error_run=4", script=script)
+    h = lanes("limits.site.rate=10", "politeness.origin_error_run=4", script=script)
     sites = [h.site(f"s{n}.test", ["/a", "/b", "/c"], origin="o1") for n in range(2)]
     for site in sites:
         h.pages.arm(site)
+    step, deadline = 0.01, h.timer.now() + 30.0
+    while not h.stats.origin_backoffs["origin-backoff"] and h.timer.now() < deadline:
+        await h.timer.advance(step)
+    assert h.stats.origin_backoffs["origin-backoff"] == 1
+    backed_off = h.timer.now()  # within the last step
+    floor = (await h.limiter.tats(["origin:o1"]))["origin:o1"]
+    # The first run backs the origin off 2 ** 3 site intervals (0.8 s); its own bookings
+    # (2 units at 1000 units/s) would have moved its clock a few milliseconds.
+    assert floor >= backed_off - step + 0.8 - 1e-9, floor - backed_off
     await h.timer.advance(30.0)
-    assert h.stats.origin_backoffs["origin-backoff"] >= 1
+    inside = [t for t, _url in h.fetcher.started if backed_off <= t < floor - 1e-9]
+    assert inside == []  # and no site of the origin started before it
 
 
 async def test_a_huge_crawl_delay_suspends_the_site_instead_of_freezing_it(lanes) -> None:

@@ -124,6 +124,33 @@ async def test_a_booking_fenced_by_a_lost_lease_is_refused(dsn: str) -> None:
     await second.stop()
 
 
+async def test_a_booking_fenced_by_the_same_workers_older_token_is_refused(dsn: str) -> None:
+    """A worker that lost a shard and took it back holds it under a new token: a booking
+    still fenced by the old token (a lane that has not heard yet) is refused, though its
+    owner is the very same worker. The owner alone does not fence."""
+    recorder = Recorder()
+    first = keeper(dsn, "w-a", recorder)
+    await first.start()
+    await first.beat()
+    shard = min(first.held)
+    stale = first.fence(shard)
+    assert stale is not None
+    limiter = await PostgresLimiter.connect(dsn)
+    limit = Limit("site:a.test", KeyParams(1.0))
+    assert isinstance(await limiter.book([limit], 1.0, fence=stale), Slot)
+    _expire(dsn, shard)  # its renewals came late: the shard is dropped ...
+    del first.held[shard]
+    await first.beat()  # ... and taken again by the same worker
+    fresh = first.fence(shard)
+    assert fresh is not None
+    assert (fresh.owner, fresh.token) == (stale.owner, stale.token + 1)
+    with pytest.raises(LeaseLost):
+        await limiter.book([limit], 1.0, fence=stale)
+    assert isinstance(await limiter.book([limit], 1.0, fence=fresh), Slot)
+    await limiter.close()
+    await first.stop()
+
+
 async def test_an_expired_lease_of_a_hung_holder_is_taken(dsn: str) -> None:
     a, b = Recorder(), Recorder()
     hung, rescuer = keeper(dsn, "w-hung", a), keeper(dsn, "w-ok", b)

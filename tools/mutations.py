@@ -1,0 +1,316 @@
+"""A mutation check of the central promises: break one on purpose, the tests must notice.
+
+Each entry of ``MUTATIONS`` names a module by its dotted name (resolved with
+``importlib.util.find_spec`` in this checkout's ``src``, so a module that moves only needs
+its name updated here), an exact piece of its source, what replaces it, and the tests that
+must fail once it is replaced. For each entry in turn the script writes the mutation into the
+working tree, runs those tests with pytest, reports KILLED (they failed) or SURVIVED (they
+passed: a promise no test holds), and always puts the file back as it was, bytes and
+modification time (``try``/``finally``; Ctrl-C too). Nothing is committed, stashed or copied.
+
+An entry whose source text is not found exactly once is an ERROR, never skipped: a refactor
+that moves or rewrites the code makes the check fail loudly, and the entry is updated with it.
+So is a test that cannot be collected (renamed or gone). Before the first mutation the tests
+run once unmutated: they must pass, or KILLED would mean nothing (``--no-baseline`` skips it).
+
+Run it from anywhere, with the interpreter that runs the tests (PostgreSQL entries start a
+throwaway cluster, like the tests they name)::
+
+    python3 tools/mutations.py                       # every entry
+    python3 tools/mutations.py --list                # names and the promise each breaks
+    python3 tools/mutations.py fence-booking-token   # some entries, by name
+
+Exit status: 0 when every mutation was killed, 1 when one survived, 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src"
+RUN_SECONDS = 900.0
+"""A test run that takes longer is stopped (and counts as KILLED: the tests did not pass)."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    promise: str
+    """What the mutation breaks, in a line."""
+    module: str
+    """Dotted module name (``courtier.pipeline.feedback``)."""
+    target: str
+    """Source text found exactly once in the module."""
+    replacement: str
+    tests: tuple[str, ...]
+    """pytest node ids, relative to the repository root."""
+
+
+_SHARDS = "tests/pipeline/test_shards.py"
+_CONTRACT = "tests/frontier/test_store_contract.py"
+_CRAWLER = "tests/pipeline/test_crawler.py"
+_POOL = "tests/pipeline/test_parse_pool.py"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "fence-booking-token",
+        "a booking fenced by an older token of the same owner is refused",
+        "courtier.politeness.limiter.postgres",
+        "          AND f.token = %(ftoken)s::bigint\n",
+        "",
+        (f"{_SHARDS}::test_a_booking_fenced_by_the_same_workers_older_token_is_refused",),
+    ),
+    Mutation(
+        "fence-lease-token",
+        "a URL lease or release fenced by an older token of the same owner is refused",
+        "courtier.frontier.postgres_store",
+        "AND f.owner = {owner} AND f.token = {token} FOR SHARE)",
+        "AND f.owner = {owner} AND {token} IS NOT NULL FOR SHARE)",  # parameters stay bound
+        (f"{_CONTRACT}::test_a_fence_with_an_older_token_of_the_same_owner_is_refused",),
+    ),
+    Mutation(
+        "fence-lease-due-token",
+        "a batch lease (lease_due) fenced by an older token of the same owner is refused",
+        "courtier.frontier.postgres_store",
+        "ON f.shard = h.shard AND f.owner = h.owner AND f.token = h.token",
+        "ON f.shard = h.shard AND f.owner = h.owner",
+        (f"{_CONTRACT}::test_a_fence_with_an_older_token_of_the_same_owner_is_refused",),
+    ),
+    Mutation(
+        "origin-backoff-floor",
+        "a run of 5xx across an origin's sites raises the origin's floor",
+        "courtier.pipeline.feedback",
+        "            floors[key] = now + min(params.backoff.max_backoff, base)\n",
+        "",
+        (
+            "tests/pipeline/test_feedback_origin_backoff_fast.py",
+            "tests/pipeline/test_scheduler.py::"
+            "test_a_run_of_5xx_across_an_origins_sites_backs_the_origin_off",
+        ),
+    ),
+    Mutation(
+        "location-unredacted",
+        "a redirect's Location is redacted in documents.jsonl",
+        "courtier.pipeline.answers",
+        'record["location"] = redact_url(result.location).text',
+        'record["location"] = result.location',
+        (f"{_CRAWLER}::test_a_redirects_location_is_redacted_in_documents_jsonl",),
+    ),
+    Mutation(
+        "cp1252-read-as-latin1",
+        "a page labelled latin-1 reads bytes 0x80-0x9F as windows-1252 punctuation",
+        "courtier.pipeline.decode",
+        'text = body[offset:].decode(codec, "surrogateescape")',
+        'text = body[offset:].decode("latin-1" if codec == "cp1252" else codec, "surrogateescape")',
+        (
+            "tests/pipeline/test_reading.py::"
+            "test_bytes_0x80_to_0x9f_of_a_latin1_label_read_as_windows_1252_punctuation",
+        ),
+    ),
+    Mutation(
+        "refusal-unlogged",
+        "a request the SSRF guard refuses is a row of the request log",
+        "courtier.pipeline.fetching",
+        "            self.observer.request(event)\n",
+        "",
+        (
+            "tests/observe/test_refusals_logged.py::"
+            "test_a_request_the_guard_refuses_is_a_row_of_the_request_log_with_its_refusal",
+        ),
+    ),
+    Mutation(
+        "throttled-needs-retry-after",
+        "a 429/503 without Retry-After counts as throttled",
+        "courtier.observe.anomaly",
+        "throttled = status in THROTTLES\n",
+        "throttled = status in THROTTLES and bool(row.retry_after)\n",
+        (
+            "tests/observe/test_anomaly.py::"
+            "test_a_run_of_429_or_503_without_retry_after_is_throttled_and_no_error",
+        ),
+    ),
+    Mutation(
+        "restore-floors-off",
+        "floors saved before a kill hold over the first requests after the restart",
+        "courtier.pipeline.recovery",
+        "    await clocks.restore(inherited.floors)\n"
+        "    for key, when in inherited.floors.items():\n"
+        '        lane = sites.get(key.removeprefix("site:")) if key.startswith("site:") else None\n'
+        "        if lane is not None:\n"
+        "            lane.next_start = max(lane.next_start, when)\n"
+        "    return len(inherited.floors)\n",
+        "    return len(inherited.floors)\n",
+        (
+            "tests/pipeline/test_recovery_fast.py",
+            f"{_CRAWLER}::test_a_restart_starts_no_site_before_its_interval",
+        ),
+    ),
+    Mutation(
+        "restart-never-asks-again",
+        "a restarted crawl asks its sites again once their interval is over",
+        "courtier.pipeline.recovery",
+        "lane.next_start = max(lane.next_start, when)\n",
+        "lane.next_start = max(lane.next_start, when) + 3600.0\n",
+        (f"{_CRAWLER}::test_a_restart_starts_no_site_before_its_interval",),
+    ),
+    Mutation(
+        "no-replacement-worker",
+        "a parse worker killed over its budget is replaced by a new one",
+        "courtier.pipeline.parse_pool",
+        "        self.timeouts += timed_out\n        self._start(worker.index)\n",
+        "        self.timeouts += timed_out\n",
+        (f"{_POOL}::test_a_job_over_budget_is_killed_and_the_pool_carries_on",),
+    ),
+    Mutation(
+        "budget-counts-the-queue",
+        "a parse job's budget starts when it runs, not while it waits behind another",
+        "courtier.pipeline.parse_pool",
+        "        worker.head_since = self.loop.time()\n",
+        "",
+        (f"{_POOL}::test_waiting_in_the_queue_does_not_count_against_the_budget",),
+    ),
+)
+
+
+class CheckError(Exception):
+    """The check cannot be run as written (a target or a test is not what it names)."""
+
+
+def source_of(module: str) -> Path:
+    """The file of ``module`` in this checkout's ``src`` (never an installed copy)."""
+    if sys.path[0] != str(SRC):
+        sys.path.insert(0, str(SRC))
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError as exc:
+        raise CheckError(f"module {module} not found: {exc}") from None
+    if spec is None or spec.origin is None:
+        raise CheckError(f"module {module} not found")
+    path = Path(spec.origin).resolve()
+    if not path.is_relative_to(SRC) or path.suffix != ".py":
+        raise CheckError(f"module {module} resolves to {path}, not a source file under {SRC}")
+    return path
+
+
+def mutated(mutation: Mutation, source: str, path: Path) -> str:
+    found = source.count(mutation.target)
+    if found != 1:
+        raise CheckError(
+            f"{mutation.name}: its target text is found {found} times in {path} (must be "
+            f"exactly once: update the entry to the code as it is now):\n{mutation.target}"
+        )
+    return source.replace(mutation.target, mutation.replacement)
+
+
+def run_tests(tests: Sequence[str], *, verbose: bool) -> tuple[int, str]:
+    """pytest's exit status and the tail of its output. An interruption stops pytest with
+    SIGINT first, so its fixtures (a PostgreSQL cluster) are torn down."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no bytecode of a mutated module is left behind
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=RUN_SECONDS)
+    except BaseException:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+        raise
+    if verbose:
+        print(output)
+    return process.returncode, "\n".join(output.strip().splitlines()[-15:])
+
+
+def check(mutation: Mutation, *, verbose: bool) -> str:
+    """KILLED or SURVIVED; the module's file is as it was afterwards, whatever happens."""
+    path = source_of(mutation.module)
+    original = path.read_bytes()
+    stat = path.stat()
+    text = mutated(mutation, original.decode("utf-8"), path)
+    try:
+        path.write_bytes(text.encode("utf-8"))
+        try:
+            status, tail = run_tests(mutation.tests, verbose=verbose)
+        except subprocess.TimeoutExpired:
+            return "KILLED"  # the tests did not pass (they hung)
+    finally:
+        path.write_bytes(original)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    if status == 0:
+        return "SURVIVED"
+    if status == 1:
+        return "KILLED"
+    raise CheckError(f"{mutation.name}: pytest could not run the tests (exit {status}):\n{tail}")
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds through every ``finally``: the file is put back
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="entries to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the entries and exit")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show pytest's output")
+    args = parser.parse_args(argv)
+    by_name = {m.name: m for m in MUTATIONS}
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name:28} {m.module:38} {m.promise}")
+        return 0
+    unknown = [name for name in args.names if name not in by_name]
+    if unknown:
+        parser.error(f"no such entries: {', '.join(unknown)} (see --list)")
+    chosen = [by_name[name] for name in args.names] or list(MUTATIONS)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        for m in chosen:  # every target is found once before anything is run
+            mutated(m, source_of(m.module).read_text(encoding="utf-8"), source_of(m.module))
+        if not args.no_baseline:
+            tests = list(dict.fromkeys(t for m in chosen for t in m.tests))
+            started = time.monotonic()
+            status, tail = run_tests(tests, verbose=args.verbose)
+            if status != 0:
+                raise CheckError(f"the tests fail without any mutation (exit {status}):\n{tail}")
+            elapsed = time.monotonic() - started
+            print(f"baseline: {len(tests)} tests pass unmutated ({elapsed:.0f} s)", flush=True)
+        results: list[str] = []
+        for m in chosen:
+            started = time.monotonic()
+            result = check(m, verbose=args.verbose)
+            results.append(result)
+            elapsed = time.monotonic() - started
+            print(f"{result:8} {m.name:28} {elapsed:5.0f} s  {m.promise}", flush=True)
+    except CheckError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 2
+    survived = results.count("SURVIVED")
+    print(f"{len(results)} mutations: {len(results) - survived} killed, {survived} survived")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
