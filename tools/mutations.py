@@ -49,7 +49,7 @@ class Mutation:
     promise: str
     """What the mutation breaks, in a line."""
     module: str
-    """Dotted module name (``courtier.pipeline.feedback``)."""
+    """Dotted module name (``courtier.pipeline.answers.feedback``)."""
     target: str
     """Source text found exactly once in the module."""
     replacement: str
@@ -90,7 +90,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "origin-backoff-floor",
         "a run of 5xx across an origin's sites raises the origin's floor",
-        "courtier.pipeline.feedback",
+        "courtier.pipeline.answers.feedback",
         "            floors[key] = now + min(params.backoff.max_backoff, base)\n",
         "",
         (
@@ -102,7 +102,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "location-unredacted",
         "a redirect's Location is redacted in documents.jsonl",
-        "courtier.pipeline.answers",
+        "courtier.pipeline.answers.verdict",
         'record["location"] = redact_url(result.location).text',
         'record["location"] = result.location',
         (f"{_CRAWLER}::test_a_redirects_location_is_redacted_in_documents_jsonl",),
@@ -110,7 +110,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cp1252-read-as-latin1",
         "a page labelled latin-1 reads bytes 0x80-0x9F as windows-1252 punctuation",
-        "courtier.pipeline.decode",
+        "courtier.content.decode",
         'text = body[offset:].decode(codec, "surrogateescape")',
         'text = body[offset:].decode("latin-1" if codec == "cp1252" else codec, "surrogateescape")',
         (
@@ -121,7 +121,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "refusal-unlogged",
         "a request the SSRF guard refuses is a row of the request log",
-        "courtier.pipeline.fetching",
+        "courtier.pipeline.answers.fetching",
         "            self.observer.request(event)\n",
         "",
         (
@@ -167,7 +167,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "no-replacement-worker",
         "a parse worker killed over its budget is replaced by a new one",
-        "courtier.pipeline.parse_pool",
+        "courtier.pipeline.workers.pool",
         "        self.timeouts += timed_out\n        self._start(worker.index)\n",
         "        self.timeouts += timed_out\n",
         (f"{_POOL}::test_a_job_over_budget_is_killed_and_the_pool_carries_on",),
@@ -175,7 +175,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "budget-counts-the-queue",
         "a parse job's budget starts when it runs, not while it waits behind another",
-        "courtier.pipeline.parse_pool",
+        "courtier.pipeline.workers.pool",
         "        worker.head_since = self.loop.time()\n",
         "",
         (f"{_POOL}::test_waiting_in_the_queue_does_not_count_against_the_budget",),

@@ -15,8 +15,8 @@ from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.observe import Observation, ObserveSettings
 from courtier.observe.query import run_query
+from courtier.pipeline.answers.fetching import GuardedFetch
 from courtier.pipeline.events import RequestContext
-from courtier.pipeline.fetching import GuardedFetch
 from courtier.pipeline.stats import CrawlStats
 
 T0 = 1_800_000_000.0

@@ -4,8 +4,14 @@ further run; a success ends the runs. Pure feedback, no clock but the answers' o
 from __future__ import annotations
 
 from courtier.config import Config
-from courtier.pipeline.apply import feedback_params
-from courtier.pipeline.feedback import Answered, Effects, LaneFeedback, OriginState, after_answer
+from courtier.pipeline.answers.feedback import (
+    Answered,
+    Effects,
+    LaneFeedback,
+    OriginState,
+    after_answer,
+)
+from courtier.pipeline.answers.feedback_writer import feedback_params
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.latency import LatencyState
 

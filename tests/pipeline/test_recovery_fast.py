@@ -12,9 +12,9 @@ from pathlib import Path
 
 from courtier.config import Config
 from courtier.frontier.sqlite_store import SqliteFrontier
-from courtier.pipeline.clocks import KeyClocks
+from courtier.pipeline.lanes.seeding import new_lane
 from courtier.pipeline.recovery import after_crash, load_inherited, restore_floors
-from courtier.pipeline.seeding import new_lane
+from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.politeness.gcra import Slot
 from courtier.politeness.keys import LimitKey
 from courtier.politeness.limiter import MemoryLimiter
