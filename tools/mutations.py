@@ -61,6 +61,9 @@ _SHARDS = "tests/pipeline/test_shards.py"
 _CONTRACT = "tests/frontier/test_store_contract.py"
 _CRAWLER = "tests/pipeline/test_crawler.py"
 _POOL = "tests/pipeline/test_parse_pool.py"
+_SCHEDULER = "tests/pipeline/test_scheduler.py"
+_SPACING = "tests/pipeline/test_send_spacing_fast.py"
+_INTAKE = "tests/pipeline/test_intake.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -148,7 +151,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    for key, when in inherited.floors.items():\n"
         '        lane = sites.get(key.removeprefix("site:")) if key.startswith("site:") else None\n'
         "        if lane is not None:\n"
-        "            lane.next_start = max(lane.next_start, when)\n"
+        "            lane.hold_start(when)\n"
         "    return len(inherited.floors)\n",
         "    return len(inherited.floors)\n",
         (
@@ -160,8 +163,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "restart-never-asks-again",
         "a restarted crawl asks its sites again once their interval is over",
         "courtier.pipeline.recovery",
-        "lane.next_start = max(lane.next_start, when)\n",
-        "lane.next_start = max(lane.next_start, when) + 3600.0\n",
+        "lane.hold_start(when)\n",
+        "lane.hold_start(when + 3600.0)\n",
         (f"{_CRAWLER}::test_a_restart_starts_no_site_before_its_interval",),
     ),
     Mutation(
@@ -179,6 +182,36 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        worker.head_since = self.loop.time()\n",
         "",
         (f"{_POOL}::test_waiting_in_the_queue_does_not_count_against_the_budget",),
+    ),
+    Mutation(
+        "sends-not-shared",
+        "workers of a fleet space their starts from each other's real sends",
+        "courtier.pipeline.scheduling.clocks",
+        "        if self._memory is not None:\n            return\n        keys = list(keys)\n",
+        "        if True:\n            return\n        keys = list(keys)\n",
+        (
+            f"{_SCHEDULER}::test_two_workers_space_their_starts_on_a_shared_origin_from_each_others_sends",
+            f"{_SPACING}::test_workers_on_one_sqlite_limiter_see_each_others_real_sends",
+        ),
+    ),
+    Mutation(
+        "media-placeholder-fetched",
+        "an image holding a placeholder is never fetched by the media lanes",
+        "courtier.pipeline.lanes.media",
+        "        if not self.intake.admits(url.fetch_url):\n",
+        "        if False:\n",
+        (f"{_INTAKE}::test_a_media_image_holding_a_placeholder_is_never_fetched",),
+    ),
+    Mutation(
+        "redirect-to-secret-followed",
+        "a redirect (page, media, robots.txt) to a Location carrying a secret is not followed",
+        "courtier.pipeline.feed.intake",
+        "        if redact_url(location, self.redaction).changed:\n",
+        "        if False:\n",
+        (
+            f"{_INTAKE}::test_a_media_redirect_to_a_secret_is_never_followed",
+            f"{_INTAKE}::test_a_robots_txt_redirect_to_a_secret_is_never_followed",
+        ),
     ),
 )
 
