@@ -26,7 +26,8 @@ from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import redaction_policy
-from courtier.pipeline.lanes.media import MediaLane, MediaLanes
+from courtier.pipeline.lanes.media import MediaLanes
+from courtier.pipeline.lanes.media_lane import MediaLane
 from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.lanes.seeding import SeedSites, new_lane
 from courtier.pipeline.lanes.services import LaneServices

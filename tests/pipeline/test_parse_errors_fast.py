@@ -5,18 +5,16 @@ import asyncio
 import pytest
 
 from courtier.net.fetch import FetchResult
-from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.services import parse_guarded
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed
+from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed
 
 
-def _lanes(error: BaseException) -> SiteLanes:
+def _raising(error: BaseException):
     async def parse(fn, *args, **kwargs):
         raise error
 
-    lanes = object.__new__(SiteLanes)
-    lanes.stats, lanes.parse = CrawlStats(), parse
-    return lanes
+    return parse
 
 
 def _result() -> FetchResult:
@@ -32,11 +30,11 @@ def _result() -> FetchResult:
     ],
 )
 def test_a_failed_parse_is_counted_and_the_page_kept_unparsed(error, reason):
-    lanes = _lanes(error)
-    assert asyncio.run(lanes._parse(print, _result())) == (None, reason)
-    assert lanes.stats.parse_failures == {reason: 1}
+    stats = CrawlStats()
+    assert asyncio.run(parse_guarded(_raising(error), stats, print, _result())) == (None, reason)
+    assert stats.parse_failures == {reason: 1}
 
 
 def test_a_closed_pool_is_no_parse_failure():
     with pytest.raises(PoolClosed):
-        asyncio.run(_lanes(PoolClosed("closed"))._parse(print, _result()))
+        asyncio.run(parse_guarded(_raising(PoolClosed("closed")), CrawlStats(), print, _result()))

@@ -16,8 +16,8 @@ from courtier.content.parse import (
     canonical_link,
     make_link,
     parse_page,
-    parse_sitemap_links,
 )
+from courtier.content.sitemap_links import parse_sitemap_links
 from courtier.frontier.traps import url_pattern
 from courtier.url import MAX_URL_LENGTH, parse_url
 

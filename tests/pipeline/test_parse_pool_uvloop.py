@@ -12,7 +12,8 @@ import time
 import pytest
 import uvloop
 
-from courtier.pipeline.workers.pool import ParsePool, ParseTimeout, PoolClosed, WorkerLost
+from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed, WorkerLost
+from courtier.pipeline.workers.pool import ParsePool
 
 BUDGET = 0.5
 

@@ -7,7 +7,7 @@ from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.lanes.services import ROBOTS_INLINE_BYTES, LaneKindBase
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.pool import ParseTimeout
+from courtier.pipeline.workers.jobs import ParseTimeout
 from courtier.politeness.robots import RobotsStatus
 
 BIG = b"User-agent: *\nDisallow: /private\n" + b"# padding\n" * ROBOTS_INLINE_BYTES

@@ -28,11 +28,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from courtier.content.decode import encode_query
 from courtier.content.nesting import nesting_cut
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
-from courtier.frontier.sitemaps import SitemapError, SitemapKind, parse_sitemap
 from courtier.frontier.traps import clear_pattern_caches, pattern_of
-from courtier.net.spool import Body, body_bytes
 from courtier.politeness.robots_meta import directives, meta_applies
-from courtier.sinks.redact import redact_url
 from courtier.url import (
     MAX_URL_LENGTH,
     Url,
@@ -71,7 +68,7 @@ class Link(NamedTuple):
         return Url(scheme, site, None, self.fetch_url, self.canonical)
 
 
-_new_link: Final = partial(tuple.__new__, Link)
+new_link: Final = partial(tuple.__new__, Link)
 """Builds a ``Link`` from a plain tuple of its fields in C (``Link._make`` runs Python)."""
 
 
@@ -122,7 +119,7 @@ def _rebuild_page(
     images: list[tuple[object, ...]],
     *rest: object,
 ) -> ParsedPage:
-    page = ParsedPage(title, list(map(_new_link, links)), list(map(_new_link, images)))
+    page = ParsedPage(title, list(map(new_link, links)), list(map(new_link, images)))
     (
         page.bad_links,
         page.fingerprint,
@@ -175,7 +172,6 @@ def _with(nodes: list[LexborNode], name: str) -> list[LexborNode]:
 
 
 _MAX_REFERENCES = 5000
-_MAX_SITEMAP_LINKS = 50_000  # the sitemaps protocol's own limit per file
 
 
 def parse_page(
@@ -230,7 +226,7 @@ def parse_page(
     return page
 
 
-def _resolve(raw: str, base: str, seen: set[str], out: list[Link], page: ParsedPage) -> None:
+def resolve_into(raw: str, base: str, seen: set[str], out: list[Link], page: ParsedPage) -> None:
     link = make_link(raw.strip(), base)
     if link is None:
         page.bad_links += 1
@@ -247,7 +243,7 @@ def _resolve_cached(
     out: list[Link],
     page: ParsedPage,
 ) -> Link | None:
-    """``_resolve``, looking each distinct reference of a page up once (menus, cards and
+    """``resolve_into``, looking each distinct reference of a page up once (menus, cards and
     footers repeat them). A bad reference still counts once per occurrence."""
     if raw in resolved:
         link = resolved[raw]
@@ -293,7 +289,7 @@ def make_link(raw: str, base: str | None) -> Link | None:
     # The canonical authority holds no "/" and the path starts with one; the key has no "#".
     path, _, query = canonical[canonical.index("/", len(url.scheme) + 3) :].partition("?")
     key, host, volatile = pattern_of(url.host, path, query)
-    return _new_link((canonical, url.fetch_url, url.site, key, host, volatile))
+    return new_link((canonical, url.fetch_url, url.site, key, host, volatile))
 
 
 canonical_link: Final = lru_cache(maxsize=LINK_CACHE_SIZE)(make_link)
@@ -378,7 +374,7 @@ class _BaseKeys:
                     return canonical_link(raw, self.origin)
                 canonical, fetch_url, pattern, volatile = tails
                 prefix, host = self.prefix, self.host
-                return _new_link(
+                return new_link(
                     (
                         prefix + canonical,
                         prefix + fetch_url,
@@ -389,51 +385,3 @@ class _BaseKeys:
                     )
                 )
         return canonical_link(raw, self.base)
-
-
-@dataclass(slots=True)
-class ParsedSitemap:
-    index: bool = False
-    """A sitemap index: its links are further sitemaps."""
-    links: list[Link] = field(default_factory=list)
-    bad_links: int = 0
-    error: str | None = None
-    """Why the sitemap could not be read to the end (what was read is still in ``links``)."""
-    lastmod: dict[str, float] = field(default_factory=dict)
-    """Canonical URL -> the ``<lastmod>`` its entry gives (Unix time)."""
-
-    def __reduce__(self) -> tuple[Callable[..., ParsedSitemap], tuple[object, ...]]:
-        links = list(map(tuple, self.links))  # as ParsedPage's: up to 50,000 of them
-        return _rebuild_sitemap, (self.index, links, self.bad_links, self.error, self.lastmod)
-
-
-def _rebuild_sitemap(
-    index: bool,
-    links: list[tuple[object, ...]],
-    bad_links: int,
-    error: str | None,
-    lastmod: dict[str, float],
-) -> ParsedSitemap:
-    return ParsedSitemap(index, list(map(_new_link, links)), bad_links, error, lastmod)
-
-
-def parse_sitemap_links(content: Body, base_url: str) -> ParsedSitemap:
-    """The URLs a sitemap (or sitemap index, gzip or not) lists, canonicalised."""
-    result = ParsedSitemap()
-    try:
-        sitemap = parse_sitemap(body_bytes(content))
-    except SitemapError as exc:
-        sitemap, result.error = exc.partial, str(exc)[:300]
-    result.index = sitemap.kind is SitemapKind.INDEX
-    seen: set[str] = set()
-    placeholder = ParsedPage()
-    for entry in sitemap.entries[:_MAX_SITEMAP_LINKS]:
-        if ("@" in entry.loc or "%40" in entry.loc) and redact_url(entry.loc).changed:
-            placeholder.bad_links += 1  # an address in a URL: never fetched, never stored
-            continue
-        found = len(result.links)
-        _resolve(entry.loc, base_url, seen, result.links, placeholder)
-        if entry.lastmod is not None and len(result.links) > found:
-            result.lastmod[result.links[-1].canonical] = entry.lastmod
-    result.bad_links = placeholder.bad_links + sitemap.skipped
-    return result

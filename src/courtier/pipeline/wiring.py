@@ -32,7 +32,8 @@ from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import ArchivingSink
 from courtier.pipeline.lanes.feeding import Feeder
-from courtier.pipeline.lanes.media import MediaLane, MediaLanes
+from courtier.pipeline.lanes.media import MediaLanes
+from courtier.pipeline.lanes.media_lane import MediaLane
 from courtier.pipeline.lanes.media_places import MediaPlaces
 from courtier.pipeline.lanes.origins_live import LiveOrigins
 from courtier.pipeline.lanes.pages import SiteLanes

@@ -32,7 +32,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from courtier.content.parse import Link, ParsedPage, ParsedSitemap
+from courtier.content.parse import Link, ParsedPage
+from courtier.content.sitemap_links import ParsedSitemap
 from courtier.frontier.base import HorizonLink, HostEdge, LeasedUrl, NewUrl, UrlLane
 from courtier.frontier.dedup import DedupCache
 from courtier.frontier.surface import SurfacePolicy, admits, decide_depth_cap

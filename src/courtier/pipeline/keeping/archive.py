@@ -35,7 +35,7 @@ from typing import Any
 from courtier.config import Config
 from courtier.frontier.base import LeasedUrl
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost
+from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed, WorkerLost
 from courtier.sinks.documents import Sink
 from courtier.sinks.redact import RedactionPolicy
 from courtier.sinks.warc import Capture, EncodedCapture, WarcFiles, WarcRef, encode_capture

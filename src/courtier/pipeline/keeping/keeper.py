@@ -33,7 +33,7 @@ from courtier.net.headers import etag, http_date
 from courtier.net.spool import Body, SpooledBody, body_size, file_md5
 from courtier.pipeline.keeping.archive import Archive, redaction_policy, sent_headers, warc_fields
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.pool import ParseTimeout, WorkerLost
+from courtier.pipeline.workers.jobs import ParseTimeout, WorkerLost
 from courtier.sinks.warc import Capture, EncodedCapture, WarcRef
 from courtier.url import host_of_site
 

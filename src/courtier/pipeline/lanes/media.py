@@ -27,25 +27,22 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from courtier.fast_init import fast_init
 from courtier.frontier.dedup import DedupCache
-from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
+from courtier.origins.media import CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers.verdict import Verdict, decide, document
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.keeping.keeper import Keeper
+from courtier.pipeline.lanes.media_lane import MediaHost, MediaItem, MediaLane, MediaWork
 from courtier.pipeline.lanes.media_places import MediaPlaces, Placement
 from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.lanes.site import RobotsWork
-from courtier.pipeline.scheduling.lanes import LaneState, Launch, Wait
+from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit
 from courtier.politeness.keys import KeyType, LimitKey, MediaSource, RequestClass, politeness_keys
-from courtier.politeness.latency import LatencyState
 from courtier.politeness.robots import RobotsRules
 from courtier.url import Url, UrlError, parse_url
 
@@ -63,56 +60,6 @@ second between the origin's own next free moment and that slot is lost to the or
 GCRA never lends back. Booked only when its slot is near, a miss leaves at most this much of
 the origin idle (bench_rebook --size web: misses 2 s ahead left 1.5 s holes in standalone
 sites' origins)."""
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class MediaItem:
-    url: Url
-    referrer: str
-    """The seed site whose page embeds it: the customer whose origin a cache miss reaches."""
-    source: MediaSource
-    redirects: int = 0
-    customer_origin: str | None = None
-    """The referrer's origin when the item was offered: a worker of a shared crawl may hand
-    the referrer's site to another worker (its lane, and the live answer, go with it) while
-    the item still waits here, and its miss still reaches that origin."""
-    placement: Placement | None = None
-    """Where a host known by its DNS, not its name, lives (``media_places``): its keys."""
-
-
-MediaWork = MediaItem | RobotsWork
-
-
-@dataclass(slots=True, eq=False)
-class MediaLane:
-    name: str
-    site: str
-    """The media host's site key (host[:port]) whose robots.txt governs the lane."""
-    scheme: str
-    sched: LaneState[Any] = field(default_factory=LaneState)
-    queue: deque[MediaItem] = field(default_factory=deque)
-    backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
-    latency: LatencyState = field(default_factory=LatencyState)
-    attempts: Counter[str] = field(default_factory=Counter)
-    observations: CacheObservations = field(default_factory=CacheObservations)
-    same_origin: bool = False
-    """A same-origin media host's lane (``media_places``): booked as far ahead as pages."""
-    books_origin: bool = False
-    """Its work being booked now includes a customer's origin (an expected miss): set by
-    ``booking``, read by ``max_lead`` for the same booking."""
-    fence: None = None
-    """Media keys are shared by every worker: booked atomically, never fenced."""
-
-    @property
-    def key(self) -> str:
-        return self.name
-
-
-@dataclass(slots=True)
-class MediaHost:
-    crawl_delay: float = 0.0
-    suspended_reason: str | None = None
 
 
 class MediaLanes(LaneKindBase):

@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from courtier.content.parse import ParsedPage, parse_sitemap_links
+from courtier.content.parse import ParsedPage
 from courtier.content.reading import read_and_capture, read_page
+from courtier.content.sitemap_links import parse_sitemap_links
 from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
 from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import Answer

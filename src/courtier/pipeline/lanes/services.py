@@ -38,7 +38,7 @@ from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.pool import ParseTimeout, PoolClosed, WorkerLost
+from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed, WorkerLost
 from courtier.politeness.robots import (
     RobotsRules,
     RobotsStatus,

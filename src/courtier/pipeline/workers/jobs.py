@@ -99,3 +99,22 @@ class JobQueue:
         self._small.clear()
         self._large.clear()
         return left
+
+
+class ParseTimeout(Exception):
+    """The job overran the pool's time budget; its worker was killed and replaced."""
+
+
+class WorkerLost(Exception):
+    """The worker process died during the job (a crash, or killed from outside)."""
+
+
+class PoolClosed(RuntimeError):
+    """The pool was closed before the job finished (or before it was submitted)."""
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker, as text (the ``__cause__``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

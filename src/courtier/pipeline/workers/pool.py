@@ -25,15 +25,6 @@ as a parse timeout and the crawl goes on.
   ``MemoryError`` (raised by ``run``) and its worker is replaced, not left fragmented.
 - ``close()`` returns promptly: busy workers are killed, jobs still queued or running
   resolve to ``PoolClosed``.
-
-The event loop drives the workers' sockets itself (a protocol per worker, one timer per busy
-worker for its budget): no thread of the pool's own. A job costs the crawl's process about a
-third of the CPU it cost when a thread per worker moved it (a condition, a selector per wait,
-a wake-up of the loop per answer; py-spy over python bench/bench_rebook.py --sites 2000
---page-bytes 6000 --duration 40), and the loop never waits
-for the GIL behind those threads. Jobs are pickled as they are sent; up to ``PIPELINE`` are
-sent to a worker ahead. Jobs sent behind one that ended its worker never started: they go
-back to the head of the line.
 """
 
 from __future__ import annotations
@@ -50,8 +41,16 @@ from multiprocessing.connection import Connection
 from typing import Any, ParamSpec, TypeVar
 
 from courtier.pipeline.workers.channel import WorkerChannel
-from courtier.pipeline.workers.jobs import Job, JobQueue, is_large
-from courtier.pipeline.workers.worker import worker_main
+from courtier.pipeline.workers.jobs import (
+    Job,
+    JobQueue,
+    ParseTimeout,
+    PoolClosed,
+    RemoteTraceback,
+    WorkerLost,
+    is_large,
+)
+from courtier.pipeline.workers.worker import warm_up_parse, worker_main
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -59,46 +58,16 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 PIPELINE = 8
-"""Jobs a worker may hold: the next ones are sent before it answers the last, so it takes
-one up at once, not after the parent read the answer and sent more (under a busy event loop
-that can take longer than a small page's parse). Measured at 2,000 sites
-(`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`): with 2 the workers
-waited for their next job 28% of the time while ~500 jobs
-were queued and 8-9% of the machine's CPU was idle; with 8 they waited 11%, idle 2-3%,
-508-523 requests/s against 424-501 in interleaved pairs. The prices: with no CPU left idle
-the event loop waits for a core more often (``crawl.parse_nice`` trades that back), and
-jobs sent behind one that overruns its budget wait for it (then go to the next worker), so a
-hostile page delays up to ``PIPELINE - 1`` pages by at most the budget; none is lost."""
+"""Jobs a worker may hold: the next is sent before it answers the last, so it takes one up
+at once. At 2,000 sites (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000
+--duration 40`) workers holding 2 waited for a job 28% of the time with ~500 queued; holding
+8, 11%, for 508-523 requests/s against 424-501. The price: jobs sent behind one that overruns
+its budget wait for it (then go to another worker), so a hostile page delays up to
+``PIPELINE - 1`` pages by at most the budget; none is lost."""
 _STARTUP_TIMEOUT = 120.0
 """Seconds a new worker may take to start and warm up (imports on a loaded machine)."""
 _RETRY_LONGEST = 5.0
 """The longest wait between two attempts to start a worker that keeps failing."""
-
-
-class ParseTimeout(Exception):
-    """The job overran the pool's time budget; its worker was killed and replaced."""
-
-
-class WorkerLost(Exception):
-    """The worker process died during the job (a crash, or killed from outside)."""
-
-
-class PoolClosed(RuntimeError):
-    """The pool was closed before the job finished (or before it was submitted)."""
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker, as text (the ``__cause__``)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-def warm_up_parse() -> None:
-    """The default warm-up: import the reader (decoding, redaction, parser), read a page."""
-    from courtier.content.reading import ReadContext, read_page
-
-    read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
 
 
 class ParsePool:
@@ -155,10 +124,8 @@ class ParsePool:
 
     @property
     def waiting(self) -> int:
-        """Jobs queued for a worker, not sent to one yet. A crawl whose places in flight
-        are mostly here is bound by parsing
-        (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`:
-        parse_queue)."""
+        """Jobs queued for a worker, not sent to one yet (a crawl whose places in flight are
+        mostly here is bound by parsing: ``parse_queue`` in its stats)."""
         return len(self._jobs)
 
     async def spawning(self) -> None:
@@ -282,7 +249,7 @@ class ParsePool:
 
     def _message(self, worker: WorkerChannel, message: memoryview) -> None:
         if not worker.ready:
-            self._hello(worker, message)
+            worker.hello(message)
             return
         job = worker.sent.popleft()
         worker.head_since = self.loop.time()
@@ -304,14 +271,6 @@ class ParsePool:
         self._settle(job, result, error)
         worker.open = True
         self._dispatch_soon()
-
-    def _hello(self, worker: WorkerChannel, message: memoryview) -> None:
-        try:
-            status, detail = pickle.loads(message)
-        except Exception as exc:
-            status, detail = "failed", f"{type(exc).__name__}: {exc}"
-        if not worker.started.done():
-            worker.started.set_result(None if status == "ready" else str(detail))
 
     def _lost(self, worker: WorkerChannel) -> None:
         """The worker's socket closed: it died (or never started)."""

@@ -85,3 +85,10 @@ def _limit_address_space(budget: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     except (ImportError, OSError, ValueError):  # not Linux: no budget
         pass
+
+
+def warm_up_parse() -> None:
+    """The default warm-up: import the reader (decoding, redaction, parser), read a page."""
+    from courtier.content.reading import ReadContext, read_page
+
+    read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
