@@ -16,7 +16,7 @@ from courtier.pipeline.lanes import origins_live
 from courtier.pipeline.lanes.origins_live import RELEASE_SLICE, LiveOrigins, infer_early
 from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
-from courtier.politeness.backoff import BackoffParams
+from courtier.politeness.backoff import BackoffParams, after_response
 
 
 class FlakyDns:
@@ -90,11 +90,20 @@ def _live(
         hosts=lambda: WORLD,
         sites=lambda: lanes,
         arm=arm,
-        backoff=BackoffParams(1.0, 60.0, 3600.0, 10),
+        unresolved=_back_off,
         timer=Timer(),  # type: ignore[arg-type]
         recheck_every=300.0,
         tasks=set(),
         early=early,
+    )
+
+
+BACKOFF = BackoffParams(1.0, 60.0, 3600.0, 10)
+
+
+def _back_off(lane: SiteLane, now: float) -> None:
+    lane.backoff = after_response(
+        lane.backoff, None, None, now, BackoffParams(1.0, 60.0, 3600.0, 10)
     )
 
 

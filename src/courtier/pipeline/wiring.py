@@ -154,7 +154,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         hosts=lambda: {host_of_site(site) for site in seed.scope},
         sites=lambda: list(seed.lanes.values()),
         arm=arm_page,
-        backoff=feedback.site_params.backoff,
+        unresolved=feedback.host_unresolved,
         timer=timer,
         recheck_every=config.crawl.origin_recheck,
         tasks=parts.tasks,

@@ -23,7 +23,7 @@ from courtier.pipeline.answers.feedback import (
 )
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.stats import CrawlStats
-from courtier.politeness.backoff import BackoffParams, BackoffState
+from courtier.politeness.backoff import BackoffParams, BackoffState, after_response
 from courtier.politeness.gcra import Limit
 from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy
 from courtier.politeness.latency import LatencyParams, LatencyState
@@ -113,6 +113,11 @@ class FeedbackWriter:
         latency = dataclasses.replace(state.latency, factor=max(floor, state.latency.factor / 2))
         self.origins[origin] = dataclasses.replace(state, latency=latency)
         self.stats.latency_slowdowns["anomaly"] += 1
+
+    def host_unresolved(self, lane: FeedbackLane, now: float) -> None:
+        """The lane's host could not be resolved for now (DNS trouble), before any request:
+        the lane backs off as after no answer (nothing was booked, so no floor)."""
+        lane.backoff = after_response(lane.backoff, None, None, now, self.site_params.backoff)
 
     def origin_interval(self, origin: str) -> float:
         return self.origin_limit(origin).params.interval

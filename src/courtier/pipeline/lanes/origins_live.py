@@ -49,7 +49,6 @@ from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
-from courtier.politeness.backoff import BackoffParams, after_response
 from courtier.politeness.keys import guess_origin
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,7 @@ class LiveOrigins:
         hosts: Callable[[], Iterable[str]],
         sites: Callable[[], Iterable[SiteLane]],
         arm: Callable[[SiteLane], None],
-        backoff: BackoffParams,
+        unresolved: Callable[[SiteLane, float], None],
         timer: Timer,
         recheck_every: float,
         tasks: set[asyncio.Task[None]],
@@ -110,7 +109,8 @@ class LiveOrigins:
         agree on the origins of the sites they share)."""
         self.sites = sites
         self.arm = arm
-        self.backoff = backoff
+        self.unresolved = unresolved
+        """Backs a lane off whose host could not be resolved for now (``FeedbackWriter``)."""
         self.timer = timer
         self.recheck_every = recheck_every
         self.tasks = tasks
@@ -180,7 +180,7 @@ class LiveOrigins:
             resolution = await self.guard.resolve(lane.host)
         if not resolution.allowed and resolution.reason in TRANSIENT_REFUSALS:
             lane.origin_status = OriginStatus.UNRESOLVED
-            lane.backoff = after_response(lane.backoff, None, None, self.timer.now(), self.backoff)
+            self.unresolved(lane, self.timer.now())
             self.arm(lane)
             return
         if not resolution.allowed:
