@@ -47,6 +47,7 @@ from typing import Any
 
 from courtier.observe.rows import THROTTLES, RequestRow
 from courtier.observe.settings import ObserveSettings
+from courtier.politeness.keys import origin_key
 
 SLOW_ALPHA = 0.1
 """Weight of one answer in a latency baseline (about the last 20 answers)."""
@@ -381,7 +382,7 @@ class AnomalyDetector:
 
     def _budget(self, origin: str) -> float | None:
         if origin not in self._budgets:
-            self._budgets[origin] = self.budget_of(f"origin:{origin}")
+            self._budgets[origin] = self.budget_of(origin_key(origin))
         return self._budgets[origin]
 
     def _rate(self, entity: Entity, row: RequestRow) -> list[Anomaly]:

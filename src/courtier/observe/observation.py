@@ -45,7 +45,7 @@ from courtier.observe.requestlog import RequestLogWriter, safe_name
 from courtier.observe.rows import RequestRow, RowMaker, warm_up
 from courtier.observe.settings import ObserveSettings
 from courtier.pipeline.events import RequestEvent
-from courtier.politeness.keys import CostModel, LimitKey, LimitPolicy
+from courtier.politeness.keys import CostModel, LimitKey, LimitPolicy, origin_key
 
 log = logging.getLogger("courtier.observe")
 anomaly_log = logging.getLogger("courtier.observe.anomaly")
@@ -153,7 +153,7 @@ class Observation:
         self._probe = probe
 
     def origin_budget(self, origin: str | None) -> float | None:
-        return None if origin is None else self.budget_of(f"origin:{origin}")
+        return None if origin is None else self.budget_of(origin_key(origin))
 
     @property
     def registry(self) -> CollectorRegistry:

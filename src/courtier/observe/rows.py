@@ -23,7 +23,7 @@ import pyarrow as pa
 from courtier.net.fetch import Phases
 from courtier.origins.media import cache_verdict
 from courtier.pipeline.events import RequestEvent
-from courtier.politeness.keys import CostModel, RequestClass
+from courtier.politeness.keys import CostModel, RequestClass, origin_key
 
 _FIELDS: list[pa.Field[Any]] = [
     pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False),
@@ -160,7 +160,7 @@ class RowMaker:
         if origin is None:
             return None
         if origin not in self._budgets:
-            self._budgets[origin] = self.budget_of(f"origin:{origin}")
+            self._budgets[origin] = self.budget_of(origin_key(origin))
         return self._budgets[origin]
 
     def row_of(self, event: RequestEvent) -> RequestRow:

@@ -27,7 +27,7 @@ from courtier.pipeline.lanes.media import MediaLanes
 from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
-from courtier.politeness.keys import KeyType, LimitKey, RequestClass
+from courtier.politeness.keys import KeyType, LimitKey, RequestClass, origin_key, site_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +87,10 @@ async def after_crash(
     policy = config.limits.policy()
     for origin in inherited.origins:
         interval = policy.params(LimitKey(KeyType.ORIGIN, origin)).interval
-        floors[f"origin:{origin}"] = now + dearest * interval
+        floors[origin_key(origin)] = now + dearest * interval
     for site in inherited.robots:
         if site not in sites and media is not None:
-            floors[f"site:{site}"] = now + media.spacing(f"site:{site}")
+            floors[site_key(site)] = now + media.spacing(site_key(site))
     await clocks.raise_floors(floors, durable=False)
     if media is not None:
         slowest = max(

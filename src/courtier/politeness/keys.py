@@ -58,6 +58,16 @@ few keys per site and origin, so this only bounds a pathological stream of names
 _parsed: dict[str, LimitKey] = {}
 
 
+def site_key(site: str) -> str:
+    """The text of a site's key (``site:<host[:port]>``), without parsing or checking."""
+    return "site:" + site
+
+
+def origin_key(origin: str) -> str:
+    """The text of an origin's key (``origin:<id>``), without parsing or checking."""
+    return "origin:" + origin
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class LimitKey:

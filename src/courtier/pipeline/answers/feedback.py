@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from courtier.fast_init import fast_init
 from courtier.politeness.backoff import BackoffParams, BackoffState, after_response
+from courtier.politeness.keys import origin_key
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 
 
@@ -146,7 +147,7 @@ def _origin_after(
     events: list[str],
 ) -> OriginState:
     assert answer.origin is not None
-    key = f"origin:{answer.origin}"
+    key = origin_key(answer.origin)
     now = answer.now
     state = origin
     sample = _latency_sample(answer) if answer.origin_latency else None

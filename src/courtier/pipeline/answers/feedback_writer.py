@@ -25,7 +25,7 @@ from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams, BackoffState, after_response
 from courtier.politeness.gcra import Limit
-from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy
+from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy, origin_key
 from courtier.politeness.latency import LatencyParams, LatencyState
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class FeedbackWriter:
         factor = self.origins.get(origin, _FULL_RATE).latency.factor
         if factor < 1.0:
             params = dataclasses.replace(params, interval=params.interval / factor)
-        return Limit(f"origin:{origin}", params)
+        return Limit(origin_key(origin), params)
 
     def slow_origin(self, origin: str) -> None:
         """Halve the origin's rate (an anomaly said so); latency feedback's additive

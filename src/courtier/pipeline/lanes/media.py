@@ -42,7 +42,14 @@ from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit
-from courtier.politeness.keys import KeyType, LimitKey, MediaSource, RequestClass, politeness_keys
+from courtier.politeness.keys import (
+    KeyType,
+    LimitKey,
+    MediaSource,
+    RequestClass,
+    politeness_keys,
+    site_key,
+)
 from courtier.politeness.robots import RobotsRules
 from courtier.url import Url, UrlError, parse_url
 
@@ -230,7 +237,7 @@ class MediaLanes(LaneKindBase):
 
     def _site_limit(self, site: str, interval: float) -> Limit:
         params = self.config.limits.site
-        return Limit(f"site:{site}", KeyParams(interval, params.burst, params.slot_width, False))
+        return Limit(site_key(site), KeyParams(interval, params.burst, params.slot_width, False))
 
     def _keys(self, lane: MediaLane, item: MediaItem) -> tuple[LimitKey, ...]:
         if item.placement is not None:

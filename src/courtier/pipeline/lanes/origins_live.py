@@ -49,7 +49,7 @@ from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
-from courtier.politeness.keys import guess_origin
+from courtier.politeness.keys import guess_origin, origin_key
 
 log = logging.getLogger(__name__)
 
@@ -329,7 +329,7 @@ class LiveOrigins:
             alone = together[(change.old, change.new)] == 1
             for old_origin in sorted(o for o in booked_on if o is not None and o != now_origin):
                 cap = self._cap(moving, now_origin) if alone else None
-                await self.clocks.carry(f"origin:{old_origin}", f"origin:{now_origin}", cap=cap)
+                await self.clocks.carry(origin_key(old_origin), origin_key(now_origin), cap=cap)
             for lane in moving:
                 if lane.origin_status is OriginStatus.RESOLVED and lane.origin != now_origin:
                     lane.origin = now_origin

@@ -55,7 +55,7 @@ from courtier.pipeline.lanes.services import (
 from courtier.pipeline.lanes.site import OriginStatus, RobotsWork, SiteLane, target_of
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.politeness.gcra import KeyParams, Limit
-from courtier.politeness.keys import CostModel, RequestClass
+from courtier.politeness.keys import CostModel, RequestClass, site_key
 from courtier.politeness.robots import RobotsRules
 from courtier.sinks.warc import EncodedCapture
 
@@ -188,8 +188,8 @@ class SiteLanes(LaneKindBase):
             ours = lane.booked_origin
             theirs = None if bare is None else bare.booked_origin
             if ours is not None and theirs is not None and ours != theirs:
-                return f"site:{lane.site}"
-        return f"site:{owner}"
+                return site_key(lane.site)
+        return site_key(owner)
 
     def started(self, lane: SiteLane, work: PageWork, now: float) -> None:
         # Reserve the spacing now; the real send (after DNS) moves it later if needed.

@@ -17,6 +17,7 @@ from courtier.frontier.base import LeasedUrl
 from courtier.frontier.split import EmitRate, SplitState
 from courtier.pipeline.scheduling.lanes import LaneState
 from courtier.politeness.backoff import BackoffState
+from courtier.politeness.keys import site_key
 from courtier.politeness.latency import LatencyState
 from courtier.politeness.limiter.base import Fence
 
@@ -89,7 +90,7 @@ class SiteLane:
 
     @property
     def key(self) -> str:
-        return f"site:{self.name}"
+        return site_key(self.name)
 
     @property
     def interval(self) -> float:

@@ -24,6 +24,7 @@ from courtier.pipeline.scheduling.send_spacing import SendSpacing
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import KeyParams, Limit, Refusal
+from courtier.politeness.keys import site_key
 
 HOP_COST = 1.0
 """A robots.txt hop costs what a robots.txt request does."""
@@ -81,7 +82,7 @@ class HopBooker:
         another site, another lane) starts there before its interval from that moment."""
         default = self.config.site_interval + self.config.politeness.start_margin
         spacing = self.interval_of(site) or default
-        await self.clocks.raise_floors({f"site:{site}": sent_at + spacing}, durable=False)
+        await self.clocks.raise_floors({site_key(site): sent_at + spacing}, durable=False)
 
     async def __call__(self, site: str, host: str) -> HopSlot | None:
         """Book one request to ``host`` (of ``site``) on its site and origin keys and wait
@@ -89,7 +90,7 @@ class HopBooker:
         interval = self.interval_of(site) or self.config.site_interval
         params = self.config.limits.site
         site_params = KeyParams(interval, params.burst, params.slot_width, False)
-        limits = [Limit(f"site:{site}", site_params)]
+        limits = [Limit(site_key(site), site_params)]
         origin = None
         if self.origin_of is not None and self.origin_limit is not None:
             origin = await self.origin_of(site, host)
