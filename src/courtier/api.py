@@ -336,11 +336,8 @@ class Crawler:
 
     async def _stop_when_asked(self, task: asyncio.Future[CrawlStats]) -> None:
         await self._stop_asked.wait()
-        # The engine can be told to stop once it has wired its schedulers.
-        while not hasattr(self._engine, "pages") and not task.done():
-            await asyncio.wait({task}, timeout=0.01)
         if not task.done():
-            self._engine.stop()
+            self._engine.stop()  # before its stages are wired too: they are made stopped
 
     def _sink_failed(self, error: BaseException) -> None:
         log.error("the document sink failed; stopping the crawl", exc_info=error)

@@ -186,9 +186,8 @@ def observation_for(config: Config, out: Path, console: Console) -> Observation:
 
 def _slow_down(observation: Observation, anomaly: Any) -> None:
     engine = getattr(observation, "engine", None)
-    feedback = getattr(engine, "feedback", None)
-    if feedback is not None and anomaly.state == "raised" and anomaly.origin:
-        feedback.slow_origin(anomaly.origin)
+    if isinstance(engine, Crawler) and anomaly.state == "raised" and anomaly.origin:
+        engine.slow_origin(anomaly.origin)
 
 
 async def run_observed(crawler: Crawler, observation: Observation) -> CrawlStats:

@@ -87,7 +87,8 @@ def engine_probe(engine: Any, clock: Callable[[], float] = time.time) -> Probe:
         in_flight: dict[str, int] = {}
         queues: dict[str, int] = {}
         lanes: Counter[str] = Counter()
-        pages = getattr(engine, "pages", None)
+        stages = getattr(engine, "stages", None)  # wired once the backends are open
+        pages = getattr(stages, "pages", None)
         if pages is not None:
             in_flight["pages"] = int(pages.in_flight)
         sites = getattr(engine, "sites", {})
@@ -96,8 +97,8 @@ def engine_probe(engine: Any, clock: Callable[[], float] = time.time) -> Probe:
             queued += len(lane.queue)
             lanes[lane.sched.phase.value] += 1
         queues["pages"] = queued
-        media = getattr(engine, "media", None)
-        scheduler = getattr(engine, "media_scheduler", None)
+        media = getattr(stages, "media", None)
+        scheduler = getattr(stages, "media_scheduler", None)
         if media is not None:
             queues["media"] = int(media.queued)
             for lane in list(media.lanes.values()):

@@ -357,6 +357,11 @@ class Engine:
 
     # -- helpers the stages call --------------------------------------------------------
 
+    def slow_origin(self, origin: str) -> None:
+        """Halve ``origin``'s rate (an anomaly said so); nothing before the stages are wired."""
+        if self.stages is not None:
+            self.stages.feedback.slow_origin(origin)
+
     def _is_stopping(self) -> bool:
         return self._stopping
 
