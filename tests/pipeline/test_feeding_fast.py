@@ -17,6 +17,7 @@ from courtier.frontier.base import LeasedUrl
 from courtier.pipeline.lanes.feeding import HURRY_GAP, Feeder
 from courtier.pipeline.lanes.seeding import new_lane
 from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.timer import FakeTimer
 from courtier.pipeline.stats import CrawlStats
 
 
@@ -61,7 +62,9 @@ class Discovery:
         pass
 
 
-def _feeder(lane: SiteLane, config: Config | None = None) -> tuple[Feeder, Frontier, SiteLanes]:
+def _feeder(
+    lane: SiteLane, config: Config | None = None, timer: FakeTimer | None = None
+) -> tuple[Feeder, Frontier, SiteLanes]:
     frontier, lanes = Frontier(), SiteLanes()
     feeder = Feeder(
         config or Config(),
@@ -72,6 +75,7 @@ def _feeder(lane: SiteLane, config: Config | None = None) -> tuple[Feeder, Front
         discovery=Discovery(),  # type: ignore[arg-type]
         sink=Sink(),  # type: ignore[arg-type]
         stats=CrawlStats(),
+        timer=timer or FakeTimer(),
     )
     return feeder, frontier, lanes
 
@@ -111,20 +115,56 @@ async def test_urls_written_after_a_short_refill_make_the_lane_ask_again() -> No
 
 async def test_a_hurried_flush_comes_long_before_the_interval() -> None:
     config = load(overrides=["crawl.flush_interval=60"])
-    feeder, frontier, _ = _feeder(new_lane("a.test", config), config)
+    timer = FakeTimer()
+    feeder, frontier, _ = _feeder(new_lane("a.test", config), config, timer)
     loop = asyncio.create_task(feeder.flush_loop())
     try:
-        await asyncio.sleep(HURRY_GAP)
+        await timer.advance(HURRY_GAP)
         assert frontier.flushes == 0  # nothing asked: the next flush is a minute away
         for _ in range(10):  # pages of many sites, parsed together
             feeder.hurry()
-        await asyncio.wait_for(frontier.flushed.wait(), 10)  # not 60 s
-        await asyncio.sleep(3 * HURRY_GAP)
-        assert frontier.flushes == 1  # one transaction for the burst
-        frontier.flushed.clear()
-        feeder.hurry()  # a later page: a flush of its own
-        await asyncio.wait_for(frontier.flushed.wait(), 10)
+        await timer.advance(HURRY_GAP / 2)
+        assert frontier.flushes == 1  # at once: the last flush is more than HURRY_GAP ago
+        feeder.hurry()  # a page parsed right after: waits for HURRY_GAP since that flush
+        await timer.advance(HURRY_GAP / 4)
+        assert frontier.flushes == 1
+        await timer.advance(HURRY_GAP)
+        assert frontier.flushes == 2  # a flush of its own, not 60 s later
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+
+async def test_without_hurry_the_store_is_written_every_flush_interval() -> None:
+    config = load(overrides=["crawl.flush_interval=2"])
+    timer = FakeTimer()
+    feeder, frontier, _ = _feeder(new_lane("a.test", config), config, timer)
+    loop = asyncio.create_task(feeder.flush_loop())
+    try:
+        await timer.advance(1.9)
+        assert frontier.flushes == 0
+        await timer.advance(0.2)
+        assert frontier.flushes == 1
+        await timer.advance(2.0)
         assert frontier.flushes == 2
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+
+async def test_a_site_whose_store_looked_empty_asks_again_every_due_recheck() -> None:
+    config = load(overrides=["crawl.due_recheck=30"])
+    timer = FakeTimer()
+    lane = new_lane("a.test", config)
+    lane.store_empty = True
+    feeder, _frontier, lanes = _feeder(lane, config, timer)
+    lanes.look_again = lambda lane: lanes.asked.append(lane.site)  # type: ignore[attr-defined]
+    loop = asyncio.create_task(feeder.due_loop())
+    try:
+        await timer.advance(29.0)
+        assert lanes.asked == []
+        await timer.advance(2.0)
+        assert lanes.asked == ["a.test"]  # refresh work falls due with time
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)

@@ -45,7 +45,7 @@ async def test_floors_raised_before_a_kill_hold_over_the_first_requests_after_re
     killed.close()  # ... and the crawl was killed: no clean stop saved anything more
 
     store = SqliteFrontier(path)
-    inherited = load_inherited(store)
+    inherited = load_inherited(store, now)
     store.close()
     clocks = KeyClocks(MemoryLimiter(clock=lambda: now), POLICY)
     sites = {"a.test": new_lane("a.test", CONFIG, start=now)}

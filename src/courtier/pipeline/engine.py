@@ -143,7 +143,9 @@ class Engine:
             limiter=self._limiter,
         )
         self.lock, limiter = backends.lock, backends.limiter
-        self.frontier = FrontierIO(backends.store, queue_per_site=self.config.crawl.queue_per_site)
+        self.frontier = FrontierIO(
+            backends.store, queue_per_site=self.config.crawl.queue_per_site, now=self.timer.now
+        )
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         crawl = self.config.crawl
         self.parser = ParsePool(
@@ -206,9 +208,9 @@ class Engine:
 
     async def _start_up(self) -> None:
         shared = self.cluster_spec is not None
-        begun = time.monotonic()
+        begun, now = time.monotonic(), self.timer.now()
         released, scope = await self.frontier.call(
-            lambda: seed_store(self.frontier.store, self.seeds, shared=shared)
+            lambda: seed_store(self.frontier.store, self.seeds, now, shared=shared)
         )
         if released:
             log.info("resuming: %d URLs leased by the last run are queued again", released)
@@ -216,13 +218,13 @@ class Engine:
         self.seed.start(scope, self.seeds, sizes)
         self.stats.seed_sites = len(self.scope)
         log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
-        self.inherited = await self.frontier.call(load_inherited, self.frontier.store)
+        self.inherited = await self.frontier.call(load_inherited, self.frontier.store, now)
         self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
         fresh = freshlane_urls(self.config, self.scope)
         if fresh:
             interval = self.config.frontier.freshlane_interval
             await self.frontier.call(
-                self.frontier.store.set_freshlane, fresh, interval, time.time()
+                self.frontier.store.set_freshlane, fresh, interval, self.timer.now()
             )
 
     def _parts(self) -> Parts:
@@ -272,7 +274,7 @@ class Engine:
             await after_crash(inherited, self.config, self.clocks, self.sites, media, now)
 
     async def _save_floors_now(self, floors: Mapping[str, float]) -> None:
-        await self.frontier.call(self.frontier.store.save_clock_floors, floors, time.time())
+        await self.frontier.call(self.frontier.store.save_clock_floors, floors, self.timer.now())
 
     async def _save_robots(self, stored: StoredRobots) -> None:
         await self.frontier.call(self.frontier.store.save_robots, [stored])
@@ -293,6 +295,7 @@ class Engine:
                 self.stats,
                 flush=stages.feeder.flush,
                 admit=self.seed.admit,
+                timer=self.timer,
             ),
             stages.feeder.refill_loop(),
             sample_loop_lag(self.stats),

@@ -16,7 +16,6 @@ Rules:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from courtier.config import Config
@@ -37,9 +36,8 @@ class Inherited:
     origins: frozenset[str]
 
 
-def load_inherited(store: FrontierStore) -> Inherited:
+def load_inherited(store: FrontierStore, now: float) -> Inherited:
     """Read what the last run left (on the store thread)."""
-    now = time.time()
     origins = frozenset(store.origins().values())
     return Inherited(store.load_clock_floors(now), store.load_robots(now), origins)
 

@@ -202,6 +202,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         discovery=parts.discovery,
         sink=parts.sink,
         stats=stats,
+        timer=timer,
     )
     site_lanes.hungry = feeder.hurry
     return Stages(feedback, origins, site_lanes, pages, media, media_scheduler, feeder)

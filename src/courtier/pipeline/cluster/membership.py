@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -102,7 +101,7 @@ class Cluster:
         sites = [s for s in self.shard_sites(shard) if s not in self.sites]
         store = self.frontier.store
         released = await self.frontier.call(lambda: store.release_leases(sites=sites))
-        stored = await self.frontier.call(store.load_robots, time.time())
+        stored = await self.frontier.call(store.load_robots, self.timer.now())
         sizes = await self.frontier.call(store.site_sizes)
         fence = self.keeper.fence(shard)
         if fence is None:  # lost again while the store answered

@@ -41,8 +41,16 @@ Drain = Callable[[], tuple[list[NewUrl], list[HorizonLink], list[HostEdge], list
 
 
 class FrontierIO:
-    def __init__(self, store: FrontierStore, *, queue_per_site: int) -> None:
+    def __init__(
+        self,
+        store: FrontierStore,
+        *,
+        queue_per_site: int,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
+        self.now = now
+        """The engine's clock (``Timer.now``): what outcomes and leases are dated with."""
         self.queue_per_site = queue_per_site
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="courtier-store")
         self._outcomes: list[Outcome] = []
@@ -68,7 +76,7 @@ class FrontierIO:
         http_status: int | None,
         fingerprint: str | None = None,
     ) -> None:
-        self._outcomes.append(Outcome(url_id, status, http_status, time.time(), fingerprint))
+        self._outcomes.append(Outcome(url_id, status, http_status, self.now(), fingerprint))
 
     def record(self, outcome: Outcome) -> None:
         """An outcome built by the caller (with a refresh's validators)."""
@@ -118,7 +126,7 @@ class FrontierIO:
     def _lease_many(
         self, sites: list[str], limit: int, fences: dict[str, Fence] | None
     ) -> dict[str, list[LeasedUrl]]:
-        now = time.time()
+        now = self.now()
         leased = self.store.lease_due(limit, sites, now, fences)
         for site, items in leased.items():
             if len(items) >= limit and all(i.lane is not UrlLane.DISCOVERY for i in items):
@@ -148,8 +156,8 @@ class FrontierIO:
         adopted: list[str],
     ) -> list[str]:
         if adopted:
-            self.store.add_sites(adopted, SiteState.SEED, time.time())
-        fed = self.store.write_batch(new_urls, outcomes, horizon, time.time(), host_edges=edges)
+            self.store.add_sites(adopted, SiteState.SEED, self.now())
+        fed = self.store.write_batch(new_urls, outcomes, horizon, self.now(), host_edges=edges)
         for site, cap in evictions:
             self.evicted += self.store.evict_deeper(site, cap)
         return fed

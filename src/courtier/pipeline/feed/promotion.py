@@ -10,14 +10,13 @@ ranks, the default, does not pay for it before its first request.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from courtier.config import Config
 from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.scheduling.timer import Timer, sleep_until
 from courtier.pipeline.stats import CrawlStats
 
 if TYPE_CHECKING:
@@ -34,14 +33,15 @@ async def rank_loop(
     *,
     flush: Callable[[], Awaitable[None]],
     admit: Callable[[str], object],
+    timer: Timer,
 ) -> None:
     k = config.frontier.promote
     if k <= 0:
         return
     while True:
-        await asyncio.sleep(config.frontier.rank_every)
+        await sleep_until(timer, timer.now() + config.frontier.rank_every)
         await flush()
-        cycle = await frontier.call(_ranked, frontier.store, k, time.time())
+        cycle = await frontier.call(_ranked, frontier.store, k, timer.now())
         if isinstance(cycle, str):
             log.warning("ranking cycle skipped: %s", cycle)
             continue

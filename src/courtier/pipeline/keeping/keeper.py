@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -81,9 +80,11 @@ def outcome_of(
     fingerprint: str | None,
     kept: Kept | None,
     *,
+    at: float,
     not_modified: bool = False,
 ) -> Outcome:
-    """The store's outcome of a fetch, with the answer's validators and kept digest."""
+    """The store's outcome of a fetch, dated ``at`` (the engine's clock), with the answer's
+    validators and kept digest."""
     modified = header(result, "Last-Modified")
     if modified is not None and http_date(modified) is None:
         modified = None  # not a date a server would understand back
@@ -92,7 +93,7 @@ def outcome_of(
         item.id,
         status,
         result.status,
-        time.time(),
+        at,
         fingerprint,
         etag=etag(header(result, "ETag")),
         last_modified=modified,

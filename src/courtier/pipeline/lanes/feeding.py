@@ -17,7 +17,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Final
 
 from courtier.config import Config
@@ -26,6 +25,7 @@ from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.scheduler import Scheduler
+from courtier.pipeline.scheduling.timer import Timer, sleep_until, wait_until
 from courtier.pipeline.stats import CrawlStats
 from courtier.sinks.documents import Sink
 
@@ -45,8 +45,10 @@ class Feeder:
         discovery: Discovery,
         sink: Sink,
         stats: CrawlStats,
+        timer: Timer,
     ) -> None:
         self.config = config
+        self.timer = timer
         self.frontier = frontier
         self.sites = sites
         self.site_lanes = site_lanes
@@ -76,7 +78,7 @@ class Feeder:
 
     async def due_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.config.crawl.due_recheck)
+            await sleep_until(self.timer, self.timer.now() + self.config.crawl.due_recheck)
             for lane in list(self.sites.values()):
                 if lane.store_empty:
                     self.site_lanes.look_again(lane)
@@ -86,18 +88,17 @@ class Feeder:
         self._hurried.set()
 
     async def flush_loop(self) -> None:
-        loop = asyncio.get_running_loop()
+        timer = self.timer
         interval = self.config.crawl.flush_interval
-        last = loop.time()
+        last = timer.now()
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._hurried.wait(), last + interval - loop.time())
+            await wait_until(timer, self._hurried, last + interval)
             # Hurried or not, never sooner than HURRY_GAP after the last flush: the pages
             # parsed meanwhile share one transaction.
-            await asyncio.sleep(last + min(HURRY_GAP, interval) - loop.time())
+            await sleep_until(timer, last + min(HURRY_GAP, interval))
             self._hurried.clear()
             await self.flush()
-            last = loop.time()
+            last = timer.now()
 
     async def flush(self) -> None:
         written, fed = await self.frontier.flush(self.discovery.drain)

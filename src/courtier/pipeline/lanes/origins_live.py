@@ -31,7 +31,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
@@ -47,7 +46,7 @@ from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.media_places import HostFacts
 from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
-from courtier.pipeline.scheduling.timer import Timer
+from courtier.pipeline.scheduling.timer import Timer, sleep_until, wait_until
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.keys import guess_origin, origin_key
 
@@ -298,15 +297,15 @@ class LiveOrigins:
             await self._apply(result)
             # Re-check when DNS answers expire, or soon after new header evidence arrived
             # (a short wait gathers the home pages of many sites into one re-clustering).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._new_evidence.wait(), self.recheck_every)
-                await asyncio.sleep(EVIDENCE_SETTLE)
+            timer = self.timer
+            if await wait_until(timer, self._new_evidence, timer.now() + self.recheck_every):
+                await sleep_until(timer, timer.now() + EVIDENCE_SETTLE)
             self._new_evidence.clear()
             result = await self.inference.recheck()
 
     async def _apply(self, result: InferenceResult) -> None:
         self.stats.origins = len({a.origin for a in result.assignments.values()})
-        await self.frontier.call(_save, self.frontier.store, result)
+        await self.frontier.call(_save, self.frontier.store, result, self.timer.now())
         lanes: dict[str, list[SiteLane]] = {}
         for lane in self.sites():
             lanes.setdefault(lane.host, []).append(lane)
@@ -363,5 +362,5 @@ class LiveOrigins:
         return max(ends)
 
 
-def _save(store: FrontierStore, result: InferenceResult) -> None:
-    store.save_origins(list(result.assignments.values()), time.time(), result.recheck_at)
+def _save(store: FrontierStore, result: InferenceResult, now: float) -> None:
+    store.save_origins(list(result.assignments.values()), now, result.recheck_at)

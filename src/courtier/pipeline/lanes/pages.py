@@ -25,7 +25,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -303,7 +302,9 @@ class SiteLanes(LaneKindBase):
             unchanged = verdict is Verdict.NOT_MODIFIED
             status = UrlStatus.DONE if unchanged else UrlStatus.FAILED
             self.frontier.record(
-                outcome_of(item, result, status, None, kept, not_modified=unchanged)
+                outcome_of(
+                    item, result, status, None, kept, at=self.timer.now(), not_modified=unchanged
+                )
             )
             if unchanged:
                 self.stats.not_modified += 1
@@ -315,7 +316,9 @@ class SiteLanes(LaneKindBase):
             result, item.site, page=page, sent=sent, item=item, encoded=encoded
         )
         fingerprint = page.fingerprint if page is not None else await kept.fingerprint(result)
-        self.frontier.record(outcome_of(item, result, UrlStatus.DONE, fingerprint, kept))
+        self.frontier.record(
+            outcome_of(item, result, UrlStatus.DONE, fingerprint, kept, at=self.timer.now())
+        )
         if parse_error:
             notes["parse_error"] = parse_error
         self._write(result, item, page, kept, notes)
@@ -393,4 +396,4 @@ class SiteLanes(LaneKindBase):
         """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""
         if changes:
             store = self.frontier.store
-            await self.frontier.call(store.refresh_lastmod, list(changes.items()), time.time())
+            await self.frontier.call(store.refresh_lastmod, list(changes.items()), self.timer.now())

@@ -12,7 +12,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-import time
 import zlib
 from collections.abc import Callable, Mapping
 
@@ -39,11 +38,10 @@ def new_lane(site: str, config: Config, *, scheme: str = "http", start: float = 
 
 
 def seed_store(
-    store: FrontierStore, seeds: list[Url], *, shared: bool = False
+    store: FrontierStore, seeds: list[Url], now: float, *, shared: bool = False
 ) -> tuple[int, list[str]]:
     """(URLs released from the last run, the sites in scope). Runs on the store thread. A
     shared store's leases belong to live workers: they are released shard by shard."""
-    now = time.time()
     released = 0 if shared else store.release_leases()
     store.add_sites([u.site for u in seeds], SiteState.SEED, now)
     roots = [NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in seeds]

@@ -10,6 +10,10 @@ Rules:
 - ``FakeTimer`` is the test double: time stands still until a test advances it; due
   callbacks then run in time order, with the event loop given turns in between so tasks they
   start (bookings, fetches on scripted fetchers) run too. No test waits on real time.
+- Every time that orders requests, is stored or schedules the engine's own loops (flushes,
+  refills, ranking, origin re-checks) is read through the ``Timer``. Read elsewhere: only
+  measurements of the machine itself (the event loop's lag, a run's elapsed time, a parse
+  job's budget, a shard lease's heartbeat, which other machines judge by their clocks).
 """
 
 from __future__ import annotations
@@ -198,3 +202,26 @@ async def sleep_until(timer: Timer, when: float) -> None:
         await future
     finally:
         handle.cancel()
+
+
+async def wait_until(timer: Timer, event: asyncio.Event, when: float) -> bool:
+    """Wait on ``timer`` until ``event`` is set or ``when`` comes; whether it was set."""
+    if event.is_set():
+        return True
+    if when <= timer.now():
+        return False
+    waiter: asyncio.Future[object] = asyncio.ensure_future(event.wait())
+    due: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not due.done():
+            due.set_result(None)
+
+    handle = timer.call_at(when, wake)
+    try:
+        await asyncio.wait({waiter, due}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        handle.cancel()
+        waiter.cancel()
+        due.cancel()
+    return event.is_set()
