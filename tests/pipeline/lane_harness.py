@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,12 @@ from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
+from courtier.pipeline.feed.scope import ScopeRules
 from courtier.pipeline.keeping.archive import redaction_policy
 from courtier.pipeline.lanes.media import MediaLanes
 from courtier.pipeline.lanes.media_lane import MediaLane
 from courtier.pipeline.lanes.pages import SiteLanes
-from courtier.pipeline.lanes.seeding import SeedSites, new_lane
+from courtier.pipeline.lanes.seeding import SeedSites, adopt, new_lane
 from courtier.pipeline.lanes.services import LaneServices
 from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
@@ -148,7 +150,14 @@ class Lanes:
         self.sites: dict[str, SiteLane] = self.seed.lanes
         self.intake = UrlIntake(self.stats.refused, redaction_policy(config))
         self.discovery = Discovery(
-            self.sites, self.seed.scope, self.stats, OpenGuard.policy, surface, self.intake
+            self.sites,
+            self.seed.scope,
+            self.stats,
+            OpenGuard.policy,
+            surface,
+            self.intake,
+            rules=ScopeRules(config.scope),
+            adopt=partial(adopt, self.seed, self.frontier, self.stats),
         )
         services = LaneServices(
             config,

@@ -41,9 +41,10 @@ from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.promotion import rank_loop
+from courtier.pipeline.feed.scope import ScopeRules
 from courtier.pipeline.keeping.archive import archived, redaction_policy
 from courtier.pipeline.lanes.origins_live import infer_early
-from courtier.pipeline.lanes.seeding import SeedSites, freshlane_urls, seed_store
+from courtier.pipeline.lanes.seeding import SeedSites, adopt, freshlane_urls, seed_store
 from courtier.pipeline.recovery import (
     adopt_robots,
     after_crash,
@@ -111,7 +112,14 @@ class Engine:
         self.sites, self.scope = self.seed.lanes, self.seed.scope
         self.intake = UrlIntake(self.stats.refused, redaction_policy(self.config))
         self.discovery = Discovery(
-            self.sites, self.scope, self.stats, guard.policy, self._surface, self.intake
+            self.sites,
+            self.scope,
+            self.stats,
+            guard.policy,
+            self._surface,
+            self.intake,
+            rules=ScopeRules(config.scope),
+            adopt=self._adopt,
         )
         self.stages: Stages | None = None
         """The wired stages (``wiring``), once the backends are open."""
@@ -359,6 +367,9 @@ class Engine:
             await asyncio.gather(*pending, return_exceptions=True)
 
     # -- helpers the stages call --------------------------------------------------------
+
+    def _adopt(self, site: str, scheme: str, owner: str, why: str) -> None:
+        adopt(self.seed, self.frontier, self.stats, site, scheme, owner, why)
 
     def slow_origin(self, origin: str) -> None:
         """Halve ``origin``'s rate (an anomaly said so); nothing before the stages are wired."""

@@ -63,7 +63,12 @@ class Discovery:
         policy: AddressPolicy,
         surface_policy: SurfacePolicy,
         intake: UrlIntake | None = None,
+        *,
+        rules: ScopeRules | None = None,
+        adopt: Callable[[str, str, str, str], None] | None = None,
     ) -> None:
+        """``rules``: ``[scope]``'s patterns, redirect and subdomain adoption (None: the seed
+        as is); ``adopt`` takes (site, scheme, adopting site, why): the site joins the seed."""
         self.sites = sites
         self.scope = scope
         self.stats = stats
@@ -82,12 +87,11 @@ class Discovery:
         self.horizon: list[HorizonLink] = []
         self.edges: list[HostEdge] = []
         self.evictions: list[tuple[str, int]] = []
+        self.rules = rules
+        self.adopt = adopt
         self.media: Callable[[Url, str], bool] | None = None
-        """Takes (image URL, embedding site); True when it queued it as a media requisite."""
-        self.rules: ScopeRules | None = None
-        """``[scope]``: patterns, redirect and subdomain adoption (None: the seed as is)."""
-        self.adopt: Callable[[str, str, str, str], None] | None = None
-        """Takes (site, scheme, adopting site, why): the site joins the seed now."""
+        """Takes (image URL, embedding site); True when it queued it as a media requisite
+        (the media lanes, built after discovery, connect it when the crawl fetches media)."""
         self.intake = intake or UrlIntake(stats.refused)
 
     def drain(

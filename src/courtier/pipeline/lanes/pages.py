@@ -14,7 +14,7 @@ Rules:
 - One owner, one clock: ``www.example.org`` books on ``site:example.org`` when both are in
   the seed (``scope.site_owner``), unless origin inference places them on two origins (two
   servers, two clocks: ``_site_key``); a seed's redirect to its own registrable domain
-  brings the target host into the seed (``join_seed``).
+  brings the target host into the seed (``Discovery.adopt``).
 - A refresh of a URL with validators is conditional (If-None-Match, If-Modified-Since) and
   booked at the image cost: a 304 is unchanged and cheap, and a changed page is charged the
   difference after the answer, as any response dearer than its URL looked.
@@ -38,7 +38,7 @@ from courtier.pipeline.answers.verdict import Verdict, decide, document
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
-from courtier.pipeline.feed.scope import ScopeRules, site_owner
+from courtier.pipeline.feed.scope import site_owner
 from courtier.pipeline.keeping.archive import conditional_headers
 from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
 from courtier.pipeline.lanes.next_url import next_url
@@ -101,7 +101,6 @@ class SiteLanes(LaneKindBase):
         self.costs: CostModel = config.costs.model()
         self.split = config.frontier.split_policy()
         self.keeper = Keeper(config, self.stats, services.archive, parse)
-        discovery.rules, discovery.adopt = ScopeRules(config.scope), self.join_seed
 
     # -- choosing -----------------------------------------------------------------------
 
@@ -142,17 +141,6 @@ class SiteLanes(LaneKindBase):
         if not lane.refill_requested:
             lane.refill_requested = True
             self.frontier.want(lane.site)
-
-    def join_seed(self, site: str, scheme: str, owner: str, why: str) -> None:
-        """``site`` joins the seed during the run (``owner``'s redirect into its own
-        registrable domain, or a subdomain under ``[scope] subdomains``): in scope at once,
-        saved as a seed site, crawled by a lane of its own (in a shared crawl, by the worker
-        holding its shard)."""
-        same = ", the same site owner" if why == "redirect" else ""
-        self.stats.adopted[site] = f"{why} from {owner}{same}"
-        log.info("%s joins the seed: %s from %s", site, why, owner)
-        self.frontier.adopt(site)
-        self.seed.admit(site, scheme)
 
     def not_before(self, lane: SiteLane, work: PageWork, now: float) -> float:
         return max(lane.next_start, lane.backoff.paused_until)

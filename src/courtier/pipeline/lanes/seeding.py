@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore, NewUrl, SiteState, UrlLane
 from courtier.frontier.surface import SurfacePolicy, decide_depth_cap
+from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.limiter.base import Fence
 from courtier.url import Url, UrlError, host_of_site, parse_url
@@ -167,3 +169,23 @@ def freshlane_urls(config: Config, scope: set[str]) -> list[NewUrl]:
             continue
         urls.append(NewUrl(url.canonical, url.fetch_url, url.site, 0, 0, UrlLane.FRESHLANE))
     return urls
+
+
+def adopt(
+    seed: SeedSites,
+    frontier: FrontierIO,
+    stats: CrawlStats,
+    site: str,
+    scheme: str,
+    owner: str,
+    why: str,
+) -> None:
+    """``site`` joins the seed during the run (``owner``'s redirect into its own registrable
+    domain, or a subdomain under ``[scope] subdomains``): in scope at once, saved as a seed
+    site with the next flush, crawled by a lane of its own (in a shared crawl, by the worker
+    holding its shard)."""
+    same = ", the same site owner" if why == "redirect" else ""
+    stats.adopted[site] = f"{why} from {owner}{same}"
+    log.info("%s joins the seed: %s from %s", site, why, owner)
+    frontier.adopt(site)
+    seed.admit(site, scheme)
