@@ -168,7 +168,7 @@ class Lanes:
             self.stats,
             self.documents.append,
             HopBooker(
-                config,
+                config.politeness.start_margin,
                 self.clocks,
                 self.timer,
                 self.stats,

@@ -129,7 +129,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         return seed.origin_of(site) or await origins.origin_for(host)
 
     hops = HopBooker(
-        config,
+        config.politeness.start_margin,
         parts.clocks,
         timer,
         stats,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 
-from courtier.config import Config
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.send_spacing import SendSpacing
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
@@ -54,7 +53,7 @@ class HopSlot:
 class HopBooker:
     def __init__(
         self,
-        config: Config,
+        margin: float,
         clocks: KeyClocks,
         timer: Timer,
         stats: CrawlStats,
@@ -65,7 +64,9 @@ class HopBooker:
         origin_of: Callable[[str, str], Awaitable[str | None]] | None = None,
         origin_limit: Callable[[str], Limit] | None = None,
     ) -> None:
-        self.config = config
+        """``margin``: seconds added to a site's interval after a real send there
+        (``politeness.start_margin``); the site's limits are the clocks' policy."""
+        self.margin = margin
         self.clocks = clocks
         self.timer = timer
         self.stats = stats
@@ -80,17 +81,17 @@ class HopBooker:
     async def sent(self, site: str, sent_at: float) -> None:
         """A request to ``site`` went out at ``sent_at``: nothing else (a robots.txt hop from
         another site, another lane) starts there before its interval from that moment."""
-        default = self.config.site_interval + self.config.politeness.start_margin
-        spacing = self.interval_of(site) or default
-        await self.clocks.raise_floors({site_key(site): sent_at + spacing}, durable=False)
+        key = site_key(site)
+        spacing = self.interval_of(site) or self.clocks.policy.params_of(key).interval + self.margin
+        await self.clocks.raise_floors({key: sent_at + spacing}, durable=False)
 
     async def __call__(self, site: str, host: str) -> HopSlot | None:
         """Book one request to ``host`` (of ``site``) on its site and origin keys and wait
         for its slot; None when the crawl stops first (then nothing may be sent)."""
-        interval = self.interval_of(site) or self.config.site_interval
-        params = self.config.limits.site
-        site_params = KeyParams(interval, params.burst, params.slot_width, False)
-        limits = [Limit(site_key(site), site_params)]
+        key = site_key(site)
+        params = self.clocks.policy.params_of(key)
+        interval = self.interval_of(site) or params.interval
+        limits = [Limit(key, KeyParams(interval, params.burst, params.slot_width, False))]
         origin = None
         if self.origin_of is not None and self.origin_limit is not None:
             origin = await self.origin_of(site, host)
