@@ -53,12 +53,11 @@ def _plain_json() -> None:
 
 
 def _plain_regex() -> None:
-    """The phone patterns compiled as written (``\\d``), no ASCII twin."""
-    import re
-
+    """RE2 looks for phone candidates only in ASCII text (``str.isascii``); ``re`` in any
+    other, as it does where digits beyond ASCII occur."""
     import courtier.ascii_regex
 
-    courtier.ascii_regex.digits_twin = re.compile  # type: ignore[assignment]
+    courtier.ascii_regex.digits_all_ascii = str.isascii  # type: ignore[assignment]
 
 
 def _plain_gc() -> None:
