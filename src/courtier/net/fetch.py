@@ -54,7 +54,6 @@ from functools import lru_cache
 from typing import Any
 
 from courtier.config import FetchSection
-from courtier.fast_init import fast_init
 from courtier.net.body import BodySink
 from courtier.net.http1 import Http1Connection
 from courtier.net.pool import IDLE_TIMEOUT, ConnectionPool
@@ -98,7 +97,6 @@ class TimedResolver:
             _RESOLVED.set((host, time.perf_counter() - started))
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Phases:
     """Where one request's time went, in seconds (see the module's rules)."""
@@ -128,7 +126,6 @@ def type_allowed(content_type: str, allowed: tuple[str, ...]) -> bool:
     )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     url: str
@@ -186,7 +183,6 @@ def _dns_time(host: str) -> float | None:
     return noted[1] if noted[0] == host else None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Target:
     """Where a URL's request goes and what it asks for."""

@@ -26,12 +26,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from courtier.fast_init import fast_init
 from courtier.politeness.backoff import BackoffParams, BackoffState, after_response
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class OriginState:
     latency: LatencyState = field(default_factory=LatencyState)
@@ -44,14 +42,12 @@ class OriginState:
     """Error runs that backed the origin off since its last success."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LaneFeedback:
     backoff: BackoffState
     latency: LatencyState
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Answered:
     lane: str
@@ -84,7 +80,6 @@ class FeedbackParams:
     suspend_for: float
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Effects:
     lane: LaneFeedback

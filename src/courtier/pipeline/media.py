@@ -32,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from courtier.fast_init import fast_init
 from courtier.frontier.dedup import DedupCache
 from courtier.origins.media import CacheObservations, CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers import Verdict, decide, document
@@ -66,7 +65,6 @@ the origin idle (bench_rebook --size web: misses 2 s ahead left 1.5 s holes in s
 sites' origins)."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class MediaItem:
     url: Url

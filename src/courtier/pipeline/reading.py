@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from courtier.fast_init import fast_init
 from courtier.net.spool import Body, body_bytes
 from courtier.pickling import positional_pickle
 from courtier.pipeline.decode import decode, encode_back, parse_text
@@ -45,7 +44,6 @@ def is_text(content_type: str) -> bool:
 
 
 @positional_pickle
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReadContext:
     """What a worker needs besides the body: plain values, pickled with each job."""

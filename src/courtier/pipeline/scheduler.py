@@ -55,7 +55,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from courtier.fast_init import fast_init
 from courtier.pipeline.clocks import KeyClocks
 from courtier.pipeline.key_waits import KeyWaits
 from courtier.pipeline.send_spacing import SendSpacing
@@ -96,7 +95,6 @@ def _nothing_at(_at: float) -> None:
     pass
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Launch:
     """A start: the slot it was booked in, when it was booked, when it really started."""

@@ -33,7 +33,6 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
-from courtier.fast_init import fast_init
 from courtier.origins.cdn import CdnRules
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams, Limit
 from courtier.url import Url, is_ip_address, object_store
@@ -58,7 +57,6 @@ few keys per site and origin, so this only bounds a pathological stream of names
 _parsed: dict[str, LimitKey] = {}
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LimitKey:
     """A named budget, written ``<type>:<name>`` (``site:example.test``)."""

@@ -59,7 +59,6 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from courtier import __version__
-from courtier.fast_init import fast_init
 from courtier.net.spool import Body, body_bytes, body_size
 from courtier.pickling import positional_pickle
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact_url
@@ -78,7 +77,6 @@ _LOOKAHEAD: Final = 262
 
 
 @positional_pickle
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Capture:
     """One fetch as it is archived."""
@@ -100,7 +98,6 @@ class Capture:
     previous_date: float | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class WarcRef:
     """Where a capture's response (or revisit) record is: enough for a CDX line."""
@@ -147,7 +144,6 @@ def window_bits(size: int) -> int:
 
 
 @positional_pickle
-@fast_init
 @dataclass(frozen=True, slots=True)
 class EncodedCapture:
     """A capture's records, compressed, ready to append: the response (or revisit) member
