@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from courtier.net.spool import Body, body_bytes
-from courtier.pickling import positional_pickle
 from courtier.pipeline.decode import decode, encode_back, parse_text
 from courtier.pipeline.parse import ParsedPage, parse_page
 from courtier.politeness.robots_meta import header_directives
@@ -43,7 +42,6 @@ def is_text(content_type: str) -> bool:
     return content_type.strip().lower().startswith(_TEXT_TYPES)
 
 
-@positional_pickle
 @dataclass(frozen=True, slots=True)
 class ReadContext:
     """What a worker needs besides the body: plain values, pickled with each job."""
@@ -58,7 +56,6 @@ class ReadContext:
     """The page's host: its country-code domain names the phone region."""
 
 
-@positional_pickle
 @dataclass(frozen=True, slots=True)
 class RedactedBody:
     payload: bytes | None

@@ -39,7 +39,6 @@ from ahocorasick_rs import AhoCorasick
 from publicsuffixlist import PublicSuffixList
 
 from courtier.ascii_regex import digits_all_ascii
-from courtier.pickling import positional_pickle
 
 EMAIL: Final = "email"
 PHONE: Final = "phone"
@@ -180,7 +179,6 @@ def _utf8_candidate_pattern() -> re2._Regexp[bytes]:
 _UTF8_CANDIDATE: Final = _utf8_candidate_pattern()
 
 
-@positional_pickle
 @dataclass(frozen=True, slots=True)
 class RedactionPolicy:
     """Which kinds are redacted (``[redact]``); ``region`` reads national phone formats."""
