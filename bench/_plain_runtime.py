@@ -1,6 +1,6 @@
 """`python -m courtier ...` with some runtime helpers swapped for their plain equivalents.
 
-    COURTIER_PLAIN=fast_init,gc_pacing python bench/_plain_runtime.py crawl --seeds ...
+    COURTIER_PLAIN=ascii_regex,gc_pacing python bench/_plain_runtime.py crawl --seeds ...
 
 ``COURTIER_PLAIN`` names the helpers to swap (``PLAIN``; empty: none, the crawl as shipped).
 The swaps are made here, at this file's top level, before any module of Courtier that uses a
@@ -9,47 +9,16 @@ are spawned: multiprocessing prepares a spawned child by running its parent's ma
 top level (as ``__mp_main__``) before it unpickles anything, so they get the same swaps.
 
 The event loop is not swapped here: the crawl has its own setting (``-s
-crawl.event_loop=asyncio``), which ``bench_runtime.py`` passes.
+crawl.event_loop=asyncio``), which ``bench_runtime.py`` passes. The helpers this bench showed
+paying nothing at crawl level are gone; commit 4cd5786 has their swaps (``fast_init``,
+``pickling``, ``compact_json``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
-from typing import Any
-
-
-def _identity(cls: Any) -> Any:
-    return cls
-
-
-def _plain_fast_init() -> None:
-    """Every frozen record keeps the ``__init__`` dataclasses generates."""
-    import courtier.fast_init
-
-    courtier.fast_init.fast_init = _identity  # type: ignore[assignment]
-
-
-def _plain_pickling() -> None:
-    """Records pickle as dataclasses pickle them (their ``__getstate__``)."""
-    import courtier.pickling
-
-    courtier.pickling.positional_pickle = _identity  # type: ignore[assignment]
-
-
-def _plain_json() -> None:
-    """Documents and store batches written by ``json`` (what orjson refuses is written so)."""
-    import courtier.compact_json
-
-    encoder = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":"))
-
-    def dumps_line(value: Any) -> bytes:
-        return (encoder.encode(value) + "\n").encode("utf-8", "backslashreplace")
-
-    courtier.compact_json.dumps = encoder.encode  # type: ignore[assignment]
-    courtier.compact_json.dumps_line = dumps_line  # type: ignore[assignment]
 
 
 def _plain_regex() -> None:
@@ -74,9 +43,6 @@ def _plain_gc() -> None:
 
 
 PLAIN = {
-    "fast_init": _plain_fast_init,
-    "pickling": _plain_pickling,
-    "compact_json": _plain_json,
     "ascii_regex": _plain_regex,
     "gc_pacing": _plain_gc,
 }

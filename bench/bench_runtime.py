@@ -7,12 +7,12 @@ equivalent, against the crawl as shipped: CPU-seconds per 1,000 requests and uti
     python bench/bench_runtime.py --micro                       # what each swap costs per call
 
 Variants (``VARIANTS``): ``shipped`` is the crawl as it is; each other one swaps one helper
-for the plain thing (``bench/_plain_runtime.py`` says how): ``fast_init`` the ``__init__``
-dataclasses generate, ``pickling`` dataclasses' own pickling, ``compact_json`` ``json``,
-``ascii_regex`` RE2's phone-candidate scan on ASCII text only (``str.isascii`` for
-``digits_all_ascii``), ``gc_pacing`` CPython's collector
-as it starts, ``event_loop`` the standard library's loop (``-s crawl.event_loop=asyncio``);
-``all`` swaps every one, and ``a+b`` swaps ``a`` and ``b`` together. Each run is
+for the plain thing (``bench/_plain_runtime.py`` says how): ``ascii_regex`` RE2's
+phone-candidate scan on ASCII text only (``str.isascii`` for ``digits_all_ascii``),
+``gc_pacing`` CPython's collector as it starts, ``event_loop`` the standard library's loop
+(``-s crawl.event_loop=asyncio``); ``all`` swaps every one, and ``a+b`` swaps ``a`` and ``b``
+together. (The helpers it found paying nothing are gone; commit 4cd5786 swaps them too:
+``fast_init``, ``pickling``, ``compact_json``.) Each run is
 `bench_rebook.py`'s (``_crawlbench.run``: a fresh simulated web, `courtier crawl` against it,
 the CPU of the crawl's process and its parse workers, the server-side audit), started through
 ``_plain_runtime.py`` for every variant, ``shipped`` included.
@@ -23,8 +23,8 @@ variant once, in an order rotated from round to round, and a variant is compared
 rounds and the paired change, with how many rounds had the plain crawl cost more. A change
 smaller than the spread of the ``shipped`` runs is noise, whatever its sign.
 
-``--micro`` times, for each swappable helper, the calls it speeds up, in a child process with
-the swap and one without (interleaved, best of three children): what a crawl-level change
+``--micro`` times the calls ``ascii_regex`` speeds up, in a child process with the swap and
+one without (interleaved, best of three children): what a crawl-level change
 could be made of. Loopback only.
 """
 
@@ -45,7 +45,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 LAUNCHER = BENCH / "_plain_runtime.py"
 ASYNCIO = "crawl.event_loop=asyncio"
-SWAPPABLE = ("fast_init", "pickling", "compact_json", "ascii_regex", "gc_pacing")
+SWAPPABLE = ("ascii_regex", "gc_pacing")
 VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "shipped": ((), ()),
     **{name: ((name,), ()) for name in SWAPPABLE},
@@ -188,95 +188,31 @@ def _best(fn: Callable[[], object], number: int, repeat: int = 7) -> float:
 def micro_child(helper: str) -> dict[str, float]:
     """The calls ``helper`` speeds up, timed in this process (swapped or not by the
     ``COURTIER_PLAIN`` this child was started with): microseconds a call."""
-    import pickle
-
     sys.path.insert(0, str(BENCH))
     import _plain_runtime  # noqa: F401  (the swaps, before Courtier's modules are imported)
     from bench_parse import _simweb_pages
     from courtier.pipeline.decode import decode
-    from courtier.pipeline.parse import parse_page
-    from courtier.pipeline.reading import ReadContext, read_and_capture
-    from courtier.sinks.redact import DEFAULT_POLICY, redact
-    from courtier.sinks.warc import Capture
+    from courtier.sinks.redact import DEFAULT_POLICY, _candidates, redact
 
-    pages = _simweb_pages(150)
-    context = ReadContext("text/html; charset=utf-8", "courtier", (), DEFAULT_POLICY, "a.test")
-    headers = (("Content-Type", "text/html; charset=utf-8"), ("Server", "simweb"))
-    sent = (("User-Agent", "courtier"), ("Accept-Encoding", "gzip, deflate, br"))
-    url, body = pages[0]
-
-    def per_page(fn: Callable[[str, bytes], object]) -> float:
-        return _best(lambda: [fn(u, b) for u, b in pages], 1, 5) / len(pages)
-
-    if helper == "fast_init":
-        from courtier.frontier.base import LeasedUrl, NewUrl
-        from courtier.url.canonical import Url
-
-        return {
-            "Url (5 fields)": _best(lambda: Url("http", "a.test", None, url, url), 20_000),
-            "NewUrl (4 of 6 fields given)": _best(lambda: NewUrl(url, url, "a.test", 1), 20_000),
-            "LeasedUrl (5 of 10 fields given)": _best(
-                lambda: LeasedUrl(7, url, "a.test", 1, 0), 20_000
-            ),
-            "Capture (6 fields)": _best(
-                lambda: Capture(url, 1.8e9, 200, headers, body, sent), 20_000
-            ),
-        }
-    if helper == "pickling":
-        capture = Capture(url, 1.8e9, 200, headers, body, sent)
-        job = (read_and_capture, (body, url, context, capture, 3), {})
-        sent_job = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
-        return {
-            "pickle a parse job": _best(lambda: pickle.dumps(job, pickle.HIGHEST_PROTOCOL), 5000),
-            "unpickle a parse job": _best(lambda: pickle.loads(sent_job), 5000),
-        }
-    if helper == "compact_json":
-        from courtier.compact_json import dumps_line
-
-        parsed_pages = [(u, parse_page(b, u)) for u, b in pages]
-        records = [
-            {
-                "url": u,
-                "site": "a.test",
-                "status": 200,
-                "fetched_at": 1.8e9,
-                "elapsed_ms": 12.3,
-                "content_type": "text/html; charset=utf-8",
-                "bytes": 6000,
-                "title": p.title,
-                "encoding": p.encoding,
-                "links": [link.fetch_url for link in p.links],
-                "images": [image.fetch_url for image in p.images],
-            }
-            for u, p in parsed_pages
-        ]
-        links = sum(len(r["links"]) for r in records) / len(records)
-        return {
-            f"a page's document record ({links:.0f} links)": _best(
-                lambda: [dumps_line(r) for r in records], 20
-            )
-            / len(records)
-        }
-    if helper == "ascii_regex":
-        from courtier.sinks.redact import _candidates
-
-        texts = [decode(b, context.content_type).text for _, b in pages]
-        others = [t for t in texts if not t.isascii()]
-        return {
-            f"phone candidates, a page of ASCII text ({len(texts) - len(others)})": _best(
-                lambda: [list(_candidates(t)) for t in texts if t.isascii()], 1, 5
-            )
-            / (len(texts) - len(others)),
-            f"phone candidates, a page with other text ({len(others)})": _best(
-                lambda: [list(_candidates(t)) for t in others], 1, 5
-            )
-            / len(others),
-            "redact a simulated page": _best(
-                lambda: [redact(t, DEFAULT_POLICY, "US") for t in texts], 1, 5
-            )
-            / len(texts),
-        }
-    raise SystemExit(f"no micro benchmark for {helper}")
+    if helper != "ascii_regex":
+        raise SystemExit(f"no micro benchmark for {helper}")
+    texts = [decode(body, "text/html; charset=utf-8").text for _, body in _simweb_pages(150)]
+    ascii_ = [t for t in texts if t.isascii()]
+    others = [t for t in texts if not t.isascii()]
+    return {
+        f"phone candidates, a page of ASCII text ({len(ascii_)})": _best(
+            lambda: [list(_candidates(t)) for t in ascii_], 1, 5
+        )
+        / len(ascii_),
+        f"phone candidates, a page with other text ({len(others)})": _best(
+            lambda: [list(_candidates(t)) for t in others], 1, 5
+        )
+        / len(others),
+        "redact a simulated page": _best(
+            lambda: [redact(t, DEFAULT_POLICY, "US") for t in texts], 1, 5
+        )
+        / len(texts),
+    }
 
 
 def micro(helpers: list[str]) -> None:
@@ -316,7 +252,7 @@ def main() -> int:
         print(json.dumps(micro_child(args.micro_child)))
         return 0
     if args.micro:
-        micro([h for h in SWAPPABLE if h != "gc_pacing"])
+        micro(["ascii_regex"])  # the collector's work is all at crawl level
         return 0
     if args.summarise:
         rows = [json.loads(line) for line in args.summarise.read_text().splitlines() if line]
