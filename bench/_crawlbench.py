@@ -261,8 +261,13 @@ def run(
     *,
     settings: list[str] | None = None,
     scrapy_concurrency: int | None = None,
+    courtier: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> RunResult:
-    """One run of `crawler` ("courtier" or "scrapy") against a fresh simulated web."""
+    """One run of `crawler` ("courtier" or "scrapy") against a fresh simulated web.
+
+    `courtier`: how Courtier is started (default `python -m courtier`); `env`: the crawler
+    process's environment (default this one's)."""
     workdir.mkdir(parents=True, exist_ok=True)
     settings = settings or []
     site_interval, allow_media = 1.0, True
@@ -276,7 +281,8 @@ def run(
     with SimWebProcess(workdir / "simweb", params, nice=SERVER_NICE) as web:
         if crawler == "courtier":
             command = [
-                sys.executable, "-m", "courtier", "crawl", "--seeds", str(web.seeds_path),
+                *(courtier or [sys.executable, "-m", "courtier"]),
+                "crawl", "--seeds", str(web.seeds_path),
                 "--dns", web.dns, "--allow-net", web.allow_net, "--out", str(out),
                 "--duration", str(duration), "--json",
                 *(arg for setting in settings for arg in ("-s", setting)),
@@ -294,7 +300,7 @@ def run(
         with (workdir / f"{crawler}-stderr.log").open("wb") as stderr:
             started, launched = time.perf_counter(), time.time()
             (workdir / "launched.json").write_text(json.dumps({"launched": launched}))
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, env=env)
             killer = threading.Timer(duration + GRACE, process.kill)
             killer.start()
             sampler = CpuSampler(process.pid)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import pickle
+from multiprocessing.reduction import ForkingPickler
+
 import pytest
 
 from courtier.config import ScopeSection
 from courtier.content.decode import decode, encode_query
-from courtier.content.reading import ReadContext, read_page, redact_body
+from courtier.content.reading import ReadContext, RedactedBody, read_page, redact_body
 from courtier.pipeline.feed.scope import ScopeRules, parent_in_scope, same_domain, site_owner
 from courtier.politeness.robots_meta import directives, header_directives
+from courtier.sinks.redact import RedactionPolicy
+from courtier.sinks.warc import Capture, EncodedCapture
 
 BASE = "http://a.test/dir/"
 
@@ -180,3 +185,19 @@ def test_scope_rules():
     assert not ScopeRules(ScopeSection(adopt_redirects=False)).adopts_redirect(
         "example.org", "www.example.org"
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ReadContext("text/html", "bot", ("noindex",), RedactionPolicy(phones=False), "a.test"),
+        RedactedBody(b"x", {"email": 2}),
+        RedactionPolicy(region="GB", skip=frozenset({"aws"})),
+        Capture("http://a.test/", 1.5, 200, (("A", "b"),), b"body", truncated=True),
+        EncodedCapture((b"m1", b"m2"), "sha1:X", "response", 0.01),
+    ],
+)
+def test_what_a_parse_job_carries_comes_back_equal(value: object) -> None:
+    """Through the parse pool's pickler and ``pickle`` (the answers)."""
+    assert pickle.loads(ForkingPickler.dumps(value)) == value
+    assert pickle.loads(pickle.dumps(value)) == value

@@ -128,9 +128,8 @@ _PHONE_TEXT = st.text(
 def test_phone_candidates_by_re2_are_those_re_finds(parts: list[str]) -> None:
     """RE2 on UTF-8 (ASCII digits) finds the candidates ``re`` finds, at character offsets."""
     text = "".join(parts)
-    patterns = r._ASCII_PHONES if r.digits_all_ascii(text) else r._PHONES
-    expected = [match.span() for match in patterns.candidate.finditer(text)]
-    assert list(r._candidates(text, patterns)) == expected
+    expected = [match.span() for match in r._CANDIDATES.finditer(text)]
+    assert list(r._candidates(text)) == expected
     ascii_only = text.encode("ascii", "replace").decode("ascii")
-    expected = [match.span() for match in r._ASCII_PHONES.candidate.finditer(ascii_only)]
-    assert list(r._candidates(ascii_only, r._ASCII_PHONES)) == expected
+    expected = [match.span() for match in r._CANDIDATES.finditer(ascii_only)]
+    assert list(r._candidates(ascii_only)) == expected

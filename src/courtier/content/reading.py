@@ -18,9 +18,7 @@ from dataclasses import dataclass, replace
 
 from courtier.content.decode import decode, encode_back, parse_text
 from courtier.content.parse import ParsedPage, parse_page
-from courtier.fast_init import fast_init
 from courtier.net.spool import Body, body_bytes
-from courtier.pickling import positional_pickle
 from courtier.politeness.robots_meta import header_directives
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
 from courtier.sinks.warc import Capture, EncodedCapture, encode_capture
@@ -44,8 +42,6 @@ def is_text(content_type: str) -> bool:
     return content_type.strip().lower().startswith(_TEXT_TYPES)
 
 
-@positional_pickle
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ReadContext:
     """What a worker needs besides the body: plain values, pickled with each job."""
@@ -60,7 +56,6 @@ class ReadContext:
     """The page's host: its country-code domain names the phone region."""
 
 
-@positional_pickle
 @dataclass(frozen=True, slots=True)
 class RedactedBody:
     payload: bytes | None

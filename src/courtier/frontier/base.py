@@ -50,7 +50,6 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any, Final, Protocol
 
-from courtier.fast_init import fast_init
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.politeness.limiter.base import Fence
@@ -86,7 +85,6 @@ class UrlLane(IntEnum):
     DISCOVERY = 3
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class NewUrl:
     canonical: str
@@ -97,7 +95,6 @@ class NewUrl:
     lane: UrlLane = UrlLane.DISCOVERY
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LeasedUrl:
     id: int
@@ -151,7 +148,6 @@ class DueUrl:
         )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How one leased URL ended. ``fingerprint`` is the content fingerprint of a successful
@@ -170,7 +166,6 @@ class Outcome:
     not_modified: bool = False
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class HorizonLink:
     canonical: str
@@ -178,7 +173,6 @@ class HorizonLink:
     from_site: str
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class HostEdge:
     """``links`` links seen from pages of host ``src`` to pages of host ``dst``."""

@@ -28,8 +28,6 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from courtier.fast_init import fast_init
-
 
 class Lane(StrEnum):
     DISCOVERY = "discovery"
@@ -71,7 +69,6 @@ def target_discovery_share(
     return policy.floor + (policy.ceiling - policy.floor) * pressure
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SplitState:
     """Per-host split bookkeeping. ``credit`` stays in [-1/2, 1/2)."""
@@ -109,7 +106,6 @@ def decide(
     return Lane.REFRESH, SplitState(credit, state.discovery, state.refresh + 1, total, state.forced)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class EmitRate:
     """Requests emitted per second, as an exponentially decayed count with time constant

@@ -40,6 +40,7 @@ Origins (``save_origins``) live in ``origin_sites`` and ``origin_changes``, the 
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -47,7 +48,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from courtier.compact_json import dumps
 from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
@@ -756,8 +756,9 @@ def _serving_order(row: tuple[Any, ...]) -> tuple[int, float, int]:
 
 
 _LANES: Final = {int(lane): lane for lane in UrlLane}
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
 def _json(values: Iterable[Any]) -> str:
     """A JSON array for ``json_each``: UTF-8 as is (SQLite's own escapes cover the rest)."""
-    return dumps(list(values))
+    return _ENCODE(list(values))

@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from courtier.fast_init import fast_init
-
 
 @dataclass(frozen=True, slots=True)
 class SurfaceLevel:
@@ -58,7 +56,6 @@ class SurfacePolicy:
             raise ValueError(f"release_fraction must lie in (0, 1], got {self.release_fraction}")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class SurfaceDecision:
     cap: int | None  # deepest depth admitted; None means unlimited

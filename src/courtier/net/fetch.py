@@ -53,7 +53,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from courtier.fast_init import fast_init
 from courtier.net.body import BodySink
 from courtier.net.http1 import Http1Connection
 from courtier.net.pool import IDLE_TIMEOUT, ConnectionPool
@@ -100,7 +99,6 @@ class TimedResolver:
             _RESOLVED.set((host, time.perf_counter() - started))
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Phases:
     """Where one request's time went, in seconds (see the module's rules)."""
@@ -130,7 +128,6 @@ def type_allowed(content_type: str, allowed: tuple[str, ...]) -> bool:
     )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     url: str
@@ -188,7 +185,6 @@ def _dns_time(host: str) -> float | None:
     return noted[1] if noted[0] == host else None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Target:
     """Where a URL's request goes and what it asks for."""

@@ -11,11 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from courtier.fast_init import fast_init
 from courtier.net.fetch import FetchResult
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """Why a request is made, as the lane that makes it knows it."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from courtier.fast_init import fast_init
 from courtier.net.headers import retry_after_seconds
 
 _MAX_RETRY_AFTER = 24 * 3600.0
@@ -28,7 +27,6 @@ def parse_retry_after(
     return min(seconds, maximum)
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class BackoffState:
     interval: float

@@ -31,8 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from courtier.fast_init import fast_init
-
 DEFAULT_SLOT_WIDTH: Final = 0.25
 """Seconds a request may start late before it forfeits its slot."""
 
@@ -51,7 +49,6 @@ def _check_seconds(name: str, value: float, *, allow_inf: bool = False) -> None:
         raise ValueError(f"{name} must be {bound}, got {value!r}")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class KeyParams:
     """How one limit key spaces the requests booked on it."""
@@ -103,7 +100,6 @@ class KeyParams:
         return (cost if self.weighted else 1.0) * self.interval
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Limit:
     """One key a request is booked against, with the parameters that apply right now.
@@ -122,7 +118,6 @@ class Limit:
             raise ValueError(f"a limit key must be a non-empty string, got {self.key!r}")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Slot:
     """A booked appointment: the request must start in ``[start, deadline]``."""

@@ -33,7 +33,6 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
-from courtier.fast_init import fast_init
 from courtier.origins.cdn import CdnRules
 from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH, KeyParams, Limit
 from courtier.url import Url, is_ip_address, object_store
@@ -68,7 +67,6 @@ def origin_key(origin: str) -> str:
     return "origin:" + origin
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LimitKey:
     """A named budget, written ``<type>:<name>`` (``site:example.test``)."""

@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from courtier.fast_init import fast_init
-
 
 @dataclass(frozen=True, slots=True)
 class LatencyParams:
@@ -41,7 +39,6 @@ class LatencyParams:
             raise ValueError("latency feedback: ratio >= 1 and non-negative rise/increase/cooldown")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LatencyState:
     baseline: float | None = None

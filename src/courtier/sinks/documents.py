@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import IO, Any, Protocol
-
-from courtier.compact_json import dumps_line
 
 
 class Sink(Protocol):
@@ -25,12 +24,14 @@ class DocumentSink:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = out_dir / "documents.jsonl"
         # Header values may carry bytes that are no UTF-8 (surrogate escapes): they are
-        # written escaped, never raised on, so no document is lost (``dumps_line``).
-        self._file: IO[bytes] = self.path.open("ab", buffering=1 << 16)
+        # written escaped, never raised on, so no document is lost.
+        self._file: IO[str] = self.path.open(
+            "a", encoding="utf-8", errors="backslashreplace", buffering=1 << 16
+        )
         self.written = 0
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(dumps_line(record))
+        self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.written += 1
 
     def flush(self) -> None:

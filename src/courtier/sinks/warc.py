@@ -59,9 +59,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from courtier import __version__
-from courtier.fast_init import fast_init
 from courtier.net.spool import Body, body_bytes, body_size
-from courtier.pickling import positional_pickle
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact_url
 
 SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
@@ -77,8 +75,6 @@ _LOOKAHEAD: Final = 262
 """zlib's MIN_LOOKAHEAD: a window of 2**bits reaches back 2**bits - 262 bytes."""
 
 
-@positional_pickle
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Capture:
     """One fetch as it is archived."""
@@ -100,7 +96,6 @@ class Capture:
     previous_date: float | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class WarcRef:
     """Where a capture's response (or revisit) record is: enough for a CDX line."""
@@ -146,8 +141,6 @@ def window_bits(size: int) -> int:
     return min(zlib.MAX_WBITS, max(9, (size + _LOOKAHEAD - 1).bit_length()))
 
 
-@positional_pickle
-@fast_init
 @dataclass(frozen=True, slots=True)
 class EncodedCapture:
     """A capture's records, compressed, ready to append: the response (or revisit) member

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from courtier.fast_init import fast_init
 from courtier.url import _ada
 from courtier.url.errors import UrlError, shown
 from courtier.url.host import canonical_host, finish_host, url_host
@@ -72,7 +71,6 @@ DEFAULT_STRIP_PARAMS: Final[frozenset[str]] = frozenset(
 )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Url:
     """One parsed http(s) URL. Build it with ``parse_url``."""

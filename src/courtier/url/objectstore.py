@@ -16,13 +16,11 @@ from functools import lru_cache
 from typing import Final
 from urllib.parse import unquote
 
-from courtier.fast_init import fast_init
 from courtier.url.canonical import Url, parse_url
 from courtier.url.host import HOST_CACHE_SIZE
 from courtier.url.stores import STORE_ENDPOINTS, StoreEndpoint
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class StoreRef:
     """An object in a bucket. ``bucket`` is ``account/container`` where accounts scope names."""

@@ -26,13 +26,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from courtier.fast_init import fast_init
 from courtier.politeness.backoff import BackoffParams, BackoffState, after_response
 from courtier.politeness.keys import origin_key
 from courtier.politeness.latency import LatencyParams, LatencyState, observe
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class OriginState:
     latency: LatencyState = field(default_factory=LatencyState)
@@ -45,14 +43,12 @@ class OriginState:
     """Error runs that backed the origin off since its last success."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LaneFeedback:
     backoff: BackoffState
     latency: LatencyState
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Answered:
     lane: str
@@ -85,7 +81,6 @@ class FeedbackParams:
     suspend_for: float
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Effects:
     lane: LaneFeedback

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from courtier.fast_init import fast_init
 from courtier.net.fetch import FetchResult
 from courtier.net.guard import Resolution
 from courtier.net.headers import retry_after_seconds
@@ -52,7 +51,6 @@ class FetcherLike(Protocol):
     ) -> FetchResult: ...
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Answer:
     url: str

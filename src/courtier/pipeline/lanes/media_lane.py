@@ -10,7 +10,6 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from courtier.fast_init import fast_init
 from courtier.origins.media import CacheObservations
 from courtier.pipeline.lanes.media_places import Placement
 from courtier.pipeline.lanes.site import RobotsWork
@@ -21,7 +20,6 @@ from courtier.politeness.latency import LatencyState
 from courtier.url import Url
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class MediaItem:
     url: Url

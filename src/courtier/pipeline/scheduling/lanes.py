@@ -17,7 +17,6 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from courtier.fast_init import fast_init
 from courtier.pipeline.scheduling.timer import Handle
 from courtier.politeness.gcra import Limit, Slot
 from courtier.politeness.limiter.base import Fence
@@ -51,7 +50,6 @@ def _nothing_at(_at: float) -> None:
     pass
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Launch:
     """A start: the slot it was booked in, when it was booked, when it really started."""
