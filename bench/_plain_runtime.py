@@ -24,15 +24,15 @@ import sys
 def _plain_regex() -> None:
     """RE2 looks for phone candidates only in ASCII text (``str.isascii``); ``re`` in any
     other, as it does where digits beyond ASCII occur."""
-    import courtier.ascii_regex
+    import courtier.runtime.ascii_regex
 
-    courtier.ascii_regex.digits_all_ascii = str.isascii  # type: ignore[assignment]
+    courtier.runtime.ascii_regex.digits_all_ascii = str.isascii  # type: ignore[assignment]
 
 
 def _plain_gc() -> None:
     """The collector as CPython sets it: default thresholds, nothing frozen, no paced full
     collection."""
-    from courtier.gc_pacing import GcPacing
+    from courtier.runtime.gc_pacing import GcPacing
 
     async def idle(self: GcPacing) -> None:
         await asyncio.Event().wait()  # until cancelled, as the paced loop is

@@ -189,10 +189,9 @@ def micro_child(helper: str) -> dict[str, float]:
     """The calls ``helper`` speeds up, timed in this process (swapped or not by the
     ``COURTIER_PLAIN`` this child was started with): microseconds a call."""
     sys.path.insert(0, str(BENCH))
-    from courtier.pipeline.decode import decode
-
     import _plain_runtime  # noqa: F401  (the swaps, before Courtier's modules are imported)
     from bench_parse import _simweb_pages
+    from courtier.content.decode import decode
     from courtier.sinks.redact import DEFAULT_POLICY, _candidates, redact
 
     if helper != "ascii_regex":

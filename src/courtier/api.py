@@ -35,7 +35,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from courtier import event_loop
 from courtier.config import DEFAULT_CONTACT_URL, Config, ConfigError, validate
 from courtier.inputs import (
     InputError,
@@ -60,6 +59,7 @@ from courtier.pipeline.cluster.shards import new_worker_id
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import Observer
 from courtier.pipeline.stats import CrawlStats
+from courtier.runtime import event_loop
 from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url
 

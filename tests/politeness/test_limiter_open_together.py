@@ -1,5 +1,5 @@
 """Processes that open one new limiter file at the same instant all get a limiter (SQLite
-answers "locked" at once to all but one switch to WAL; ``courtier.sqlite_wal``)."""
+answers "locked" at once to all but one switch to WAL; ``courtier.runtime.sqlite_wal``)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from courtier.processes import running
+from courtier.runtime.processes import running
 from courtier.sinks.warc import Capture, WarcFiles, compress_member
 from courtier.sinks.warc_orphans import finish_orphans, whole_members_end
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from courtier import event_loop
 from courtier.api import build_engine
 from courtier.cli.options import (
     add_config_arguments,
@@ -41,6 +40,7 @@ from courtier.pipeline.spacing_report import describe as describe_spacing
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.store_lock import StoreBusy
 from courtier.politeness.limiter.base import LimiterError
+from courtier.runtime import event_loop
 from courtier.sinks.documents import Sink
 
 if TYPE_CHECKING:

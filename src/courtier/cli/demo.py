@@ -11,7 +11,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from courtier import event_loop
 from courtier.cli.crawl import (
     add_observe_arguments,
     make_crawler,
@@ -22,6 +21,7 @@ from courtier.cli.crawl import (
 )
 from courtier.cli.options import add_config_arguments, load_config, seconds, whole
 from courtier.inputs import InputError, prepare_directory
+from courtier.runtime import event_loop
 from courtier.simweb.audit import audit
 from courtier.simweb.process import SERVER_NICE, SimWebError, SimWebProcess
 from courtier.simweb.report import print_report, write_json

@@ -29,7 +29,7 @@ from typing import Any
 from rich.console import Console
 
 from courtier.cli.options import seconds, whole
-from courtier.gc_pacing import GcPacing
+from courtier.runtime.gc_pacing import GcPacing
 from courtier.simweb.audit import DEFAULT_TOLERANCE, audit
 from courtier.simweb.report import print_report, write_json
 from courtier.simweb.server import SimWeb

@@ -41,7 +41,7 @@ from typing import Final
 import re2
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from courtier.ascii_regex import ascii_spelled
+from courtier.runtime.ascii_regex import ascii_spelled
 
 _DROPPED_TAGS: Final = (
     *("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas"),

@@ -73,7 +73,7 @@ from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, r
 from courtier.origins import store as origin_tables
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.politeness.limiter.base import Fence
-from courtier.sqlite_wal import use_wal
+from courtier.runtime.sqlite_wal import use_wal
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -31,7 +31,7 @@ import shutil
 import weakref
 from pathlib import Path
 
-from courtier.processes import running
+from courtier.runtime.processes import running
 
 log = logging.getLogger("courtier.net.spool")
 

@@ -34,12 +34,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from courtier.bounded import map_bounded, map_bounded_but_stragglers
 from courtier.origins.cdn import CdnRules
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, header_fingerprint
 from courtier.origins.tls_evidence import TlsFacts
+from courtier.runtime.bounded import map_bounded, map_bounded_but_stragglers
 
 if TYPE_CHECKING:  # the probe's module imports aiohttp: not on a crawl's start
     from courtier.origins.probe import Probe

@@ -28,7 +28,6 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.frontier.base import FrontierStore, StoredRobots
-from courtier.gc_pacing import GcPacing
 from courtier.net.fetch import Fetcher
 from courtier.net.guard import Guard
 from courtier.net.spool import Spool
@@ -58,6 +57,7 @@ from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
 from courtier.pipeline.wiring import Parts, Stages, wire
 from courtier.pipeline.workers.pool import ParsePool
 from courtier.politeness.limiter.base import Limiter
+from courtier.runtime.gc_pacing import GcPacing
 from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url, host_of_site
 

@@ -38,7 +38,7 @@ import re2
 from ahocorasick_rs import AhoCorasick
 from publicsuffixlist import PublicSuffixList
 
-from courtier.ascii_regex import digits_all_ascii
+from courtier.runtime.ascii_regex import digits_all_ascii
 
 EMAIL: Final = "email"
 PHONE: Final = "phone"

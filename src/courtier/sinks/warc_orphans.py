@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from courtier.processes import running
+from courtier.runtime.processes import running
 
 log = logging.getLogger("courtier.sinks.warc_orphans")
 

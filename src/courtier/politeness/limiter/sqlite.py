@@ -35,7 +35,7 @@ from courtier.politeness.limiter.base import (
     check_floors,
     check_time,
 )
-from courtier.sqlite_wal import use_wal
+from courtier.runtime.sqlite_wal import use_wal
 
 _T = TypeVar("_T")
 

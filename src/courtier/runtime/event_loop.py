@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-log = logging.getLogger("courtier.event_loop")
+log = logging.getLogger("courtier.runtime.event_loop")
 
 T = TypeVar("T")
 

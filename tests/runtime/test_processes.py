@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from courtier.processes import running
+from courtier.runtime.processes import running
 
 
 def test_a_live_process_runs_and_a_killed_unreaped_one_does_not() -> None:

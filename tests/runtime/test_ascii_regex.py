@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from courtier.ascii_regex import _spelled, ascii_spelled, digits_all_ascii
 from courtier.frontier.fingerprint import _VOLATILE
+from courtier.runtime.ascii_regex import _spelled, ascii_spelled, digits_all_ascii
 from courtier.sinks.redact import _CANDIDATE
 
 NON_ASCII_DIGITS = [chr(c) for c in range(0x80, sys.maxunicode + 1) if chr(c).isdecimal()]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.bounded import map_bounded, map_bounded_but_stragglers
+from courtier.runtime.bounded import map_bounded, map_bounded_but_stragglers
 
 
 class _Meter:

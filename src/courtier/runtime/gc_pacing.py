@@ -51,7 +51,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-log = logging.getLogger("courtier.gc_pacing")
+log = logging.getLogger("courtier.runtime.gc_pacing")
 
 YOUNG_THRESHOLD = 60_000
 """Allocations (less deallocations) of tracked objects between young collections. At 2,000

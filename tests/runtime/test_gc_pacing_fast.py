@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from courtier.gc_pacing import GcPacing
+from courtier.runtime.gc_pacing import GcPacing
 
 
 class _Node:
@@ -94,7 +94,7 @@ def test_a_cycle_that_dies_after_it_was_frozen_goes_at_the_next_full_collection(
 
 
 def pacing_hook():
-    from courtier.gc_pacing import _freeze_survivors
+    from courtier.runtime.gc_pacing import _freeze_survivors
 
     return _freeze_survivors
 

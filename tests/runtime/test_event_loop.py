@@ -2,8 +2,8 @@ import asyncio
 
 import pytest
 
-from courtier import event_loop
 from courtier.config import ConfigError, load
+from courtier.runtime import event_loop
 
 
 async def _loop_module() -> str:
