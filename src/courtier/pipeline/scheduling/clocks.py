@@ -102,8 +102,10 @@ class KeyClocks:
 
     def note_sent(self, ready: Mapping[str, float]) -> None:
         """Requests went out: nothing more on each key before its ready time (only later)."""
-        if self._memory is not None:
-            self._memory.raise_floor_now({SENT + key: when for key, when in ready.items()})
+        memory = self._memory
+        if memory is not None:
+            for key, when in ready.items():
+                memory.raise_key_now(SENT + key, when)
             return
         seen, unwritten = self._sent_seen, self._sent_unwritten
         for key, when in ready.items():

@@ -87,6 +87,13 @@ class MemoryLimiter:
         """A copy of every TAT, to persist and later pass back as ``tats``."""
         return dict(self._tats)
 
+    def raise_key_now(self, key: str, floor: float) -> None:
+        """``raise_floor_now`` of one key whose floor the caller computed (a finite time):
+        no validation, for the hot path."""
+        tats = self._tats
+        if floor > tats.get(key, -math.inf):
+            tats[key] = floor
+
     def tat_now(self, key: str) -> float | None:
         """One key's TAT without a coroutine (None: the key has none)."""
         return self._tats.get(key)
