@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+import courtier
 from courtier import ConfigError, CrawlConfig, Crawler, InputError
 from courtier.config import FetchSection, load
 from courtier.net.resolve import StaticResolver
@@ -270,11 +272,22 @@ def _readme_example() -> str:
     return block.group(1)
 
 
+def _env_importing_this_courtier() -> dict[str, str]:
+    """The environment for a Python process that imports the courtier under test (and so
+    does the simulated web it starts) wherever it runs: a relative ``PYTHONPATH`` (``src``)
+    means nothing in another working directory, where an installed courtier (another
+    checkout's) would be imported instead."""
+    package_root = str(Path(courtier.__file__).resolve().parents[1])
+    paths = [package_root, *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 @pytest.mark.timeout(180)
 def test_the_readme_embedding_example_runs(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _readme_example()],
         cwd=tmp_path,
+        env=_env_importing_this_courtier(),
         capture_output=True,
         text=True,
         timeout=170,
