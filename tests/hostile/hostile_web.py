@@ -27,6 +27,14 @@ the client's pool). Every response path terminates: loops are bounded, each resp
 at most ``response_limit`` bytes, and each connection has a deadline (``deadline``). The log
 (``hits``) has one ``Hit`` per request: arrival time (``time.monotonic``), listener, host,
 target, bytes sent, and how the response ended.
+
+A request is stamped when the server's loop gets to it. When that loop stood still (the
+process off the CPU on a busy machine, a log write held up by the disk), a request that
+arrived meanwhile is stamped late, and the next one of its host, on time, would read as too
+close to it. Each server process runs the simulated web's stall probe
+(``courtier.simweb.stalls``): a hit records the earliest it may have arrived, and gaps are
+read at the longest they could have been (``Hit.earliest`` to the next stamp), as the
+simulated web's audit reads them.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.site import read_seeds
 from courtier.pipeline.stats import CrawlStats
+from courtier.simweb.stalls import LoopWatch, watch_loop
 
 HOSTILE_ADDRESS = "127.0.0.1"
 NORMAL_ADDRESS = "127.0.0.3"
@@ -108,6 +117,18 @@ class Hit:
     (the client hung up first), or open."""
     took: float | None = None
     """Seconds from the request's arrival to the end of the answer."""
+    arrived_after: float | None = None
+    """Set when the server's loop had stalled: the earliest the request may have arrived."""
+
+    @property
+    def earliest(self) -> float:
+        """The earliest the request may have arrived (``at``, unless the server stalled)."""
+        return self.at if self.arrived_after is None else self.arrived_after
+
+
+def gap(earlier: Hit, later: Hit) -> float:
+    """The longest the server-side gap between two requests could have been."""
+    return later.at - earlier.earliest
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +303,8 @@ class HostileWeb:
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count()
+        self._watch = LoopWatch(time.monotonic())
+        watcher = asyncio.create_task(watch_loop(self._watch, time.monotonic))
         servers = []
         for listener in self._listeners:
             if listener.group != self._group:
@@ -295,7 +318,9 @@ class HostileWeb:
                 await self._connection(listener, reader, writer)
 
             servers.append(await asyncio.start_server(serve, sock=listener.sock, limit=65536))
+        self._watch.woke(time.monotonic())  # starting to serve is no stall
         await stop.wait()
+        watcher.cancel()
         for server in servers:
             server.close()
         for task in list(self._tasks):
@@ -321,8 +346,10 @@ class HostileWeb:
                 request = _parse_request(head)
                 hit = Hit(time.monotonic(), listener.name, request.host, request.target)
                 hit_id = f"{self._group}-{next(self._ids)}"
+                earliest = self._watch.arrived_after(hit.at)
                 self._emit({"id": hit_id, "at": hit.at, "listener": hit.listener,
-                            "host": hit.host, "target": hit.target})  # fmt: skip
+                            "host": hit.host, "target": hit.target,
+                            "after": earliest if earliest < hit.at else None})  # fmt: skip
                 if listener.canary:
                     handler: Handler = respond(http(404, b"canary"))
                 else:
@@ -369,7 +396,11 @@ class HostileWeb:
                 self._connections[event["conn"]] += 1
             elif "at" in event:
                 self._hits[event["id"]] = Hit(
-                    event["at"], event["listener"], event["host"], event["target"]
+                    event["at"],
+                    event["listener"],
+                    event["host"],
+                    event["target"],
+                    arrived_after=event["after"],
                 )
             else:
                 hit = self._hits[event["id"]]
@@ -399,8 +430,13 @@ class HostileWeb:
         return [h.at for h in self.hits_of(host)]
 
     def min_gap(self, host: str) -> float:
-        times = self.times(host)
-        return min((b - a for a, b in itertools.pairwise(times)), default=math.inf)
+        """The shortest gap between two requests of ``host``, each read at its longest."""
+        hits = self.hits_of(host)
+        return min((gap(a, b) for a, b in itertools.pairwise(hits)), default=math.inf)
+
+    def stalls(self) -> list[tuple[float, float]]:
+        """(earliest, stamp) of every request stamped after a stall of its server's loop."""
+        return [(h.earliest, h.at) for h in self.hits if h.arrived_after is not None]
 
     def canary_connections(self) -> int:
         return sum(n for name, n in self.connections.items() if name.startswith("canary"))
@@ -984,6 +1020,7 @@ def check_pace(
     by then."""
     paces = [pace(web, host, run) for host in hosts]
     described = "; ".join(str(p) for p in paces)
+    described += f"; requests stamped after a server stall: {len(web.stalls())}"
     assert all(p.min_gap >= INTERVAL - TOLERANCE for p in paces), described
     short = [p for p in paces if p.share < PACE]
     if not short:

@@ -59,6 +59,7 @@ async def _crawl_beside_normal_hosts(
     print("stats:", {k: v for k, v in run.stats.as_dict().items() if k != "top_horizon"})
     for host in NORMAL:
         print(pace(web, host, run))
+    print("requests stamped after a server stall:", web.stalls())
     return run
 
 
