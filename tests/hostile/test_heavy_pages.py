@@ -42,6 +42,10 @@ from courtier.frontier.sqlite_store import SqliteFrontier
 
 NORMAL = ("normal-1.test", "normal-2.test")
 
+# The normal hosts' pace is the crawler's, on the CPU it has: another test's crawl on the same
+# cores (pytest-xdist) took 20% of it from them (tests/turns.py).
+pytestmark = pytest.mark.alone
+
 
 async def _crawl_beside_normal_hosts(
     tmp_path: Path, web: HostileWeb, hostile: dict, duration: float
