@@ -28,11 +28,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         turns.close()
 
 
+def _alone(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("alone") is not None
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
     """Outermost, so that waiting for a turn is not counted against a test's timeout."""
     turns = item.config.stash.get(_TURNS, None)
     if turns is None:
         return (yield)
-    with turns.turn(alone=item.get_closest_marker("alone") is not None):
+    with turns.turn(alone=_alone(item), next_alone=_alone(nextitem)):
         return (yield)

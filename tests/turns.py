@@ -31,20 +31,26 @@ class Turns:
     def __init__(self, directory: Path) -> None:
         self._gate: IO[bytes] = open(directory / "courtier-alone.gate", "ab")  # noqa: SIM115
         self._room: IO[bytes] = open(directory / "courtier-alone.room", "ab")  # noqa: SIM115
+        self._alone = False
+        """This worker has the room to itself (kept from one ``alone`` test to the next)."""
 
     @contextlib.contextmanager
-    def turn(self, *, alone: bool) -> Iterator[None]:
+    def turn(self, *, alone: bool, next_alone: bool = False) -> Iterator[None]:
+        """Hold a turn for one test; ``next_alone``: the next test of this worker is ``alone``
+        too, and keeps the room (the other worker's test in between would hold both up)."""
         assert fcntl is not None
         if alone:
-            fcntl.flock(self._gate, fcntl.LOCK_EX)
-            try:
+            if not self._alone:
+                fcntl.flock(self._gate, fcntl.LOCK_EX)
                 fcntl.flock(self._room, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(self._room, fcntl.LOCK_UN)
+                self._alone = True
+            try:
+                yield
             finally:
-                fcntl.flock(self._gate, fcntl.LOCK_UN)
+                if not next_alone:
+                    self._alone = False
+                    fcntl.flock(self._room, fcntl.LOCK_UN)
+                    fcntl.flock(self._gate, fcntl.LOCK_UN)
             return
         fcntl.flock(self._gate, fcntl.LOCK_SH)
         try:
