@@ -892,9 +892,15 @@ async def crawl(
     flips: dict[str, Sequence[Sequence[str]]] | None = None,
     delays: dict[str, Sequence[float]] | None = None,
     store_name: str = "frontier.sqlite3",
+    until: Callable[[], bool] | None = None,
 ) -> CrawlRun:
     """Crawl ``seeds`` (URLs) through ``courtier.pipeline.engine.Engine`` for ``duration``
-    seconds, names resolved by ``names`` (and ``flips``), only ``ALLOW`` reachable."""
+    seconds, names resolved by ``names`` (and ``flips``), only ``ALLOW`` reachable.
+
+    ``until``: the crawl is stopped from code as soon as it holds (looked at every 50 ms),
+    ``duration`` being only the limit. For a test that waits for something to happen: at a
+    fixed duration, a loaded machine (a parse worker slow to start) may not get there in
+    time, and an idle one waits for nothing. Not for pace checks (``stop_starting``)."""
     config = config or config_for()
     policy = AddressPolicy(allow=list(ALLOW))
     resolver = RebindingResolver(names, flips, delays)
@@ -913,9 +919,14 @@ async def crawl(
         observer=latencies,
         handle_signals=False,
     )
+    watcher = asyncio.create_task(_stop_once(engine, until)) if until is not None else None
     with RssSampler() as sampler:
         started = time.monotonic()
-        stats = await engine.run()
+        try:
+            stats = await engine.run()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
         wall = time.monotonic() - started
     return CrawlRun(
         stats,
@@ -929,6 +940,21 @@ async def crawl(
         config,
         dict(latencies.by_site),
     )
+
+
+async def _stop_once(engine: Engine, until: Callable[[], bool]) -> None:
+    while not until():  # noqa: ASYNC110 (what a test waits for is no event of the engine's)
+        await asyncio.sleep(0.05)
+    engine.stop()
+
+
+def documents_of(out_dir: Path) -> list[dict[str, Any]]:
+    """The documents a crawl has written to ``out_dir`` so far."""
+    path = out_dir / "documents.jsonl"
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return [json.loads(line) for line in lines if line.endswith("\n")]  # whole lines only
 
 
 class LatencyLog:
