@@ -21,6 +21,8 @@ import pytest
 
 PG_BIN = Path(os.environ.get("COURTIER_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
+PORT_ATTEMPTS = 5
+
 # Throwaway-cluster settings: durability off (the data dies with the test run).
 TEST_SETTINGS = ("fsync=off", "full_page_writes=off", "synchronous_commit=off")
 
@@ -72,11 +74,23 @@ class PostgresCluster:
         if self._as_postgres:
             shutil.chown(self._root, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync")
-        options = f"-k {self._root} -h 127.0.0.1 -p {self.port}"
-        options += "".join(f" -c {setting}" for setting in self._settings)
-        log = str(self._root / "server.log")
-        self._run("pg_ctl", "-D", str(self.data), "-l", log, "-o", options, "-w", "start")
-        return self
+        log = self._root / "server.log"
+        for attempt in range(PORT_ATTEMPTS):
+            options = f"-k {self._root} -h 127.0.0.1 -p {self.port}"
+            options += "".join(f" -c {setting}" for setting in self._settings)
+            start = ("pg_ctl", "-D", str(self.data), "-l", str(log), "-o", options, "-w", "start")
+            try:
+                self._run(*start)
+                return self
+            except PostgresUnavailable:
+                # The port was free when _free_port looked; something (another test process,
+                # another worker's cluster) may have taken it since: take another.
+                taken = log.exists() and "Address already in use" in log.read_text()
+                if not taken or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.port = _free_port()
+                self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         try:

@@ -27,6 +27,14 @@ the client's pool). Every response path terminates: loops are bounded, each resp
 at most ``response_limit`` bytes, and each connection has a deadline (``deadline``). The log
 (``hits``) has one ``Hit`` per request: arrival time (``time.monotonic``), listener, host,
 target, bytes sent, and how the response ended.
+
+A request is stamped when the server's loop gets to it. When that loop stood still (the
+process off the CPU on a busy machine, a log write held up by the disk), a request that
+arrived meanwhile is stamped late, and the next one of its host, on time, would read as too
+close to it. Each server process runs the simulated web's stall probe
+(``courtier.simweb.stalls``): a hit records the earliest it may have arrived, and gaps are
+read at the longest they could have been (``Hit.earliest`` to the next stamp), as the
+simulated web's audit reads them.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.stats import CrawlStats
+from courtier.simweb.stalls import LoopWatch, watch_loop
 
 HOSTILE_ADDRESS = "127.0.0.1"
 NORMAL_ADDRESS = "127.0.0.3"
@@ -108,6 +117,18 @@ class Hit:
     (the client hung up first), or open."""
     took: float | None = None
     """Seconds from the request's arrival to the end of the answer."""
+    arrived_after: float | None = None
+    """Set when the server's loop had stalled: the earliest the request may have arrived."""
+
+    @property
+    def earliest(self) -> float:
+        """The earliest the request may have arrived (``at``, unless the server stalled)."""
+        return self.at if self.arrived_after is None else self.arrived_after
+
+
+def gap(earlier: Hit, later: Hit) -> float:
+    """The longest the server-side gap between two requests could have been."""
+    return later.at - earlier.earliest
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +303,8 @@ class HostileWeb:
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count()
+        self._watch = LoopWatch(time.monotonic())
+        watcher = asyncio.create_task(watch_loop(self._watch, time.monotonic))
         servers = []
         for listener in self._listeners:
             if listener.group != self._group:
@@ -295,7 +318,9 @@ class HostileWeb:
                 await self._connection(listener, reader, writer)
 
             servers.append(await asyncio.start_server(serve, sock=listener.sock, limit=65536))
+        self._watch.woke(time.monotonic())  # starting to serve is no stall
         await stop.wait()
+        watcher.cancel()
         for server in servers:
             server.close()
         for task in list(self._tasks):
@@ -321,8 +346,10 @@ class HostileWeb:
                 request = _parse_request(head)
                 hit = Hit(time.monotonic(), listener.name, request.host, request.target)
                 hit_id = f"{self._group}-{next(self._ids)}"
+                earliest = self._watch.arrived_after(hit.at)
                 self._emit({"id": hit_id, "at": hit.at, "listener": hit.listener,
-                            "host": hit.host, "target": hit.target})  # fmt: skip
+                            "host": hit.host, "target": hit.target,
+                            "after": earliest if earliest < hit.at else None})  # fmt: skip
                 if listener.canary:
                     handler: Handler = respond(http(404, b"canary"))
                 else:
@@ -369,7 +396,11 @@ class HostileWeb:
                 self._connections[event["conn"]] += 1
             elif "at" in event:
                 self._hits[event["id"]] = Hit(
-                    event["at"], event["listener"], event["host"], event["target"]
+                    event["at"],
+                    event["listener"],
+                    event["host"],
+                    event["target"],
+                    arrived_after=event["after"],
                 )
             else:
                 hit = self._hits[event["id"]]
@@ -399,8 +430,13 @@ class HostileWeb:
         return [h.at for h in self.hits_of(host)]
 
     def min_gap(self, host: str) -> float:
-        times = self.times(host)
-        return min((b - a for a, b in itertools.pairwise(times)), default=math.inf)
+        """The shortest gap between two requests of ``host``, each read at its longest."""
+        hits = self.hits_of(host)
+        return min((gap(a, b) for a, b in itertools.pairwise(hits)), default=math.inf)
+
+    def stalls(self) -> list[tuple[float, float]]:
+        """(earliest, stamp) of every request stamped after a stall of its server's loop."""
+        return [(h.earliest, h.at) for h in self.hits if h.arrived_after is not None]
 
     def canary_connections(self) -> int:
         return sum(n for name, n in self.connections.items() if name.startswith("canary"))
@@ -856,9 +892,15 @@ async def crawl(
     flips: dict[str, Sequence[Sequence[str]]] | None = None,
     delays: dict[str, Sequence[float]] | None = None,
     store_name: str = "frontier.sqlite3",
+    until: Callable[[], bool] | None = None,
 ) -> CrawlRun:
     """Crawl ``seeds`` (URLs) through ``courtier.pipeline.engine.Engine`` for ``duration``
-    seconds, names resolved by ``names`` (and ``flips``), only ``ALLOW`` reachable."""
+    seconds, names resolved by ``names`` (and ``flips``), only ``ALLOW`` reachable.
+
+    ``until``: the crawl is stopped from code as soon as it holds (looked at every 50 ms),
+    ``duration`` being only the limit. For a test that waits for something to happen: at a
+    fixed duration, a loaded machine (a parse worker slow to start) may not get there in
+    time, and an idle one waits for nothing. Not for pace checks (``stop_starting``)."""
     config = config or config_for()
     policy = AddressPolicy(allow=list(ALLOW))
     resolver = RebindingResolver(names, flips, delays)
@@ -877,9 +919,14 @@ async def crawl(
         observer=latencies,
         handle_signals=False,
     )
+    watcher = asyncio.create_task(_stop_once(engine, until)) if until is not None else None
     with RssSampler() as sampler:
         started = time.monotonic()
-        stats = await engine.run()
+        try:
+            stats = await engine.run()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
         wall = time.monotonic() - started
     return CrawlRun(
         stats,
@@ -893,6 +940,21 @@ async def crawl(
         config,
         dict(latencies.by_site),
     )
+
+
+async def _stop_once(engine: Engine, until: Callable[[], bool]) -> None:
+    while not until():  # noqa: ASYNC110 (what a test waits for is no event of the engine's)
+        await asyncio.sleep(0.05)
+    engine.stop()
+
+
+def documents_of(out_dir: Path) -> list[dict[str, Any]]:
+    """The documents a crawl has written to ``out_dir`` so far."""
+    path = out_dir / "documents.jsonl"
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return [json.loads(line) for line in lines if line.endswith("\n")]  # whole lines only
 
 
 class LatencyLog:
@@ -984,6 +1046,7 @@ def check_pace(
     by then."""
     paces = [pace(web, host, run) for host in hosts]
     described = "; ".join(str(p) for p in paces)
+    described += f"; requests stamped after a server stall: {len(web.stalls())}"
     assert all(p.min_gap >= INTERVAL - TOLERANCE for p in paces), described
     short = [p for p in paces if p.share < PACE]
     if not short:

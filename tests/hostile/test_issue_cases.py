@@ -9,7 +9,6 @@ addresses (``HostileWeb.standard(alt=N)``).
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +28,8 @@ from hostile_web import (
     Request,
     config_for,
     crawl,
+    documents_of,
+    gap,
     html,
     http,
     normal_site,
@@ -93,9 +94,9 @@ async def test_retry_after_that_is_no_number_pauses_the_site(tmp_path: Path):
     garbage = [f"ra-{name}.test" for name in GARBAGE_RETRY_AFTER]
     asked = {host: _page_hits(web, host) for host in garbage}
     assert asked == {host: ["/"] for host in garbage}
-    retried = [h.at for h in web.hits_of("ra-one.test") if h.target == "/"]
+    retried = [h for h in web.hits_of("ra-one.test") if h.target == "/"]
     assert 2 <= len(retried) <= 3, retried
-    gaps = [b - a for a, b in itertools.pairwise(retried)]
+    gaps = [gap(a, b) for a, b in itertools.pairwise(retried)]
     assert min(gaps) >= 1.0 - TOLERANCE, gaps
 
 
@@ -147,12 +148,12 @@ async def test_robots_429_or_503_disallows_all_until_its_retry_after(tmp_path: P
     for host in ("robots-429.test", "robots-503.test"):
         hits = web.hits_of(host)
         assert [h.target for h in hits[:2]] == ["/robots.txt", "/robots.txt"], hits
-        assert hits[1].at - hits[0].at >= 2.0 - TOLERANCE, host
+        assert gap(hits[0], hits[1]) >= 2.0 - TOLERANCE, host
         assert "/" in [h.target for h in hits[2:]], host  # crawled once allowed
     always = web.hits_of("robots-429-always.test")
     assert {h.target for h in always} == {"/robots.txt"}
     assert len(always) >= 2
-    assert min(b.at - a.at for a, b in itertools.pairwise(always)) >= 1.0 - TOLERANCE
+    assert min(gap(a, b) for a, b in itertools.pairwise(always)) >= 1.0 - TOLERANCE
     assert web.paths("robots-503-bare.test") == ["/robots.txt"]
 
 
@@ -177,13 +178,17 @@ async def test_robots_redirects_are_booked_on_the_host_they_reach(tmp_path: Path
         run = await crawl(tmp_path, seeds, names, duration=4.0)
 
     assert run.stats.internal_errors == 0
-    innocent = web.times("innocent.test")
+    innocent = web.hits_of("innocent.test")
     robots_asked = web.paths("innocent.test").count("/robots.txt")
     assert robots_asked >= 10, robots_asked  # the hops really went there
-    # No second holds more than the innocent host's rate allows (GCRA's bound: r.W + 1).
+    # No second holds more than the innocent host's rate allows (GCRA's bound: r.W + 1),
+    # counting what certainly started in it (from its earliest arrival to its stamp).
     # How close two of them may come is test_robots_redirect_hops_on_one_host_keep_its_interval
-    busiest = max(sum(start <= t < start + 1.0 for t in innocent) for start in innocent)
-    assert busiest <= RATE + 1, [round(t - innocent[0], 3) for t in innocent]
+    busiest = max(
+        sum(start <= h.earliest and h.at < start + 1.0 for h in innocent)
+        for start in (h.earliest for h in innocent)
+    )
+    assert busiest <= RATE + 1, [round(h.at - innocent[0].at, 3) for h in innocent]
 
 
 async def test_robots_redirect_hops_on_one_host_keep_its_interval(tmp_path: Path):
@@ -413,19 +418,21 @@ async def test_header_bytes_that_are_no_utf8_reach_the_documents(tmp_path: Path)
             }
         )
         web.start()
+
+        def fetched() -> set[str]:
+            return {record["url"].rpartition("/")[2] for record in documents_of(tmp_path)}
+
         run = await crawl(
             tmp_path,
             [url("bytes.test", web.ports["hostile"])],
             {"bytes.test": [HOSTILE_ADDRESS]},
-            duration=2.0,
+            # Stopped once both documents are in (15 s is only the limit): a crawl of a fixed
+            # 2 s fell short of /moved on a loaded machine.
+            duration=15.0,
+            until=lambda: {"", "moved"} <= fetched(),
         )
     assert "/moved" in web.paths("bytes.test")
-    records = [
-        json.loads(line)
-        for line in (tmp_path / "documents.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
-    fetched = {record["url"].rpartition("/")[2] for record in records}
-    assert {"", "moved"} <= fetched, fetched
+    assert {"", "moved"} <= fetched(), fetched()
     assert run.stats.internal_errors == 0
 
 

@@ -50,7 +50,8 @@ def test_any_body_in_any_pieces_is_decoded_and_cut_at_the_limit(page, coding, cu
 
 
 def test_a_bomb_is_never_decoded_much_past_the_limit():
-    bomb = brotli.compress(b"\0" * (256 * 1024 * 1024))
+    # 256 MiB of zeros in 405 bytes; quality 5 builds it in 0.3 s (the default 11: 5 s).
+    bomb = brotli.compress(b"\0" * (256 * 1024 * 1024), quality=5)
     sink = BodySink(1000)
     sink.decoder = decoder_for("br")
     assert not sink.add(bomb)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import cast
@@ -66,6 +67,7 @@ class ScriptedServer(asyncio.DatagramProtocol):
 
 
 Start = Callable[[Script], Awaitable[tuple[ScriptedServer, str]]]
+PORT_ATTEMPTS = 20
 
 
 @pytest.fixture
@@ -75,13 +77,24 @@ async def scripted() -> AsyncIterator[Start]:
 
     async def start(script: Script) -> tuple[ScriptedServer, str]:
         server = ScriptedServer(script)
-        transport, _ = await loop.create_datagram_endpoint(
-            lambda: server, local_addr=("127.0.0.1", 0)
-        )
-        port = transport.get_extra_info("sockname")[1]
-        tcp = await asyncio.start_server(server.serve_tcp, "127.0.0.1", port)
-        cleanup.extend([transport.close, tcp.close])
-        return server, f"127.0.0.1:{port}"
+        # The kernel picks a UDP port that is free for UDP; a TCP socket elsewhere on the
+        # machine (another test's connection, another process) may hold the same number.
+        # Then take another UDP port: a collision is about the machine, not the client.
+        for attempt in range(PORT_ATTEMPTS):
+            transport, _ = await loop.create_datagram_endpoint(
+                lambda: server, local_addr=("127.0.0.1", 0)
+            )
+            port = transport.get_extra_info("sockname")[1]
+            try:
+                tcp = await asyncio.start_server(server.serve_tcp, "127.0.0.1", port)
+            except OSError as exc:
+                transport.close()
+                if exc.errno != errno.EADDRINUSE or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                continue
+            cleanup.extend([transport.close, tcp.close])
+            return server, f"127.0.0.1:{port}"
+        raise AssertionError("unreachable")
 
     yield start
     for close in cleanup:

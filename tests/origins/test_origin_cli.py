@@ -26,7 +26,9 @@ def only_the_origins_command(monkeypatch: pytest.MonkeyPatch) -> None:
 def inferred(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimWebProcess, Path, str]]:
     """A store filled by ``courtier origins infer --probe`` and the JSON it printed."""
     workdir = tmp_path_factory.mktemp("origins-cli")
-    with SimWebProcess(workdir, WorldParams(seed=7)) as web:
+    # The header-only tenants are the sites probed, one after another on their platform's
+    # budget (2 units/s: a home page and a probe, 2.5 s each): 3 of them (not 6) take 8 s.
+    with SimWebProcess(workdir, WorldParams(seed=7, n_header_tenants=3)) as web:
         hosts = workdir / "hosts.txt"
         lines = [f"http://{h}/" for h in web.world.seed_hosts[:3]]
         hosts.write_text("\n".join([*lines, *web.world.seed_hosts[3:], CDN_HOST, "# done", ""]))

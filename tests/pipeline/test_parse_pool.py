@@ -1,6 +1,7 @@
 """The parse pool: results, parallelism, the time budget, replacement of killed workers, prompt
-close, exceptions. Worker functions are builtins (``time.sleep``, ``math.factorial``...) and
-``parse_page``: a spawned worker can import those."""
+close, exceptions. Worker functions are builtins (``time.sleep``, ``math.factorial``...),
+``parse_page`` and the jobs of ``pool_jobs``: a spawned worker can import those, and none of
+them imports pytest inside a job's time budget."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from pool_jobs import sleep_on
 
 from courtier.content.parse import ParsedPage, parse_page
 from courtier.pipeline.workers.jobs import LARGE_BYTES
@@ -141,23 +143,18 @@ async def test_jobs_sent_behind_one_that_ends_its_worker_run_on_the_next_worker(
         assert single.replaced == 3
 
 
-def _sleep_on(body: bytes, seconds: float) -> int:
-    time.sleep(seconds)
-    return len(body)
-
-
 async def test_large_jobs_never_take_the_last_worker_from_small_ones() -> None:
     """Big pages queued first still leave one worker to the small pages behind them."""
     async with ParsePool(2, timeout=5.0, warm_up=None) as two:
         await two.ready()
-        # Each worker imports this module for its first job (up to a second on a loaded
+        # Each worker imports pool_jobs for its first job (up to a second on a loaded
         # machine): one job each, before the clock starts (an idle worker takes the next).
-        await asyncio.gather(*(two.run(_sleep_on, b"", 0.2) for _ in range(2)))
+        await asyncio.gather(*(two.run(sleep_on, b"", 0.2) for _ in range(2)))
         big = b"x" * (LARGE_BYTES + 1)
         started = time.monotonic()
-        large = [asyncio.ensure_future(two.run(_sleep_on, big, 1.0)) for _ in range(3)]
+        large = [asyncio.ensure_future(two.run(sleep_on, big, 1.0)) for _ in range(3)]
         await asyncio.sleep(0.05)
-        small = await asyncio.gather(*(two.run(_sleep_on, b"page", 0.01) for _ in range(5)))
+        small = await asyncio.gather(*(two.run(sleep_on, b"page", 0.01) for _ in range(5)))
         small_done = time.monotonic() - started
         assert small == [4] * 5
         assert await asyncio.gather(*large) == [len(big)] * 3
@@ -260,7 +257,9 @@ async def test_waiting_counts_the_jobs_no_worker_has_taken_yet() -> None:
     async with ParsePool(1, timeout=2.0, warm_up=None) as single:
         await single.ready()
         assert single.waiting == 0
-        jobs = [asyncio.ensure_future(single.run(time.sleep, 0.4)) for _ in range(PIPELINE + 2)]
+        # The first runs 0.4 s; the ones behind it need not (0.4 s each made this test 4 s).
+        jobs = [asyncio.ensure_future(single.run(time.sleep, 0.4))]
+        jobs += [asyncio.ensure_future(single.run(time.sleep, 0.01)) for _ in range(PIPELINE + 1)]
         # One running and PIPELINE - 1 sent behind it: two wait until the first is done.
         seen = []
         for _ in range(70):  # up to 0.35 s, inside the first job's 0.4 s
