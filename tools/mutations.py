@@ -252,7 +252,10 @@ def run_tests(tests: Sequence[str], *, verbose: bool) -> tuple[int, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no bytecode of a mutated module is left behind
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    # One process (-n 0): under pytest-xdist a first failure with -x ends the run as
+    # "interrupted" (exit 2), which would read as tests that cannot run.
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider"]
+    command += tests
     process = subprocess.Popen(
         command,
         cwd=ROOT,
