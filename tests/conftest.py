@@ -32,6 +32,17 @@ def _alone(item: pytest.Item | None) -> bool:
     return item is not None and item.get_closest_marker("alone") is not None
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers, the modules holding ``alone`` tests come first (the rest keep their
+    order): handed out first, their exclusive turn begins while the other workers are on
+    their first, short tests, instead of waiting for whatever long crawl they are running
+    when it comes up. Every worker orders alike, as xdist requires."""
+    if config.stash.get(_TURNS, None) is None:
+        return
+    first = {item.nodeid.split("::")[0] for item in items if _alone(item)}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in first)  # a stable sort
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None

@@ -8,7 +8,7 @@ import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine as Crawler
+from courtier.pipeline.stats import CrawlStats
 from courtier.url import host_of_site
 from loopback import serving
 
@@ -147,6 +148,22 @@ async def loopback_web() -> AsyncIterator[Web]:
         yield state
 
 
+async def run_until(crawler: Crawler, done: Callable[[], bool]) -> CrawlStats:
+    """Run ``crawler``, stopped from code once ``done()`` (looked at every 50 ms): its
+    duration is then only the limit, for a test that waits for something to happen."""
+
+    async def stop_when_done() -> None:
+        while not done():  # noqa: ASYNC110 (what a test waits for is no event of the engine's)
+            await asyncio.sleep(0.05)
+        crawler.stop()
+
+    watcher = asyncio.create_task(stop_when_done())
+    try:
+        return await crawler.run()
+    finally:
+        watcher.cancel()
+
+
 def make_crawler(
     tmp_path: Path,
     web_: Web,
@@ -184,7 +201,23 @@ def make_crawler(
 
 
 async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path, loopback_web):
-    stats = await make_crawler(tmp_path, loopback_web, duration=4.0).run()
+    a_pages = {"/robots.txt", "/", "/p1", "/p2?b=2&a=1", "/redirect-out"}
+    crawler = make_crawler(tmp_path, loopback_web, duration=20.0)
+
+    def all_in() -> bool:
+        documents = tmp_path / "documents.jsonl"
+        lines = documents.read_text().splitlines(keepends=True) if documents.exists() else []
+        urls = {json.loads(line)["url"] for line in lines if line.endswith("\n")}
+        a_test = f"http://a.test:{loopback_web.port}"
+        return (
+            a_pages <= set(loopback_web.paths("a.test"))
+            and "/" in loopback_web.paths("b.test")
+            and crawler.stats.refused.get("robots", 0) >= 1
+            and {f"{a_test}/", f"{a_test}/p1", f"{a_test}/redirect-out"} <= urls
+        )
+
+    # Stopped once every page of a.test and b.test's home page are in (not at a fixed 4 s).
+    stats = await run_until(crawler, all_in)
 
     assert loopback_web.paths("outside.test") == []
     assert "/private/secret" not in loopback_web.paths("a.test")
@@ -194,7 +227,7 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
     # Query order, fragment and host spelling do not produce second fetches.
     a_paths = loopback_web.paths("a.test")
     assert len(a_paths) == len(set(a_paths))
-    assert sorted(a_paths) == sorted(["/robots.txt", "/", "/p1", "/p2?b=2&a=1", "/redirect-out"])
+    assert sorted(a_paths) == sorted(a_pages)
     assert "/" in loopback_web.paths("b.test")
     assert stats.internal_errors == 0
     assert stats.refused["robots"] == 1
@@ -233,13 +266,17 @@ async def test_a_redirects_location_is_redacted_in_documents_jsonl(tmp_path, loo
 
 
 async def test_a_stopped_crawl_resumes_without_refetching(tmp_path, loopback_web):
-    # 1.5 s of starts (a 0.5 s grace): robots.txt, "/" and, once "/" is parsed, some of its
-    # 12 chain links at 0.2 s apart. 0.7 s (a 1.2 s run) left room for robots.txt and "/"
-    # alone when the first parse waited for a parse worker to start (under a full test run).
-    await make_crawler(tmp_path, loopback_web, duration=2.0).run()
+    def chain() -> list[str]:
+        return [p for p in loopback_web.paths("b.test") if p.startswith("/chain/")]
+
+    # Stopped from code once two of the 12 chain links (found by parsing "/") are fetched:
+    # at a fixed 2 s, a loaded machine (a parse worker slow to start) stopped it before any.
+    first_run = make_crawler(tmp_path, loopback_web, duration=20.0)
+    await run_until(first_run, lambda: len(chain()) >= 2)
     first = loopback_web.paths("b.test")
     assert 2 < len(first) < 14, first  # stopped part-way through the chain
-    await make_crawler(tmp_path, loopback_web, duration=4.0).run()
+    second_run = make_crawler(tmp_path, loopback_web, duration=20.0)
+    await run_until(second_run, lambda: len(set(chain())) == 12)
     pages = [p for p in loopback_web.paths("b.test") if p != "/robots.txt"]
     assert sorted(pages) == sorted(["/", *(f"/chain/{i}" for i in range(12))])
     per_path: dict[str, int] = defaultdict(int)
@@ -310,8 +347,8 @@ async def test_a_page_served_at_an_image_url_is_charged_as_a_page(tmp_path, loop
 
 
 async def test_an_endless_calendar_costs_its_pattern_cap_not_every_month(tmp_path, loopback_web):
-    crawler = make_crawler(tmp_path, loopback_web, duration=2.0, hosts=("cal.test",))
-    stats = await crawler.run()
+    crawler = make_crawler(tmp_path, loopback_web, duration=15.0, hosts=("cal.test",))
+    stats = await run_until(crawler, lambda: crawler.stats.trap_capped > 0)  # "/" parsed
     assert stats.trap_capped == 60 - 30  # /cal/{year}/{n}: the volatile cap is 30
     store = SqliteFrontier(tmp_path / "frontier.sqlite3")
     assert sum(store.counts()[k] for k in ("queued", "leased", "done")) <= 1 + 30
@@ -321,9 +358,11 @@ async def test_an_endless_calendar_costs_its_pattern_cap_not_every_month(tmp_pat
 async def test_sitemaps_listed_in_robots_feed_discovery_through_an_index_and_gzip(
     tmp_path, loopback_web
 ):
-    stats = await make_crawler(tmp_path, loopback_web, duration=3.0, hosts=("maps.test",)).run()
+    crawler = make_crawler(tmp_path, loopback_web, duration=15.0, hosts=("maps.test",))
+    hidden = {"/hidden/0", "/hidden/1", "/hidden/2"}
+    stats = await run_until(crawler, lambda: hidden <= set(loopback_web.paths("maps.test")))
     paths = loopback_web.paths("maps.test")
-    assert {"/index.xml", "/m.xml.gz", "/hidden/0", "/hidden/1", "/hidden/2"} <= set(paths)
+    assert {"/index.xml", "/m.xml.gz", *hidden} <= set(paths)
     assert stats.sitemap_links == 4  # one child sitemap, three pages
 
 
@@ -333,12 +372,21 @@ async def test_a_freshlane_source_is_refetched_and_its_new_links_follow_quickly(
     port = loopback_web.port
     fresh = FrontierSection(freshlane=(f"http://news.test:{port}/",), freshlane_interval=1.0)
     crawler = make_crawler(
-        tmp_path, loopback_web, duration=5.0, hosts=("news.test",), frontier=fresh
+        tmp_path, loopback_web, duration=20.0, hosts=("news.test",), frontier=fresh
     )
-    await crawler.run()
+
+    def editions() -> list[int]:
+        paths = loopback_web.paths("news.test")
+        return [i + 1 for i, p in enumerate(paths) if p == "/"]  # the handler's numbering
+
+    def three_editions_and_two_stories() -> bool:
+        paths = loopback_web.paths("news.test")
+        return len(editions()) >= 3 and all(f"/story/{e}" in paths for e in editions()[:2])
+
+    await run_until(crawler, three_editions_and_two_stories)
     paths = loopback_web.paths("news.test")
     assert paths.count("/") >= 3
-    editions = [i + 1 for i, p in enumerate(paths) if p == "/"]  # the handler's numbering
+    editions = editions()
     for edition in editions[:-1]:  # each edition's story is fetched before the crawl ends
         assert f"/story/{edition}" in paths, (edition, paths)
 
@@ -348,9 +396,10 @@ async def test_surface_mode_caps_the_depth_of_a_site_whose_frontier_outgrows_a_l
 ):
     surface = FrontierSection(surface_levels=("5:1",))
     crawler = make_crawler(
-        tmp_path, loopback_web, duration=3.0, hosts=("deep.test",), frontier=surface
+        tmp_path, loopback_web, duration=15.0, hosts=("deep.test",), frontier=surface
     )
-    stats = await crawler.run()
+    # Two level-1 pages parsed, the ten depth-2 links of each refused.
+    stats = await run_until(crawler, lambda: crawler.stats.depth_capped >= 20)
     paths = [p for p in loopback_web.paths("deep.test") if p != "/robots.txt"]
     assert stats.surface_sites == 1
     assert paths and max(p.count("/") for p in paths if p != "/") == 1  # depth 1 at most
@@ -358,8 +407,13 @@ async def test_surface_mode_caps_the_depth_of_a_site_whose_frontier_outgrows_a_l
 
 
 async def test_a_restart_keeps_the_retry_after_window_of_the_last_run(tmp_path, loopback_web):
-    await make_crawler(tmp_path, loopback_web, duration=1.5, hosts=("busy1.test",)).run()
-    refused = [t for t, h, p in loopback_web.hits if h == "busy1.test" and p == "/"]
+    def refusals() -> list[float]:
+        return [t for t, h, p in loopback_web.hits if h == "busy1.test" and p == "/"]
+
+    # Stopped once "/" was refused (503, Retry-After: 2), not at a fixed 1.5 s.
+    first = make_crawler(tmp_path, loopback_web, duration=15.0, hosts=("busy1.test",))
+    await run_until(first, lambda: bool(refusals()))
+    refused = refusals()
     assert refused, loopback_web.hits
     stats = await make_crawler(tmp_path, loopback_web, duration=2.5, hosts=("busy1.test",)).run()
     assert stats.restored_clocks >= 1
