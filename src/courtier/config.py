@@ -61,6 +61,7 @@ from courtier.politeness.keys import (
     RequestClass,
     UrlRule,
 )
+from courtier.render.decision import RenderRules, split_rule
 
 EVENT_LOOPS = ("uvloop", "asyncio")
 
@@ -154,6 +155,8 @@ class FetchSection:
         "application/rss+xml",
         "application/atom+xml",
         "application/json",
+        "application/javascript",  # renders run scripts (``[render]``)
+        "application/x-javascript",
         "application/gzip",
         "application/x-gzip",
         "image/",
@@ -461,6 +464,46 @@ class RedactSection:
 
 
 @dataclass(frozen=True, slots=True)
+class RenderSection:
+    """Pages that need a browser, rendered in headless Chromium whose every request is
+    answered by the crawl's own booked, guarded fetch (``pipeline.lanes.rendering``)."""
+
+    mode: str = "auto"
+    """``never``, ``auto`` (pages that look like application shells) or ``always``."""
+    sites: tuple[str, ...] = ()
+    """``"HOST => MODE"``: a site's own mode."""
+    rules: tuple[str, ...] = ()
+    """``"REGEX => MODE"`` searched in the URL; the first match wins over the site's mode."""
+    browser: str = ""
+    """Chromium's executable ("": ``chromium``, ``chromium-browser`` or ``google-chrome``
+    on PATH; none found: pages are not rendered, said once at start)."""
+    browsers: int = 1
+    pages_per_browser: int = 4
+    page_timeout: float = 60.0
+    """Seconds a render may take, booking waits of its requests included."""
+    settle: float = 0.5
+    """Seconds without a request outstanding, after the load event, before the DOM is read."""
+    memory_limit: int = 768 << 20
+    """Bytes of resident memory (the browser's process tree) past which it is replaced."""
+    fetch_types: tuple[str, ...] = ("document", "script", "stylesheet", "xhr", "fetch")
+    """Request types a render fetches; the rest (images, fonts, media...) are aborted. The
+    rendered page's images still reach the media lanes as any page's."""
+    max_requests: int = 50
+    """Requests one render may send; more are aborted."""
+    cache_bytes: int = 64 << 20
+    """Scripts and stylesheets kept across renders (all sites together)."""
+    cache_seconds: float = 3600.0
+    """How long a cached script or stylesheet is used without asking again, at most (a
+    shorter ``max-age`` wins); then it is asked for again with its validators."""
+
+    def __post_init__(self) -> None:
+        self.decisions()  # validates the mode and the rules
+
+    def decisions(self) -> RenderRules:
+        return RenderRules.of(self.mode, self.sites, self.rules)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlSection = field(default_factory=CrawlSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -473,6 +516,7 @@ class Config:
     warc: WarcSection = field(default_factory=WarcSection)
     scope: ScopeSection = field(default_factory=ScopeSection)
     redact: RedactSection = field(default_factory=RedactSection)
+    render: RenderSection = field(default_factory=RenderSection)
     observe: ObserveSection = field(default_factory=ObserveSection)
 
     @property
@@ -530,6 +574,38 @@ def _cost_rule(rule: str) -> str | None:
         re.compile(pattern.strip())
     except re.error as exc:
         return f"not a valid regular expression ({exc})"
+    return None
+
+
+def _render_rule(rule: str) -> str | None:
+    try:
+        pattern, _mode = split_rule(rule)
+        re.compile(pattern)
+    except (ValueError, re.error) as exc:
+        return str(exc)
+    return None
+
+
+def _render_site(rule: str) -> str | None:
+    try:
+        host, _mode = split_rule(rule)
+    except ValueError as exc:
+        return str(exc)
+    return _host(host)
+
+
+_RENDER_TYPES = frozenset(
+    {"document", "script", "stylesheet", "xhr", "fetch", "image", "font", "media", "other"}
+)
+
+
+def _render_type(kind: str) -> str | None:
+    return None if kind in _RENDER_TYPES else "not a request type"
+
+
+def _executable(path: str) -> str | None:
+    if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return "no executable file there"
     return None
 
 
@@ -716,6 +792,24 @@ RULES: dict[type, dict[str, Rule]] = {
         "phones": Rule("true or false"),
         "phone_region": text('an ISO 3166 region code phonenumbers knows, e.g. "DE"', _region),
         "skip": each("key kinds of courtier.sinks.redact", _key_kind),
+    },
+    RenderSection: {
+        "mode": one_of("never", "auto", "always"),
+        "sites": each('"HOST => MODE" rules, MODE one of never, auto, always', _render_site),
+        "rules": each('"REGEX => MODE" rules, MODE one of never, auto, always', _render_rule),
+        "browser": text('the path of a Chromium executable, or "" to look on PATH', _executable),
+        "browsers": whole(1, 64),
+        "pages_per_browser": whole(1, 64),
+        "page_timeout": number(above=0, high=3600, unit="seconds"),
+        "settle": number(0, 60, unit="seconds"),
+        "memory_limit": whole(64 << 20, 1 << 40, unit="bytes"),
+        "fetch_types": each(
+            "request types: document, script, stylesheet, xhr, fetch, image, font, media, other",
+            _render_type,
+        ),
+        "max_requests": whole(1, 10_000),
+        "cache_bytes": whole(0, 1 << 34, unit="bytes"),
+        "cache_seconds": number(0, unit="seconds"),
     },
     ObserveSection: {
         "request_log": Rule("true or false"),

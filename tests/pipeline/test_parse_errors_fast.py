@@ -5,9 +5,8 @@ import asyncio
 import pytest
 
 from courtier.net.fetch import FetchResult
-from courtier.pipeline.lanes.services import parse_guarded
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed
+from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed, parse_guarded
 
 
 def _raising(error: BaseException):

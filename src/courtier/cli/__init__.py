@@ -45,6 +45,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("url", "courtier.cli.url", "inspect how Courtier canonicalises URLs"),
     Command("net", "courtier.cli.net", "network safety tools (SSRF guard)"),
     Command("robots", "courtier.cli.robots", "check URLs against robots.txt (a file, or live)"),
+    Command(
+        "render", "courtier.cli.render", "render one page in headless Chromium, as a crawl would"
+    ),
     Command("origins", "courtier.cli.origins", "which sites share servers (origins) and why"),
     Command("rank", "courtier.cli.rank", "rank the host graph; promote horizon hosts to the seed"),
     Command("seed", "courtier.cli.seed", "request hosts, flag critical pages, list the seed"),

@@ -27,6 +27,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from courtier.content.decode import encode_query
 from courtier.content.nesting import nesting_cut
+from courtier.content.shell import shell_reason
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.traps import clear_pattern_caches, pattern_of
 from courtier.politeness.robots_meta import directives, meta_applies
@@ -94,6 +95,9 @@ class ParsedPage:
     payload: bytes | None = None
     """The body with secrets and personal data redacted (None: nothing was)."""
     redactions: dict[str, int] = field(default_factory=dict)
+    shell: str | None = None
+    """Why the page looks like an application shell whose content a script loads
+    (``shell.shell_reason``); None when it does not."""
 
     def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
         # Links travel as plain tuples (pickled in C) and become Links again on arrival.
@@ -110,6 +114,7 @@ class ParsedPage:
             self.encoding_source,
             self.payload,
             self.redactions,
+            self.shell,
         )
 
 
@@ -130,6 +135,7 @@ def _rebuild_page(
         page.encoding_source,
         page.payload,
         page.redactions,
+        page.shell,
     ) = rest  # type: ignore[assignment]
     return page
 
@@ -221,6 +227,7 @@ def parse_page(
         src = node.attrs.get("src")
         if src:
             _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
+    page.shell = shell_reason(tree, len(page.links))
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
     page.fingerprint = tree_fingerprint(tree)
     return page

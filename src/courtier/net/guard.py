@@ -81,6 +81,12 @@ class Guard:
             )
         return resolution
 
+    def judge_name(self, host: str) -> Resolution | None:
+        """The verdict ``host`` gets without asking DNS (an address literal, a malformed or
+        local name); None when only its addresses can decide."""
+        decided = self._judge_name(host)
+        return decided if isinstance(decided, Resolution) else None
+
     async def _judge(self, host: str) -> Resolution:
         decided = self._by_name.get(host)
         if decided is None:

@@ -43,6 +43,7 @@ from courtier.pipeline.feed.promotion import rank_loop
 from courtier.pipeline.feed.scope import ScopeRules
 from courtier.pipeline.keeping.archive import archived, redaction_policy
 from courtier.pipeline.lanes.origins_live import infer_early
+from courtier.pipeline.lanes.rendering import Renderer
 from courtier.pipeline.lanes.seeding import SeedSites, adopt, freshlane_urls, seed_store
 from courtier.pipeline.recovery import (
     adopt_robots,
@@ -54,7 +55,7 @@ from courtier.pipeline.recovery import (
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.timer import LoopTimer, Timer
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
-from courtier.pipeline.wiring import Parts, Stages, wire
+from courtier.pipeline.wiring import Parts, Stages, open_renderer, wire
 from courtier.pipeline.workers.pool import ParsePool
 from courtier.politeness.limiter.base import Limiter
 from courtier.runtime.gc_pacing import GcPacing
@@ -84,12 +85,16 @@ class Engine:
         observer: Observer | None = None,
         handle_signals: bool = True,
         cluster: ClusterSpec | None = None,
+        renderer: Renderer | None = None,
     ) -> None:
         """After ``origins``, optional wiring: store, limiter, fetcher, timer (defaults: SQLite
         at ``store_path``, the configured limiter, our fetcher, wall clock), the document sink
         (``out_dir/documents.jsonl``), an observer of every request, and whether SIGINT and
-        SIGTERM stop the crawl (an embedding program may keep its own handlers)."""
+        SIGTERM stop the crawl (an embedding program may keep its own handlers), and a
+        renderer for pages that need a browser (default: Chromium, when ``[render]`` and the
+        machine allow)."""
         self.config = config
+        self._renderer = renderer
         self.store_path = store_path
         self.out_dir = out_dir
         self.guard = guard
@@ -181,7 +186,10 @@ class Engine:
                     fetcher = await stack.enter_async_context(
                         Fetcher(settings, self.address_allowed, spool)
                     )
-                self.stages = stages = wire(self._parts(), fetcher)
+                renderer = self._renderer or await stack.enter_async_context(
+                    open_renderer(self.config)
+                )
+                self.stages = stages = wire(self._parts(renderer), fetcher)
                 await self._take_over(stages)
                 await self._crawl(stages)
             await self._finish(stages)
@@ -235,7 +243,7 @@ class Engine:
                 self.frontier.store.set_freshlane, fresh, interval, self.timer.now()
             )
 
-    def _parts(self) -> Parts:
+    def _parts(self, renderer: Renderer | None = None) -> Parts:
         return Parts(
             self.config,
             self.stats,
@@ -256,6 +264,7 @@ class Engine:
             self._save_robots,
             self._early_origins,
             self._began,
+            renderer,
         )
 
     async def _take_over(self, stages: Stages) -> None:

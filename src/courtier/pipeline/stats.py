@@ -98,6 +98,11 @@ class CrawlStats:
     """Cache misses that were not expected, charged to the customer's origin afterwards."""
     media_dropped: int = 0
     """Media URLs not queued because the media queue was full."""
+    renders: Counter[str] = field(default_factory=Counter)
+    """Pages by render outcome: rendered, not-rendered (no browser), or the failure."""
+    render_requests: Counter[str] = field(default_factory=Counter)
+    """Requests of renders: fetched, cached, revalidated, served (the page itself from its
+    fetch), aborted:<reason>."""
     header_evidence: int = 0
     """Sites whose home-page headers went into origin inference (no probe request needed)."""
     tls_evidence: int = 0
@@ -218,6 +223,8 @@ class CrawlStats:
             "cache": dict(self.cache),
             "miss_charges": self.miss_charges,
             "media_dropped": self.media_dropped,
+            "renders": dict(self.renders),
+            "render_requests": dict(self.render_requests),
             "header_evidence": self.header_evidence,
             "tls_evidence": self.tls_evidence,
             "origin_retries": self.origin_retries,

@@ -13,8 +13,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,7 @@ from courtier.pipeline.lanes.media_lane import MediaLane
 from courtier.pipeline.lanes.media_places import MediaPlaces
 from courtier.pipeline.lanes.origins_live import LiveOrigins
 from courtier.pipeline.lanes.pages import SiteLanes
+from courtier.pipeline.lanes.rendering import Renderer
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.services import LaneServices
 from courtier.pipeline.lanes.site import SiteLane
@@ -49,6 +52,8 @@ from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.workers.pool import ParsePool
 from courtier.url import host_of_site
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,8 @@ class Parts:
     early_origins: asyncio.Task[InferenceResult] | None
     began: float
     """``time.monotonic()`` when the run began."""
+    renderer: Renderer | None = None
+    """Headless Chromium for pages that need a browser (None: none is used)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -186,6 +193,8 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         arm=arm_page,
         lookup_origin=origins.look_up,
         observe_answer=origins.observe_answer,
+        renderer=parts.renderer,
+        judge_name=parts.guard.judge_name,
     )
     pages = scheduler(site_lanes, config.crawl.max_in_flight)
     seed.refill = site_lanes.request_refill
@@ -235,3 +244,40 @@ def _media(
             parts.timer,
         )
     return media, media_scheduler
+
+
+NO_BROWSER = (
+    "no Chromium found ([render] browser, or chromium on PATH): pages that need a browser "
+    "are not rendered; their documents say so"
+)
+
+
+@contextlib.asynccontextmanager
+async def open_renderer(config: Config) -> AsyncIterator[Renderer | None]:
+    """The crawl's headless Chromium when ``[render]`` may render anything and a browser is
+    installed (it starts with the first render); else None, said once."""
+    rules = config.render.decisions()
+    if not rules.may_render:
+        yield None
+        return
+    from courtier.render.browser import find_chromium
+    from courtier.render.renderer import Renderer as ChromiumRenderer
+
+    settings = config.render
+    executable = find_chromium(settings.browser or None)
+    if executable is None:
+        log.warning(NO_BROWSER)
+        yield None
+        return
+    renderer = ChromiumRenderer(
+        executable,
+        browsers=settings.browsers,
+        pages_per_browser=settings.pages_per_browser,
+        page_timeout=settings.page_timeout,
+        settle=settings.settle,
+        memory_limit=settings.memory_limit,
+    )
+    try:
+        yield renderer
+    finally:
+        await renderer.close()

@@ -69,6 +69,7 @@ _CONTENT_TYPES: Final = {
     "response": "application/http; msgtype=response",
     "revisit": "application/http; msgtype=response",
     "request": "application/http; msgtype=request",
+    "conversion": "text/html; charset=utf-8",
 }
 _PRINTABLE: Final = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
 _LOOKAHEAD: Final = 262
@@ -94,6 +95,9 @@ class Capture:
     previous_digest: str | None = None
     """The payload digest kept for the URL last time (an identical one is a revisit)."""
     previous_date: float | None = None
+    rendered: bool = False
+    """The payload is the page's DOM as a browser rendered it: one ``conversion`` record
+    (UTF-8 HTML, no HTTP block, no request record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,7 @@ class WarcRef:
     digest: str | None
     """The payload digest (``sha1:BASE32``) of a response, or of an identical revisit."""
     record: str
-    """``response`` or ``revisit``."""
+    """``response``, ``revisit`` or ``conversion`` (a rendered DOM)."""
     seconds: float = 0.0
     """Time spent writing the capture (both records)."""
 
@@ -210,6 +214,11 @@ def encode_capture(
     if capture.truncated:
         warc.append(("WARC-Truncated", "length"))
     digest: str | None = payload_digest(payload)
+    if capture.rendered:
+        warc.append(("WARC-Payload-Digest", digest or ""))
+        record = _record(warc, "conversion", _record_id(), capture.url, b"", payload)
+        converted = (compress_member(record, level),)
+        return EncodedCapture(converted, digest, "conversion", time.perf_counter() - started)
     status_line = f"{capture.status} {_reason(capture.status)}"
     http = _http_block(f"HTTP/1.1 {status_line}", headers)
     record_id = _record_id()

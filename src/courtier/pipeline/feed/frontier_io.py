@@ -69,6 +69,11 @@ class FrontierIO:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._thread, fn, *args)
 
+    async def refresh_lastmod(self, changes: dict[str, float], now: float) -> None:
+        """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""
+        if changes:
+            await self.call(self.store.refresh_lastmod, list(changes.items()), now)
+
     def outcome(
         self,
         url_id: int,

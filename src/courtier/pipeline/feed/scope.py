@@ -8,7 +8,7 @@ Rules (pure; ``discovery`` applies them):
   owner; when both are in the seed, both book on the bare host's ``site:`` key
   (``site_owner``), so the owner sees one request at a time, start to start, whichever host
   it goes to; unless origin inference places them on two origins, two servers that keep a
-  clock each (``pages.SiteLanes._site_key``).
+  clock each (``lanes.site.booked_site_key``).
 - **Redirects into the same registrable domain** (``[scope] adopt_redirects``): a seed site
   redirecting to another host of its registrable domain (bare <-> ``www.``, ``shop.`` of the
   same domain; ``http`` <-> ``https`` is the same site already) brings that host into the

@@ -25,14 +25,22 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.content.parse import ParsedPage
-from courtier.content.reading import ReadContext, RedactedBody, is_text, redact_body, x_robots_of
+from courtier.content.reading import (
+    ReadContext,
+    RedactedBody,
+    is_text,
+    read_and_capture,
+    read_page,
+    redact_body,
+    x_robots_of,
+)
 from courtier.frontier.base import LeasedUrl, Outcome, UrlStatus
 from courtier.net.fetch import FetchResult
 from courtier.net.headers import etag, http_date
 from courtier.net.spool import Body, SpooledBody, body_size, file_md5
 from courtier.pipeline.keeping.archive import Archive, redaction_policy, sent_headers, warc_fields
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.workers.jobs import ParseTimeout, WorkerLost
+from courtier.pipeline.workers.jobs import ParseTimeout, WorkerLost, parse_guarded
 from courtier.sinks.warc import Capture, EncodedCapture, WarcRef
 from courtier.url import host_of_site
 
@@ -188,6 +196,23 @@ class Keeper:
             previous_digest=previous[0],
             previous_date=previous[1],
         )
+
+    async def read(
+        self, result: FetchResult, site: str, sent: dict[str, str], item: LeasedUrl
+    ) -> tuple[ParsedPage | None, EncodedCapture | None, str | None]:
+        """An HTML answer read in the parse pool (decoded, redacted, parsed) and, when the
+        crawl archives, its WARC records made in the same job: (page, records, why the
+        parse failed)."""
+        assert self.parse is not None
+        context = self.context(result, site)
+        capture = self.capture(result, sent, item)
+        if capture is None:
+            page, error = await parse_guarded(self.parse, self.stats, read_page, result, context)
+            return page, None, error
+        both, error = await parse_guarded(
+            self.parse, self.stats, read_and_capture, result, context, capture, self.level
+        )
+        return (None, None, error) if both is None else (both[0], both[1], None)
 
     @property
     def level(self) -> int:

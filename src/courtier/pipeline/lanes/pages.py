@@ -13,7 +13,7 @@ Rules:
   ``robots.max_crawl_delay`` is suspended for the run with that reason, not frozen.
 - One owner, one clock: ``www.example.org`` books on ``site:example.org`` when both are in
   the seed (``scope.site_owner``), unless origin inference places them on two origins (two
-  servers, two clocks: ``_site_key``); a seed's redirect to its own registrable domain
+  servers, two clocks: ``site.booked_site_key``); a seed's redirect to its own registrable domain
   brings the target host into the seed (``Discovery.adopt``).
 - A refresh of a URL with validators is conditional (If-None-Match, If-Modified-Since) and
   booked at the image cost: a 304 is unchanged and cheap, and a changed page is charged the
@@ -29,19 +29,19 @@ from collections.abc import Callable
 from typing import Any
 
 from courtier.content.parse import ParsedPage
-from courtier.content.reading import read_and_capture, read_page
 from courtier.content.sitemap_links import parse_sitemap_links
 from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
 from courtier.net.fetch import FetchResult
+from courtier.net.guard import Resolution
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.answers.verdict import Verdict, decide, document
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
-from courtier.pipeline.feed.scope import site_owner
 from courtier.pipeline.keeping.archive import conditional_headers
 from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
 from courtier.pipeline.lanes.next_url import next_url
+from courtier.pipeline.lanes.rendering import Renderer, Rendering, take_render
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.services import (
     LaneKindBase,
@@ -49,18 +49,25 @@ from courtier.pipeline.lanes.services import (
     Parse,
     RobotsOutcome,
     context_of,
-    parse_guarded,
 )
-from courtier.pipeline.lanes.site import OriginStatus, RobotsWork, SiteLane, target_of
+from courtier.pipeline.lanes.site import (
+    OriginStatus,
+    RenderFetch,
+    RobotsWork,
+    SiteLane,
+    booked_site_key,
+    target_of,
+)
 from courtier.pipeline.scheduling.lanes import Launch, Wait
+from courtier.pipeline.workers.jobs import parse_guarded
 from courtier.politeness.gcra import KeyParams, Limit
-from courtier.politeness.keys import CostModel, RequestClass, site_key
+from courtier.politeness.keys import CostModel, RequestClass
 from courtier.politeness.robots import RobotsRules
 from courtier.sinks.warc import EncodedCapture
 
 log = logging.getLogger(__name__)
 
-PageWork = LeasedUrl | RobotsWork
+PageWork = LeasedUrl | RobotsWork | RenderFetch
 
 PROVISIONAL_LEAD = 1.0
 """Seconds ahead a site may book on an origin not yet told from a CDN edge (a shared name
@@ -83,6 +90,8 @@ class SiteLanes(LaneKindBase):
         arm: Callable[[SiteLane], None],
         lookup_origin: Callable[[SiteLane], None],
         observe_answer: Callable[[SiteLane, Answer], None],
+        renderer: Renderer | None = None,
+        judge_name: Callable[[str], Resolution | None] = lambda _host: None,
     ) -> None:
         super().__init__(services)
         self.lead = self.config.politeness.max_lead
@@ -101,6 +110,19 @@ class SiteLanes(LaneKindBase):
         self.costs: CostModel = config.costs.model()
         self.split = config.frontier.split_policy()
         self.keeper = Keeper(config, self.stats, services.archive, parse)
+        self.rendering = Rendering(
+            services,
+            renderer=renderer,
+            lanes=seed.lanes,
+            scope=seed.scope,
+            keeper=self.keeper,
+            parse=parse,
+            costs=self.costs,
+            arm=arm,
+            get=self._get,
+            feedback=self._feedback,
+            judge_name=judge_name,
+        )
 
     # -- choosing -----------------------------------------------------------------------
 
@@ -118,6 +140,9 @@ class SiteLanes(LaneKindBase):
                 return Wait(lane.backoff.paused_until)
             self.lookup_origin(lane)
             return Wait()
+        render = take_render(lane)
+        if render is not None or lane.rendering:
+            return render  # a page's render goes first: its requests, and no new page
         rules = self.rules_for(lane.site, lane.scheme, now, lambda: self.arm(lane))
         if not isinstance(rules, RobotsRules):
             return rules  # fetch robots.txt first, or wait for it
@@ -146,14 +171,17 @@ class SiteLanes(LaneKindBase):
         return max(lane.next_start, lane.backoff.paused_until)
 
     def booking(self, lane: SiteLane, work: PageWork) -> tuple[tuple[Limit, ...], float]:
-        target = "/robots.txt" if isinstance(work, RobotsWork) else target_of(work.fetch_url)
-        cost = self.costs.cost_of_target(target)
+        if isinstance(work, RenderFetch):
+            cost = work.cost
+        else:
+            target = "/robots.txt" if isinstance(work, RobotsWork) else target_of(work.fetch_url)
+            cost = self.costs.cost_of_target(target)
         if isinstance(work, LeasedUrl) and work.conditional:
             cost = min(cost, float(self.costs.costs[RequestClass.IMAGE]))  # likely a 304
         site = self.config.limits.site
         limits: tuple[Limit, ...] = (
             Limit(
-                self._site_key(lane),
+                booked_site_key(lane, self.discovery.sites, self.discovery.scope),
                 KeyParams(lane.interval, site.burst, site.slot_width, weighted=False),
             ),
         )
@@ -161,22 +189,6 @@ class SiteLanes(LaneKindBase):
         if origin is not None:
             limits += (self.feedback.origin_limit(origin),)
         return limits, cost
-
-    def _site_key(self, lane: SiteLane) -> str:
-        """The ``site:`` key ``lane`` books on: its owner's (``www.X`` on ``site:X``), unless
-        origin inference places the two hosts on different origins. Then they are two
-        servers and each keeps its own clock, as any other site does: one clock for both
-        made each booking wait a whole interval for the other host's (pages 2.04 s apart
-        where 1.02 s is allowed, with 200 www/bare pairs on their own addresses). An origin
-        unknown on either side (no inference, a site another worker holds): one clock."""
-        owner = site_owner(lane.site, self.discovery.scope)
-        if owner != lane.site:
-            bare = self.discovery.sites.get(owner)
-            ours = lane.booked_origin
-            theirs = None if bare is None else bare.booked_origin
-            if ours is not None and theirs is not None and ours != theirs:
-                return site_key(lane.site)
-        return site_key(owner)
 
     def started(self, lane: SiteLane, work: PageWork, now: float) -> None:
         # Reserve the spacing now; the real send (after DNS) moves it later if needed.
@@ -187,6 +199,9 @@ class SiteLanes(LaneKindBase):
         origin = lane.booked_origin
         if isinstance(work, RobotsWork):
             return self._robots(lane, work, context_of(lane.site, "robots", launch, origin=origin))
+        if isinstance(work, RenderFetch):
+            context = context_of(lane.site, "render", launch, origin=origin, lane=work.kind)
+            return self.rendering.run(lane, work, context, launch.answered)
         kind = "sitemap" if work.fetch_url in self.discovery.sitemaps else "page"
         context = context_of(
             lane.site,
@@ -197,7 +212,7 @@ class SiteLanes(LaneKindBase):
             redirects=work.redirects,
             lane=work.lane.name.lower(),
         )
-        return self._page(lane, work, context, launch.answered)
+        return self._page(lane, work, context, launch)
 
     # -- running ------------------------------------------------------------------------
 
@@ -257,7 +272,7 @@ class SiteLanes(LaneKindBase):
         lane: SiteLane,
         item: LeasedUrl,
         context: RequestContext,
-        answered: Callable[[], None],
+        launch: Launch,
     ) -> None:
         sent = conditional_headers(item)
         answer = await self._get(lane, item.fetch_url, lane.host, context, sent)
@@ -281,7 +296,7 @@ class SiteLanes(LaneKindBase):
             lane.attempts[item.id] += 1
             lane.queue.appendleft(item)
             return
-        answered()  # the site is done with us; what follows is our own work
+        launch.answered()  # the site is done with us; what follows is our own work
         lane.attempts.pop(item.id, None)
         assert result is not None
         notes: dict[str, Any] = {"depth": item.depth}
@@ -299,7 +314,9 @@ class SiteLanes(LaneKindBase):
                 notes["unchanged"] = True
             self._write(result, item, None, kept, notes)
             return
-        page, encoded, parse_error = await self._read(lane, item, verdict, answer, sent)
+        page, encoded, parse_error, render = await self._read(
+            lane, item, verdict, answer, sent, launch
+        )
         kept = await self.keeper.keep(
             result, item.site, page=page, sent=sent, item=item, encoded=encoded
         )
@@ -309,6 +326,8 @@ class SiteLanes(LaneKindBase):
         )
         if parse_error:
             notes["parse_error"] = parse_error
+        if render is not None:
+            notes["render"] = render
         self._write(result, item, page, kept, notes)
         if item.lane is UrlLane.FRESHLANE:
             # A fast source falls due again in freshlane_interval: look for it then (after
@@ -337,9 +356,10 @@ class SiteLanes(LaneKindBase):
         verdict: Verdict,
         answer: Answer,
         sent: dict[str, str],
-    ) -> tuple[ParsedPage | None, EncodedCapture | None, str | None]:
-        """(the parsed page, its WARC capture if the worker made it, why parsing failed)
-        after following what the answer says."""
+        launch: Launch,
+    ) -> tuple[ParsedPage | None, EncodedCapture | None, str | None, dict[str, Any] | None]:
+        """(the parsed page, its WARC capture if the worker made it, why parsing failed,
+        how it was rendered) after following what the answer says."""
         result = answer.result
         assert result is not None
         if verdict is Verdict.REDIRECT:
@@ -351,37 +371,21 @@ class SiteLanes(LaneKindBase):
             )
             if sitemap is not None:
                 self.discovery.sitemap(lane, item.fetch_url, sitemap)
-                await self._lastmod(sitemap.lastmod)
-            return None, None, error
+                await self.frontier.refresh_lastmod(sitemap.lastmod, self.timer.now())
+            return None, None, error, None
         elif verdict is Verdict.PARSE_PAGE:
-            context = self.keeper.context(result, item.site)
-            capture = self.keeper.capture(result, sent, item)
-            page: ParsedPage | None = None
-            encoded: EncodedCapture | None = None
-            if capture is None:
-                page, error = await parse_guarded(
-                    self.parse, self.stats, read_page, result, context
-                )
-            else:
-                level = self.keeper.level
-                both, error = await parse_guarded(
-                    self.parse, self.stats, read_and_capture, result, context, capture, level
-                )
-                if both is not None:
-                    page, encoded = both
+            page, encoded, error = await self.keeper.read(result, item.site, sent, item)
+            render = None
             if page is not None:
                 self.stats.encodings[page.encoding] += 1
+                page, render = await self.rendering.consider(
+                    lane, item, result, page, launch.detach
+                )
                 found = lane.discovered
                 self.discovery.page(lane, item, page)
                 if lane.discovered > found and not lane.queue and lane.store_empty:
                     self.hungry()  # the site waits for what this page found: write it soon
                 if target_of(item.fetch_url) == "/":
                     self.observe_answer(lane, answer)
-            return page, encoded, error
-        return None, None, None
-
-    async def _lastmod(self, changes: dict[str, float]) -> None:
-        """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""
-        if changes:
-            store = self.frontier.store
-            await self.frontier.call(store.refresh_lastmod, list(changes.items()), self.timer.now())
+            return page, encoded, error, render
+        return None, None, None, None

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 from courtier.config import Config
 from courtier.frontier.base import StoredRobots
-from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.feedback import Answered, Effects
 from courtier.pipeline.answers.feedback_writer import FeedbackLane, FeedbackWriter
 from courtier.pipeline.answers.fetching import Answer, GuardedFetch
@@ -254,25 +253,3 @@ class LaneKindBase:
     def rules_ready(self, site: str, rules: RobotsRules) -> None:
         for wake in self.robots.store(site, rules):
             wake()
-
-
-async def parse_guarded(
-    parse: Parse, stats: CrawlStats, fn: Callable[..., T], result: FetchResult, *more: Any
-) -> tuple[T | None, str | None]:
-    """``fn`` on the body in a parse worker; (None, why) when the parse overran its
-    budget, killed its worker or raised: the page is kept as fetched, unparsed."""
-    try:
-        return await parse(fn, result.content, result.url, *more), None
-    except (ParseTimeout, WorkerLost, MemoryError) as exc:
-        reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
-            type(exc), "parse-memory"
-        )
-        stats.parse_failures[reason] += 1
-        log.warning("%s: %s", reason, result.url)
-        return None, reason
-    except PoolClosed:
-        raise
-    except Exception:  # the reader's bug or an input it cannot take: not the crawl's end
-        stats.parse_failures["parse-error"] += 1
-        log.exception("parse-error: %s", result.url)
-        return None, "parse-error"

@@ -8,13 +8,17 @@ bookkeeping of the lane is ``sched``; everything else is written only by the pag
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections import Counter, deque
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from courtier.frontier.base import LeasedUrl
 from courtier.frontier.split import EmitRate, SplitState
+from courtier.pipeline.answers.fetching import Answer
+from courtier.pipeline.feed.scope import site_owner
 from courtier.pipeline.scheduling.lanes import LaneState
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.keys import site_key
@@ -28,6 +32,20 @@ class RobotsWork:
 
     site: str
     scheme: str
+
+
+@dataclass(slots=True, eq=False)
+class RenderFetch:
+    """Work meaning: one request a page's render made to this site, booked, spaced and
+    fetched like any other; the render waits on ``answer`` (``lanes.rendering``)."""
+
+    url: str
+    host: str
+    kind: str
+    """The browser's request type (script, xhr, ...): the request log's lane."""
+    cost: float
+    headers: dict[str, str]
+    answer: asyncio.Future[Answer]
 
 
 class OriginStatus(enum.Enum):
@@ -50,6 +68,10 @@ class SiteLane:
     scheme: str = "http"
     sched: LaneState[Any] = field(default_factory=LaneState)
     queue: deque[LeasedUrl] = field(default_factory=deque)
+    renders: deque[RenderFetch] = field(default_factory=deque)
+    """Requests of renders waiting for their start: they go before the queue."""
+    rendering: int = 0
+    """Pages of the site being rendered: the site starts no new page meanwhile."""
     backoff: BackoffState = field(default_factory=lambda: BackoffState(interval=1.0))
     latency: LatencyState = field(default_factory=LatencyState)
     next_start: float = 0.0
@@ -106,3 +128,20 @@ class SiteLane:
         pause, a clock carried over): ``next_start`` only ever moves later, here."""
         if until > self.next_start:
             self.next_start = until
+
+
+def booked_site_key(lane: SiteLane, sites: Mapping[str, SiteLane], scope: Collection[str]) -> str:
+    """The ``site:`` key ``lane`` books on: its owner's (``www.X`` on ``site:X``), unless
+    origin inference places the two hosts on different origins. Then they are two
+    servers and each keeps its own clock, as any other site does: one clock for both
+    made each booking wait a whole interval for the other host's (pages 2.04 s apart
+    where 1.02 s is allowed, with 200 www/bare pairs on their own addresses). An origin
+    unknown on either side (no inference, a site another worker holds): one clock."""
+    owner = site_owner(lane.site, scope)
+    if owner != lane.site:
+        bare = sites.get(owner)
+        ours = lane.booked_origin
+        theirs = None if bare is None else bare.booked_origin
+        if ours is not None and theirs is not None and ours != theirs:
+            return site_key(lane.site)
+    return site_key(owner)

@@ -5,8 +5,10 @@ Rules:
   allow it to start, which keys it is booked on and how it runs; the scheduler does the
   rest, once for every kind (``scheduler``).
 - ``LaneState`` is written only by the scheduler.
-- A ``Launch`` hands the running work two calls: ``answered`` (the lane's place in flight is
-  free) and ``sent`` (the request's headers went out: send spacing learns it).
+- A ``Launch`` hands the running work three calls: ``answered`` (the lane's place in flight
+  is free), ``sent`` (the request's headers went out: send spacing learns it) and
+  ``detach`` (the work goes on without holding the crawl's place: a page waiting for its
+  render, whose own requests need places of their own).
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ class Launch:
     sent: Callable[[float], None] = _nothing_at
     """Call with the wall time the request's headers went out (``RequestContext.sent``):
     the next start on the same shared keys is spaced from it (``send_spacing``)."""
+    detach: Callable[[], None] = _nothing
+    """Call when the work is done with the server and will wait on other work (a render
+    waiting for its requests, each a start of its own): the crawl's place
+    (``max_in_flight``) is given back now rather than when the work ends. Calling it again
+    does nothing."""
 
     @property
     def wait(self) -> float:

@@ -2,6 +2,7 @@
 
 - ``Answered``: the server is done with the request, so the lane's place in flight is free
   (the scheduler arms it again at once).
+- ``Detach``: the work no longer holds the crawl's place (``max_in_flight``).
 - ``Sent``: the request's headers went out at a time; the next start on the same shared
   keys is spaced from it (``send_spacing``). Work that ends without sending gives its keys
   back (``give_up``).
@@ -39,6 +40,27 @@ class Answered(Generic[L]):
     def __call__(self) -> None:
         if self.give_back():
             self.scheduler.rearm(self.lane)
+
+
+class Detach:
+    """``Launch.detach`` of one start: gives the crawl's place back, once."""
+
+    __slots__ = ("done", "scheduler")
+
+    def __init__(self, scheduler: Scheduler[Any, Any]) -> None:
+        self.scheduler = scheduler
+        self.done = False
+
+    def give_back(self) -> bool:
+        if self.done:
+            return False
+        self.done = True
+        self.scheduler.in_flight -= 1
+        return True
+
+    def __call__(self) -> None:
+        if self.give_back():
+            self.scheduler.capacity_freed()
 
 
 class Sent:

@@ -56,7 +56,7 @@ from typing import Generic
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.key_waits import KeyWaits
 from courtier.pipeline.scheduling.lanes import L, LaneKind, Launch, Phase, W, Wait
-from courtier.pipeline.scheduling.launch import Answered, Sent
+from courtier.pipeline.scheduling.launch import Answered, Detach, Sent
 from courtier.pipeline.scheduling.ready_line import ReadyLine
 from courtier.pipeline.scheduling.send_spacing import SendSpacing
 from courtier.pipeline.scheduling.start_gate import StartGates
@@ -326,11 +326,12 @@ class Scheduler(Generic[L, W]):
         self.kind.started(lane, work, now)
         answered = Answered(self, lane)
         sent = Sent(self.spacing, slot)
-        launch = Launch(slot, state.booked_at, now, answered, sent)
+        detach = Detach(self)
+        launch = Launch(slot, state.booked_at, now, answered, sent, detach)
         task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
         self.tasks.add(task)
         state.running.add(task)
-        task.add_done_callback(partial(self._finished, lane, answered, sent))
+        task.add_done_callback(partial(self._finished, lane, answered, sent, detach))
         self._arm(lane, at_once=True)
 
     async def _refresh_then_launch(self, lane: L, slot: Slot) -> None:
@@ -342,14 +343,18 @@ class Scheduler(Generic[L, W]):
         """The lane's place in flight came back: it books (and starts, if its slot is open)."""
         self._arm(lane, at_once=True)
 
+    def capacity_freed(self) -> None:
+        """Work gave the crawl's place back before it ended (``Launch.detach``)."""
+        self._release()
+
     def _finished(
-        self, lane: L, answered: Answered[L], sent: Sent, task: asyncio.Task[None]
+        self, lane: L, answered: Answered[L], sent: Sent, detach: Detach, task: asyncio.Task[None]
     ) -> None:
         self.tasks.discard(task)
         lane.sched.running.discard(task)
         answered.give_back()
         sent.give_up()
-        self.in_flight -= 1
+        detach.give_back()
         if not task.cancelled() and task.exception() is not None:
             log.error("work on %s failed", lane.name, exc_info=task.exception())
             self.stats.internal_errors += 1

@@ -2,17 +2,25 @@
 
 Small jobs go first; large ones (``LARGE_BYTES``) run on all workers but one at most. Each
 kind keeps its submission order. Only the pool's event loop touches the queue: no lock.
+``parse_guarded`` runs a reader on a fetched body and turns the pool's failures into a
+reason (the page is kept unparsed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from courtier.net.fetch import FetchResult
 from courtier.net.spool import SpooledBody
+from courtier.pipeline.stats import CrawlStats
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LARGE_BYTES = 256 * 1024
 """A job with more bytes than this is large (a big page takes a worker for a second or
@@ -118,3 +126,29 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+async def parse_guarded(
+    parse: Callable[..., Awaitable[Any]],
+    stats: CrawlStats,
+    fn: Callable[..., T],
+    result: FetchResult,
+    *more: Any,
+) -> tuple[T | None, str | None]:
+    """``fn`` on the body in a parse worker; (None, why) when the parse overran its
+    budget, killed its worker or raised: the page is kept as fetched, unparsed."""
+    try:
+        return await parse(fn, result.content, result.url, *more), None
+    except (ParseTimeout, WorkerLost, MemoryError) as exc:
+        reason = {ParseTimeout: "parse-timeout", WorkerLost: "parse-crash"}.get(
+            type(exc), "parse-memory"
+        )
+        stats.parse_failures[reason] += 1
+        log.warning("%s: %s", reason, result.url)
+        return None, reason
+    except PoolClosed:
+        raise
+    except Exception:  # the reader's bug or an input it cannot take: not the crawl's end
+        stats.parse_failures["parse-error"] += 1
+        log.exception("parse-error: %s", result.url)
+        return None, "parse-error"

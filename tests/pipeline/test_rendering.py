@@ -1,0 +1,239 @@
+"""The render lane's engine side (``pipeline.lanes.rendering``) with a scripted browser: every
+request a render makes is booked on its site, spaced, guarded, cached and archived, judged
+from the server's log. No Chromium here (``tests/render`` drives the real one)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from test_crawler import run_until
+
+from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection, RenderSection
+from courtier.inputs import parse_seed_lines
+from courtier.net.guard import Guard
+from courtier.net.policy import AddressPolicy
+from courtier.net.resolve import StaticResolver
+from courtier.pipeline.engine import Engine
+from courtier.pipeline.wiring import NO_BROWSER
+from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
+from loopback import serving
+
+INTERVAL = 0.2
+SHELL = (
+    "<!doctype html><html><head><title>Loading</title>"
+    '<script src="/static/app.js"></script></head>'
+    '<body><div id="app"></div><noscript>Enable JavaScript.</noscript></body></html>'
+)
+
+
+@dataclass
+class SpaWeb:
+    port: int = 0
+    hits: list[tuple[float, str, str, dict[str, str]]] = field(default_factory=list)
+    open_now: int = 0
+    most_open: int = 0
+
+    def paths(self, host: str) -> list[str]:
+        return [path for _t, h, path, _headers in self.hits if h == host]
+
+
+@pytest.fixture
+async def spa_web() -> AsyncIterator[SpaWeb]:
+    state = SpaWeb()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        host = request.host.rsplit(":", 1)[0]
+        path = request.path_qs
+        state.hits.append((time.monotonic(), host, path, dict(request.headers)))
+        state.open_now += 1
+        state.most_open = max(state.most_open, state.open_now)
+        try:
+            await asyncio.sleep(0.02)  # long enough for a second request to overlap
+            return _answer(host, path, request)
+        finally:
+            state.open_now -= 1
+
+    async with serving(handler) as state.port:
+        yield state
+
+
+def _answer(host: str, path: str, request: web.Request) -> web.Response:
+    if host != "spa.test":
+        return web.Response(status=418, text="never")
+    if path == "/robots.txt":
+        return web.Response(text="User-agent: *\nDisallow: /api/secret\n")
+    if path == "/static/app.js":
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        return web.Response(
+            text="render()",
+            content_type="application/javascript",
+            headers={"ETag": '"v1"', "Cache-Control": "max-age=0"},
+        )
+    if path.startswith("/api/list/"):
+        n = int(path.rsplit("/", 1)[1])
+        items = [{"id": i} for i in range(n * 3 - 2, n * 3 + 1)]
+        return web.json_response({"items": items, "next": n + 1 if n < 3 else None})
+    return web.Response(text=SHELL, content_type="text/html")
+
+
+class ScriptedBrowser:
+    """What a browser would do with the shell: load its document and its script, call the
+    API, try a tracker, a metadata address and a disallowed path, write links."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.answers: list[tuple[str, Fulfil | Abort]] = []
+        self.renders = 0
+
+    async def render(
+        self,
+        url: str,
+        intercept: Intercept,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> RenderResult:
+        started = time.monotonic()
+        self.renders += 1
+        base = f"http://spa.test:{self.port}"
+
+        async def ask(target: str, kind: str, navigation: bool = False) -> Fulfil | Abort:
+            request = BrowserRequest(target, "GET", kind, {"Accept": "*/*"}, None, navigation)
+            answer = await intercept(request)
+            self.answers.append((target, answer))
+            return answer
+
+        document = await ask(url, "document", navigation=True)
+        assert isinstance(document, Fulfil) and b'id="app"' in document.body
+        script = await ask(f"{base}/static/app.js", "script")
+        assert isinstance(script, Fulfil) and script.body == b"render()"
+        await ask(f"http://tracker.test:{self.port}/t.js", "script")
+        await ask("http://169.254.169.254/latest/meta-data/", "fetch")
+        await ask(f"{base}/api/secret", "fetch")
+        await ask(f"{base}/logo.png", "image")
+        page = url.rstrip("/").rsplit("/", 1)[-1]
+        n = int(page) if page.isdigit() else 1
+        data = await ask(f"{base}/api/list/{n}", "fetch")
+        assert isinstance(data, Fulfil)
+        listing = json.loads(data.body)
+        links = [f'<a href="/item/{item["id"]}">i</a>' for item in listing["items"]]
+        if listing["next"]:
+            links.append(f'<a href="/list/{listing["next"]}">next</a>')
+        html = f"<html><head><title>List {n}</title></head><body>{''.join(links)}</body></html>"
+        return RenderResult(url, html, None, time.monotonic() - started, 7)
+
+
+def _engine(tmp_path: Path, web_: SpaWeb, browser: ScriptedBrowser, **render: Any) -> Engine:
+    config = Config(
+        crawl=replace(CrawlSection(), flush_interval=0.05),
+        limits=replace(
+            LimitsSection(),
+            site=KeyLimits(1.0 / INTERVAL, slot_width=0.05),
+            origin=KeyLimits(1000.0, slot_width=0.05),
+        ),
+        render=replace(RenderSection(), **render),
+    )
+    policy = AddressPolicy(allow=["127.0.0.1/32"])
+    guard = Guard(
+        policy, StaticResolver({"spa.test": ["127.0.0.1"], "tracker.test": ["127.0.0.1"]})
+    )
+    seeds, errors = parse_seed_lines([f"http://spa.test:{web_.port}/"])
+    assert not errors
+    return Engine(
+        config,
+        store_path=tmp_path / "frontier.sqlite3",
+        out_dir=tmp_path,
+        guard=guard,
+        address_allowed=lambda address: policy.check(address).allowed,
+        seeds=seeds,
+        duration=30.0,
+        renderer=browser,
+    )
+
+
+def _documents(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "documents.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+async def test_a_shell_is_rendered_through_booked_spaced_guarded_requests(tmp_path, spa_web):
+    browser = ScriptedBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser)
+    items = {f"/item/{i}" for i in range(1, 10)}
+
+    def done() -> bool:
+        return items <= set(spa_web.paths("spa.test"))
+
+    stats = await run_until(engine, done)
+    assert done(), spa_web.paths("spa.test")
+    paths = spa_web.paths("spa.test")
+    # The links only the rendered DOM had were followed; the shell itself was fetched once.
+    assert paths.count("/") == 1
+    assert {"/list/2", "/list/3"} <= set(paths)
+    # Nothing left the seed, robots.txt held for the render's requests too, images waited
+    # for the media lanes.
+    assert spa_web.paths("tracker.test") == []
+    assert "/api/secret" not in paths and "/logo.png" not in paths
+    # One request at a time, spaced: the render's requests were the site's next starts.
+    assert spa_web.most_open == 1
+    times = [t for t, h, _p, _headers in spa_web.hits if h == "spa.test"]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= INTERVAL - 0.03
+    # The script was fetched once, then asked again with its validator (max-age=0): a 304.
+    script_hits = [h for _t, _h, p, h in spa_web.hits if p == "/static/app.js"]
+    assert len(script_hits) >= 2
+    assert "If-None-Match" not in script_hits[0]
+    assert all(h.get("If-None-Match") == '"v1"' for h in script_hits[1:])
+    reasons = {
+        (target.split("/")[2], answer.reason)
+        for target, answer in browser.answers
+        if isinstance(answer, Abort)
+    }
+    assert (f"tracker.test:{spa_web.port}", "third-party") in reasons
+    assert ("169.254.169.254", "guard:link-local") in {(h, r) for h, r in reasons}
+    assert (f"spa.test:{spa_web.port}", "robots") in reasons
+    assert (f"spa.test:{spa_web.port}", "type") in reasons
+    assert stats.renders["rendered"] >= 3
+    home = next(d for d in _documents(tmp_path) if d["url"].endswith(f"{spa_web.port}/"))
+    render = home["render"]
+    assert render["rendered"] is True and render["decision"].startswith("auto: shell")
+    assert render["fetched"] >= 2 and render["aborted"]["third-party"] == 1
+    assert home["title"] == "List 1"
+    assert any(link.endswith("/item/1") for link in home["links"])
+
+
+async def test_never_renders_nothing_and_the_shell_yields_nothing(tmp_path, spa_web):
+    browser = ScriptedBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser, mode="never")
+    await run_until(engine, lambda: "/" in spa_web.paths("spa.test"))
+    await asyncio.sleep(0)
+    assert browser.renders == 0
+    assert not any(p.startswith("/item/") for p in spa_web.paths("spa.test"))
+
+
+async def test_a_shell_without_a_browser_says_so_once_and_in_its_document(
+    tmp_path, spa_web, monkeypatch, caplog
+):
+    monkeypatch.setattr("courtier.pipeline.wiring.find_chromium", lambda _configured: None)
+    engine = _engine(tmp_path, spa_web, ScriptedBrowser(spa_web.port))
+    engine._renderer = None  # the default: Chromium, of which this machine now has none
+
+    def home_written() -> bool:
+        path = tmp_path / "documents.jsonl"
+        return path.exists() and bool(path.read_text().strip())
+
+    stats = await run_until(engine, home_written)
+    assert [r.message for r in caplog.records].count(NO_BROWSER) == 1
+    (home,) = _documents(tmp_path)
+    assert home["render"] == {"decision": home["render"]["decision"], "rendered": False}
+    assert home["render"]["decision"].endswith("; no browser")
+    assert stats.renders["not-rendered"] == 1
