@@ -60,3 +60,8 @@ class RenderResult:
     """Wall seconds from the render's start to its end (waiting for a page slot excluded)."""
     requests: int = 0
     """Requests the page made (each handed to the intercept once)."""
+    title: str | None = None
+    """``document.title`` when the DOM was read."""
+    final_url: str | None = None
+    """``location.href`` when the DOM was read: where redirects (fulfilled 3xx, scripts)
+    took the page, the base its relative links resolve against."""

@@ -1,0 +1,341 @@
+"""One render on one browser: a fresh context and page, every request paused and answered by
+the crawler, the DOM read once the page has settled.
+
+Rules:
+- Each render has a browser context of its own (cookies, storage and cache die with it) and
+  a page in it; both are disposed of when the render ends, however it ends.
+- Every request is paused before it is sent (``Fetch`` at stage Request, pattern ``*``):
+  the page's document, its subresources, and those of its out-of-process frames and workers
+  (attached as they appear, paused until their interception is on). Each becomes a
+  ``BrowserRequest`` answered by the intercept in a task of its own; a raising intercept is
+  an ``Abort("intercept-error")``. The fulfilled body is the decoded entity: transfer and
+  content encodings and lengths in the headers given are dropped.
+- A fulfilled 3xx with a Location is followed by the browser, whose next request is paused
+  and handed to the intercept again.
+- Settled: the load event has fired after navigating, and no paused request has been
+  outstanding for ``settle`` seconds (one waiting on the crawler keeps the page unsettled).
+- Every wait is bounded by the render's deadline, and watches for a renderer crash
+  (``crash``) and the browser's loss (``browser-lost``). Closing the context waits a couple
+  of seconds at most: a browser that does not answer by then is reported ``unresponsive``.
+- Requests still waiting on the intercept when the render ends are cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from courtier.render.browser import NO_NETWORK_SCRIPT
+from courtier.render.cdp import BrowserLost, CdpError, Connection
+from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
+
+log = logging.getLogger(__name__)
+
+CLEANUP_TIMEOUT = 2.0
+"""Seconds the browser has to dispose of a render's context before it counts as
+unresponsive."""
+ANSWER_TIMEOUT = 5.0
+"""Seconds the browser has to take an answer to a paused request."""
+_DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+_PATTERNS = {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
+_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+_READ_DOM = (
+    "[document.documentElement ? document.documentElement.outerHTML : null,"
+    " document.title, location.href]"
+)
+
+T = TypeVar("T")
+
+
+class _Broken(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class PageOutcome:
+    result: RenderResult
+    unresponsive: bool = False
+    """The browser did not answer while the render was cleaned up: kill it now."""
+    aborted: tuple[str, ...] = ()
+    """The reasons of the requests the crawler aborted (``intercept-error`` included)."""
+
+
+class _Page:
+    def __init__(self, connection: Connection, url: str, intercept: Intercept, settle: float):
+        self.connection = connection
+        self.url = url
+        self.intercept = intercept
+        self.settle = settle
+        self.target_id = ""
+        self.sessions: list[str] = []
+        self.navigating = False
+        self.loaded = asyncio.Event()
+        self.changed = asyncio.Event()
+        self.broken: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.outstanding = 0
+        self.quiet_since = time.monotonic()
+        self.requests = 0
+        self.aborted: list[str] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def listen(self, session_id: str) -> None:
+        self.sessions.append(session_id)
+        self.connection.on(
+            session_id, lambda method, params: self.event(session_id, method, params)
+        )
+
+    def event(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        if method == "Fetch.requestPaused":
+            self.spawn(self.answer(session_id, params))
+        elif method == "Page.loadEventFired" and session_id == self.sessions[0]:
+            if self.navigating:
+                self.loaded.set()
+                self.changed.set()
+        elif method == "Target.attachedToTarget":
+            self.spawn(self.attach(params))
+        elif method == "Inspector.targetCrashed" and not self.broken.done():
+            self.broken.set_result("crash")
+
+    def spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def answer(self, session_id: str, params: dict[str, Any]) -> None:
+        self.outstanding += 1
+        self.requests += 1
+        self.changed.set()
+        try:
+            try:
+                answer = await self.intercept(self.browser_request(params))
+            except Exception:
+                url = params.get("request", {}).get("url")
+                log.warning("render: the intercept failed on %s", url, exc_info=True)
+                answer = Abort("intercept-error")
+            if isinstance(answer, Fulfil):
+                await self.connection.send(
+                    "Fetch.fulfillRequest",
+                    _fulfilment(params["requestId"], answer),
+                    session_id,
+                    timeout=ANSWER_TIMEOUT,
+                )
+            else:
+                self.aborted.append(answer.reason)
+                await self.connection.send(
+                    "Fetch.failRequest",
+                    {"requestId": params["requestId"], "errorReason": "BlockedByClient"},
+                    session_id,
+                    timeout=ANSWER_TIMEOUT,
+                )
+        except (CdpError, BrowserLost, TimeoutError) as error:
+            # The page, its frame or the whole browser went meanwhile: nobody waits for it.
+            log.debug("render: an answer was not taken: %r", error)
+        finally:
+            self.outstanding -= 1
+            self.quiet_since = time.monotonic()
+            self.changed.set()
+
+    def browser_request(self, params: dict[str, Any]) -> BrowserRequest:
+        request = params["request"]
+        resource_type = str(params.get("resourceType", "Other")).lower()
+        body: bytes | None = None
+        entries = request.get("postDataEntries")
+        if entries:
+            body = b"".join(base64.b64decode(entry.get("bytes", "")) for entry in entries)
+        elif "postData" in request:
+            body = str(request["postData"]).encode()
+        return BrowserRequest(
+            url=request["url"],
+            method=request.get("method", "GET"),
+            resource_type=resource_type,
+            headers=dict(request.get("headers") or {}),
+            body=body,
+            # The main frame's id is its page's target id.
+            navigation=resource_type == "document" and params.get("frameId") == self.target_id,
+        )
+
+    async def attach(self, params: dict[str, Any]) -> None:
+        """A frame in another process, or a worker, waits for us: pause its requests too."""
+        session_id = params["sessionId"]
+        kind = params.get("targetInfo", {}).get("type", "")
+        self.listen(session_id)
+        send = self.connection.send
+        try:
+            if kind == "iframe":
+                await asyncio.gather(
+                    send("Fetch.enable", _PATTERNS, session_id),
+                    send("Page.enable", None, session_id),
+                    _add_script(self.connection, session_id),
+                    send("Target.setAutoAttach", _AUTO_ATTACH, session_id),
+                )
+            else:
+                # A worker's requests are paused by its page's interception, but it has no
+                # new-document scripts: its global is stripped before its own script runs.
+                await send(
+                    "Runtime.evaluate", {"expression": NO_NETWORK_SCRIPT}, session_id, timeout=2.0
+                )
+        except (CdpError, BrowserLost, TimeoutError) as error:
+            log.debug("render: a %s target was not set up: %r", kind, error)
+        with contextlib.suppress(CdpError, BrowserLost, TimeoutError):
+            await send("Runtime.runIfWaitingForDebugger", None, session_id)
+
+    async def guard(self, awaitable: Awaitable[T]) -> T:
+        """``awaitable``'s result, unless the page crashes or the browser goes first."""
+        task = asyncio.ensure_future(awaitable)
+        try:
+            await asyncio.wait(
+                (task, self.broken, self.connection.closed), return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        if self.broken.done():
+            raise _Broken(self.broken.result())
+        raise _Broken("browser-lost")
+
+    async def settled(self) -> None:
+        await self.guard(self.loaded.wait())
+        while True:
+            wait: float | None = None
+            if self.outstanding == 0:
+                quiet = time.monotonic() - self.quiet_since
+                if quiet >= self.settle:
+                    return
+                wait = self.settle - quiet
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await self.guard(asyncio.wait_for(self.changed.wait(), wait))
+
+    def stop(self) -> None:
+        for session_id in self.sessions:
+            self.connection.off(session_id)
+        for task in list(self.tasks):
+            task.cancel()
+
+
+async def render_page(
+    connection: Connection, url: str, intercept: Intercept, *, settle: float, budget: float
+) -> PageOutcome:
+    """Render ``url`` in a fresh context of the browser behind ``connection``."""
+    start = time.monotonic()
+    page = _Page(connection, url, intercept, settle)
+    send = connection.send
+    context = ""
+    error: str | None = None
+    values: list[Any] = [None, None, None]
+    try:
+        async with asyncio.timeout(budget):
+            created = await page.guard(
+                send("Target.createBrowserContext", {"disposeOnDetach": True})
+            )
+            context = created["browserContextId"]
+            target = await page.guard(
+                send("Target.createTarget", {"url": "about:blank", "browserContextId": context})
+            )
+            page.target_id = target["targetId"]
+            attached = await page.guard(
+                send("Target.attachToTarget", {"targetId": page.target_id, "flatten": True})
+            )
+            session = attached["sessionId"]
+            page.listen(session)
+            await page.guard(
+                asyncio.gather(
+                    send(
+                        "Browser.setDownloadBehavior",
+                        {"behavior": "deny", "browserContextId": context},
+                    ),
+                    send("Inspector.enable", None, session),
+                    send("Page.enable", None, session),
+                    _add_script(connection, session),
+                    send("Fetch.enable", _PATTERNS, session),
+                    send("Target.setAutoAttach", _AUTO_ATTACH, session),
+                )
+            )
+            page.navigating = True
+            navigated = await page.guard(
+                send("Page.navigate", {"url": url}, session, timeout=budget)
+            )
+            if navigated.get("errorText"):
+                error = f"navigation:{navigated['errorText']}"
+            elif navigated.get("isDownload"):
+                error = "navigation:download"
+            else:
+                await page.settled()
+                evaluated = await page.guard(
+                    send(
+                        "Runtime.evaluate",
+                        {"expression": _READ_DOM, "returnByValue": True},
+                        session,
+                        timeout=budget,
+                    )
+                )
+                if "exceptionDetails" in evaluated:
+                    error = "navigation:dom-unreadable"
+                else:
+                    values = list(evaluated.get("result", {}).get("value") or values)
+    except TimeoutError:
+        error = "timeout"
+    except _Broken as broken:
+        error = broken.reason
+    except BrowserLost:
+        error = "browser-lost"
+    except CdpError as cdp_error:
+        error = f"navigation:{cdp_error.message}"
+    finally:
+        page.stop()
+    unresponsive = False
+    if context and not connection.lost:
+        try:
+            await send(
+                "Target.disposeBrowserContext",
+                {"browserContextId": context},
+                timeout=CLEANUP_TIMEOUT,
+            )
+        except TimeoutError:
+            unresponsive = True
+        except (CdpError, BrowserLost) as cleanup_error:
+            log.debug("render: context not disposed: %r", cleanup_error)
+    html, title, final_url = values
+    result = RenderResult(
+        url=url,
+        html=html if error is None and isinstance(html, str) else None,
+        error=error,
+        elapsed=time.monotonic() - start,
+        requests=page.requests,
+        title=title if error is None and isinstance(title, str) else None,
+        final_url=final_url if error is None and isinstance(final_url, str) else None,
+    )
+    return PageOutcome(result, unresponsive=unresponsive, aborted=tuple(page.aborted))
+
+
+async def _add_script(connection: Connection, session_id: str) -> None:
+    await connection.send(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {"source": NO_NETWORK_SCRIPT, "runImmediately": True},
+        session_id,
+    )
+
+
+def _fulfilment(request_id: str, answer: Fulfil) -> dict[str, Any]:
+    headers = [
+        {"name": name, "value": value}
+        for name, value in answer.headers
+        if name.lower() not in _DROPPED_HEADERS
+    ]
+    return {
+        "requestId": request_id,
+        "responseCode": answer.status,
+        "responseHeaders": headers,
+        "body": base64.b64encode(answer.body).decode("ascii"),
+    }
