@@ -51,6 +51,8 @@ from courtier.pipeline.scheduling.start_gate import StartGates
 from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.workers.pool import ParsePool
+from courtier.render.browser import find_chromium
+from courtier.render.renderer import Renderer as ChromiumRenderer
 from courtier.url import host_of_site
 
 log = logging.getLogger(__name__)
@@ -260,9 +262,6 @@ async def open_renderer(config: Config) -> AsyncIterator[Renderer | None]:
     if not rules.may_render:
         yield None
         return
-    from courtier.render.browser import find_chromium
-    from courtier.render.renderer import Renderer as ChromiumRenderer
-
     settings = config.render
     executable = find_chromium(settings.browser or None)
     if executable is None:
