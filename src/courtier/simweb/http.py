@@ -31,9 +31,10 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
 from courtier.simweb.behaviours import SiteTraffic, decide
+from courtier.simweb.catalogue import HTML, TEXT, Page
 from courtier.simweb.log import RequestLog, RequestRecord
 from courtier.simweb.network import Network
-from courtier.simweb.pages import HTML, TEXT, Page, PageRenderer, not_found
+from courtier.simweb.pages import PageRenderer, not_found
 from courtier.simweb.stacks import (
     APP_NOT_FOUND,
     EDGE_ERROR,

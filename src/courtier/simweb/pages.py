@@ -17,9 +17,18 @@ from __future__ import annotations
 import random
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
+from courtier.simweb.catalogue import (
+    HTML,
+    JPEG,
+    TEXT,
+    XML,
+    Page,
+    listing_items,
+    listing_of,
+    related_items,
+)
 from courtier.simweb.network import Network
 from courtier.simweb.stacks import PLATFORM_C_404, stack_not_found
 from courtier.simweb.world import (
@@ -33,10 +42,6 @@ from courtier.simweb.world import (
     World,
 )
 
-HTML = "text/html; charset=utf-8"
-TEXT = "text/plain; charset=utf-8"
-JPEG = "image/jpeg"
-XML = "application/xml"
 PARAGRAPH_BYTES = 512
 SEARCH_PAGES = 3
 FARM_PAGES = 50
@@ -44,14 +49,6 @@ PLATFORM_B_404 = (
     b"<!doctype html><html><head><title>Page not found</title></head>"
     b"<body><h1>Page not found</h1><p>Powered by Plinth.</p></body></html>"
 )
-
-
-@dataclass(frozen=True)
-class Page:
-    status: int
-    body: bytes
-    content_type: str
-    headers: tuple[tuple[str, str], ...] = ()
 
 
 def not_found(site: Site | None, path: str = "/") -> Page:
@@ -196,11 +193,7 @@ class PageRenderer:
 
     def _listing(self, site: Site, n: int) -> Page:
         p = self.params
-        per = -(-p.n_items // p.n_lists)
-        links = [
-            (f"/item/{i}", f"Item {i}")
-            for i in range((n - 1) * per + 1, min(n * per, p.n_items) + 1)
-        ]
+        links = [(f"/item/{i}", f"Item {i}") for i in listing_items(p, n)]
         if n < p.n_lists:
             links.append((f"/list/{n + 1}", "Next page"))
         if n > 1:
@@ -213,10 +206,9 @@ class PageRenderer:
     def _item(self, site: Site, n: int) -> Page:
         p = self.params
         rng = random.Random(f"{p.seed}:{site.host}:/item/{n}")
-        related = {1 + (n % p.n_items), 1 + ((n + 6) % p.n_items), rng.randint(1, p.n_items)}
-        links = [(f"/item/{m}", f"Related {m}") for m in sorted(related)]
+        links = [(f"/item/{m}", f"Related {m}") for m in related_items(p, n, rng)]
         links += [
-            (f"/list/{1 + (n - 1) * p.n_lists // p.n_items}", "Back to catalogue"),
+            (f"/list/{listing_of(p, n)}", "Back to catalogue"),
             (f"/private/edit/{n}", "Edit"),
             (f"/private/open/{n}", "Open notes"),
             (f"/item/{n}?utm_source=self&ref=item", "Share"),
