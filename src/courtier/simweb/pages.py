@@ -10,6 +10,8 @@ Rules:
   Unicode and punycode), repeat URLs with reordered queries and fragments, and lead outside the
   seed (horizon hosts, a link farm) and to the canary (IP literals, DNS aliases, a redirect).
 - Pages are padded to `page_bytes` with pre-built paragraphs, so large pages cost a slice.
+- Single-page apps, their plain-HTML twin and the third-party script host answer what
+  `courtier.simweb.spa` renders (robots.txt aside); their catalogue is numbered as here.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from courtier.simweb.catalogue import (
     related_items,
 )
 from courtier.simweb.network import Network
+from courtier.simweb.spa import SPA_PAGE_KINDS, SpaPages
 from courtier.simweb.stacks import PLATFORM_C_404, stack_not_found
 from courtier.simweb.world import (
     CDN_HOST,
@@ -99,6 +102,7 @@ class PageRenderer:
         self._cached = 0
         self._seed_hosts = world.seed_hosts
         self._idn = world.sites_with(Behaviour.IDN)
+        self._spa = SpaPages(world, network, self._html)
 
     def render(self, site: Site, path: str, query: str) -> Page:
         key = (site.host, path, query)
@@ -119,6 +123,8 @@ class PageRenderer:
     def _render(self, site: Site, path: str, query: str) -> Page:
         if path == "/robots.txt":
             return self._robots(site)
+        if site.kind in SPA_PAGE_KINDS:  # single-page apps, their twin, their script host
+            return self._spa.render(site, path)
         if site.kind is SiteKind.CDN:
             return self._cdn(site, path)
         if site.kind is SiteKind.STORE:
