@@ -1,4 +1,4 @@
-"""The audit of single-page apps: costs, path classes, the script host, probes."""
+"""The audit of single-page apps: costs, path classes, the script host, probes, the ceiling."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import pytest
 from rich.console import Console
 from simweb_helpers import SPA, request_record
 
-from courtier.simweb import World, build_world
-from courtier.simweb.audit import audit_records, spa_path_class
+from courtier.simweb import Behaviour, SiteKind, World, build_world
+from courtier.simweb.audit import _RobotsJudge, audit_records, spa_path_class
+from courtier.simweb.ceiling import WORK_KINDS, core_pages
 from courtier.simweb.report import print_report
 from courtier.simweb.world import THIRD_PARTY_SCRIPT_HOST
 
@@ -101,3 +102,17 @@ def test_spa_path_classes() -> None:
         "other",
         "other",
     ]
+
+
+def test_spa_sites_are_work_and_a_hanging_one_has_only_its_home_to_find(world: World) -> None:
+    assert {SiteKind.SPA, SiteKind.SPA_TWIN} <= WORK_KINDS
+    allowed = _RobotsJudge().allowed
+    spa, twin = world.spa_twin()
+    hang = world.site_with(Behaviour.RENDER_HANG)
+    assert core_pages(world, hang, allowed) == {"/robots.txt", "/"}
+    for site in (spa, twin):
+        pages = core_pages(world, site, allowed)
+        assert {"/", "/list/1", f"/item/{world.params.n_items}"} <= pages
+    records = [request_record(h, "/", 100.0 + i) for i, h in enumerate(world.seed_hosts)]
+    kinds = audit_records(records, world).ceiling.by_kind()
+    assert kinds["spa"].origins == 3 and kinds["spa-twin"].origins == 1
