@@ -27,6 +27,9 @@ REALWEB = dataclasses.replace(
     imgsvc_mixed_share=0.2,
 )
 
+# SMALL with single-page apps: three (the last one hangs its renderer) and the first one's twin.
+SPA = dataclasses.replace(SMALL, n_spa=3, spa_twin=1, spa_hang=1)
+
 
 @dataclass
 class Answer:
@@ -54,11 +57,12 @@ class Client:
         address: str | None = None,
         host_header: str | None = None,
         ua: str = "test-client",
+        headers: dict[str, str] | None = None,
     ) -> Answer:
         address = address or self.web.address_of(host)
         assert address.startswith("127."), "tests talk to loopback only"
         url = f"http://{address}:{self.web.port}{target}"
-        headers = {"Host": host_header or host, "User-Agent": ua}
+        headers = {"Host": host_header or host, "User-Agent": ua, **(headers or {})}
         async with self.session.get(url, headers=headers, allow_redirects=False) as response:
             return Answer(response.status, dict(response.headers), await response.read())
 

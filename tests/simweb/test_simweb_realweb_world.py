@@ -58,13 +58,24 @@ _BEFORE = {
     "bench": "df04919e62500427f3ec52831b416f450b2633fc08d9322fd8543a7858c5ce40",
     "demo-500": "6f0841e1e3b4e28004fd6b1d58282ab1e0a4718dba9a615a06db8aa04504a3b2",
 }
+# The fields the real web's shapes added to a site; `shapes=True` fingerprints read them too,
+# and the edge's slots.
+_SHAPE_SITE_FIELDS = (*_OLD_SITE_FIELDS, "stack", "media_host", "customer", "imgsvc_mode")
+# Fingerprints (shapes=True) of worlds with the real web's shapes, taken on the code before the
+# single-page apps existed: the apps' parameters at 0 must not change them.
+_BEFORE_SPA = {
+    "realweb": "05c0e14badd0482e3672f15d65e14875eb66bd17207e7a4a1dc12dcbb6e515b4",
+    "web": "e56bf4fe02fb0014e862eda90285cda70b4992cdaeaf3ae71679dca1c6953ffe",
+}
 
 
-def _fingerprint(world: World) -> str:
+def _fingerprint(world: World, *, shapes: bool = False) -> str:
+    site_fields = _SHAPE_SITE_FIELDS if shapes else _OLD_SITE_FIELDS
+
     def fields(site: object) -> list[object]:
         return [
             sorted(map(str, getattr(site, f))) if f == "behaviours" else str(getattr(site, f))
-            for f in _OLD_SITE_FIELDS
+            for f in site_fields
         ]
 
     dns = world.dns
@@ -84,6 +95,8 @@ def _fingerprint(world: World) -> str:
         "labels": sorted(world.customer_labels.items()),
         "headers": [[h, [list(x) for x in platform_headers(s)]] for h, s in world.sites.items()],
     }
+    if shapes:
+        data["edge_slots"] = list(world.edge_slots)
     renderer = PageRenderer(world, NET)
     pages = []
     for host in world.seed_hosts[:: max(1, len(world.seed_hosts) // 25)]:
@@ -112,6 +125,12 @@ def test_existing_presets_build_the_worlds_they_built_before(name: str) -> None:
     else:
         params = SIZE_PRESETS[name]
     assert _fingerprint(build_world(params)) == _BEFORE[name]
+
+
+@pytest.mark.parametrize("name", sorted(_BEFORE_SPA))
+def test_worlds_with_the_shapes_build_what_they_built_before_the_spa_sites(name: str) -> None:
+    params = REALWEB if name == "realweb" else SIZE_PRESETS[name]
+    assert _fingerprint(build_world(params), shapes=True) == _BEFORE_SPA[name]
 
 
 def test_the_shapes_add_to_a_world_and_change_none_of_its_older_sites(realweb: World) -> None:

@@ -2,8 +2,9 @@
 
 See docs/simweb.md. The pieces: `world` (what exists, from a seed number), `network` (where it
 listens), `dns` and `http` (the servers), `behaviours` (how sites react to traffic), `pages`
-(what they answer), `log` (what they received), `audit` (what that says about the crawler),
-`server` (all of it in this process) and `process` (all of it in a subprocess).
+and `spa` (what they answer; `catalogue`, what both share), `log` (what they received),
+`audit` (what that says about the crawler), `server` (all of it in this process) and
+`process` (all of it in a subprocess).
 """
 
 from courtier.simweb.network import Network

@@ -50,6 +50,13 @@ Rules (the ground truth is the world, never the crawler's own view):
   for the run's second half, with the origins not requested in the first 10 s. The run starts
   at the first request, or at `run_start` when the caller knows when the crawler was started
   (a benchmark), so that a crawler's start-up counts. A measurement, not a criterion.
+- Single-page apps and their twin (`spa`): requests per site by path class (`spa_path_class`:
+  robots, home, listing, item, api-list, api-item, static, other), the 304s among them, and
+  the catalogue items reached (distinct `/item/N` asked for with a final answer), so a
+  rendering crawl of an SPA can be set beside a crawl of its twin. A request to the
+  third-party script host the shells embed is a request outside the seed (kind
+  `third-party`); what the apps' scripts probe reaches the canary (a canary hit) or nothing
+  the server sees (the metadata and private addresses).
 - `extra_seeds` are hosts the crawl was allowed to add to the world's seed (horizon hosts
   promoted by `courtier rank`, hosts requested by name): they count as seed for every check
   (outside-seed, gaps, robots, Crawl-delay, Retry-After, duplicates). Any spelling of a host
@@ -177,6 +184,18 @@ class StampUncertainty:
 
 
 @dataclass(frozen=True)
+class SpaFigures:
+    """What one single-page app (or its plain-HTML twin) was asked for."""
+
+    host: str
+    kind: str  # "spa" or "spa-twin"
+    render_hang: bool  # its script hangs the renderer (`Behaviour.RENDER_HANG`)
+    requests: dict[str, int]  # by `spa_path_class`
+    not_modified: int  # answered 304: a static file revalidated
+    items_reached: int  # distinct catalogue items (/item/N) asked for with a final answer
+
+
+@dataclass(frozen=True)
 class Criterion:
     name: str
     ok: bool
@@ -204,6 +223,7 @@ class AuditReport:
     media: MediaSummary
     ceiling: Ceiling
     stamp_uncertainty: StampUncertainty
+    spa: tuple[SpaFigures, ...] = ()  # single-page apps and their twin, by host
 
     @property
     def ok(self) -> bool:
@@ -390,6 +410,7 @@ def audit_records(
         ),
         ceiling=ceiling,
         stamp_uncertainty=StampUncertainty(uncertain, longest_uncertainty),
+        spa=_spa_figures(world, by_site),
     )
     criteria = _criteria(report, counts, allow_media)
     return dataclasses.replace(report, criteria=criteria)
@@ -544,6 +565,54 @@ def _bucket_figures(
         one, five = (_max_in_window(spans, ones, w) for w in WINDOWS)
         figures.append(BucketFigures(bucket, len(spans), one, five, limit_1s, limit_5s))
     return tuple(sorted(figures, key=lambda f: f.bucket))
+
+
+def spa_path_class(path: str) -> str:
+    """What an SPA or twin request asked for: robots, home, listing, item (an SPA's shells
+    of those pages included), api-list, api-item, static, other."""
+    if path.startswith("/robots.txt"):
+        return "robots"
+    if path in ("/", ""):
+        return "home"
+    for prefix, name in (
+        ("/list/", "listing"),
+        ("/item/", "item"),
+        ("/api/list/", "api-list"),
+        ("/api/item/", "api-item"),
+        ("/static/", "static"),
+    ):
+        if path.startswith(prefix):
+            return name
+    return "other"
+
+
+def _spa_figures(world: World, by_site: dict[str, list[RequestRecord]]) -> tuple[SpaFigures, ...]:
+    figures = []
+    for host, records in by_site.items():
+        site = world.sites[host]
+        if site.kind not in (SiteKind.SPA, SiteKind.SPA_TWIN):
+            continue
+        classes: Counter[str] = Counter()
+        items: set[int] = set()
+        for record in records:
+            path = record.target.partition("#")[0].partition("?")[0]
+            name = spa_path_class(path)
+            classes[name] += 1
+            number = path.removeprefix("/item/")
+            final = record.status != 429 and record.status < 500
+            if name == "item" and final and number.isascii() and number.isdigit():
+                items.add(int(number) if len(number) < 10 else 0)
+        figures.append(
+            SpaFigures(
+                host=host,
+                kind=str(site.kind),
+                render_hang=Behaviour.RENDER_HANG in site.behaviours,
+                requests=dict(sorted(classes.items())),
+                not_modified=sum(1 for r in records if r.status == 304),
+                items_reached=len(items & set(range(1, world.params.n_items + 1))),
+            )
+        )
+    return tuple(sorted(figures, key=lambda f: f.host))
 
 
 def _duplicates(

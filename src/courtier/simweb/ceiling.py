@@ -4,9 +4,10 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
 - The run is the request log's span, from the first request's start to the last one's end,
   unless the caller knows when the crawler started (`start` earlier than the first request):
   then its start-up counts, as time every seed origin had work and got nothing.
-- Work: the sites a crawl is judged on are the seed's standalone sites and platform tenants,
-  plus `extra_seeds`. Bait sites are traps (every request to them ends at the canary or should
-  be refused), media hosts are no origins, horizon and farm hosts are not the crawl's.
+- Work: the sites a crawl is judged on are the seed's standalone sites, platform tenants, edge
+  sites, single-page apps and their twin, plus `extra_seeds`. Bait sites are traps (every
+  request to them ends at the canary or should be refused), media hosts are no origins,
+  horizon and farm hosts are not the crawl's.
 - Per origin, its rate while it has work is `min(budget, Σ site limit × site cost)`:
   - a site's limit, in requests per second, is `1 / max(site interval, Crawl-delay, the gap
     under which the site answers 429)`;
@@ -25,7 +26,9 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
   seconds and every one of its sites had been sent its core pages (robots.txt, then the home
   page, every listing and every detail page its robots.txt allows, each with a final answer:
   not 429 and not 5xx). An origin left idle with core pages unrequested was neglected, not
-  finished: it is charged until the end.
+  finished: it is charged until the end. A single-page app's core pages are its shells at
+  those paths (found only by running its script); one whose script hangs (`RENDER_HANG`)
+  shows no crawler its pages, so its core is robots.txt and the home page.
 - Utilisation = achieved units ÷ ceiling units, where an origin's achieved units (its own
   requests plus the cache misses charged to it) count up to its own ceiling: units above it
   are over budget, not throughput (`raw_utilisation` keeps them). The second half is the same
@@ -36,9 +39,10 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
 - Fast start: origins with work (world seed) sent no request in the run's first `fast_start`
   seconds, never requested ones included.
 - Per kind of site (`Ceiling.kinds`): the same sums over the origins whose sites are of one
-  kind (standalone, cname-tenant, header-tenant, edge-site, edge-tenant; an extra seed's kind
-  is its own, horizon or farm; an origin of several kinds is "mixed"). Platform A's media host
-  requests and the cache misses charged to an origin count with the origin's kind.
+  kind (standalone, cname-tenant, header-tenant, edge-site, edge-tenant, spa, spa-twin; an
+  extra seed's kind is its own, horizon or farm; an origin of several kinds is "mixed").
+  Platform A's media host requests and the cache misses charged to an origin count with the
+  origin's kind.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ WORK_KINDS = frozenset(
         SiteKind.HEADER_TENANT,
         SiteKind.EDGE_SITE,
         SiteKind.EDGE_TENANT,
+        SiteKind.SPA,
+        SiteKind.SPA_TWIN,
     }
 )
 MIXED_KIND = "mixed"
@@ -378,7 +384,8 @@ def core_pages(world: World, site: Site, allowed: Allowed) -> frozenset[str]:
     robots.txt, and of the home page, the listings and the details those robots.txt allows."""
     p = world.params
     pages = ["/"]
-    if site.is_seed:  # an extra seed outside the world's seed: its home page
+    hidden = Behaviour.RENDER_HANG in site.behaviours  # no crawler can see its links
+    if site.is_seed and not hidden:  # an extra seed outside the world's seed: its home page
         pages += [f"/list/{n}" for n in range(1, p.n_lists + 1)]
         pages += [f"/item/{n}" for n in range(1, p.n_items + 1)]
     return frozenset(["/robots.txt", *(page for page in pages if allowed(site, page))])

@@ -13,6 +13,8 @@ Rules:
 - The CDN edge (`World.edge_slots`) adds its headers to every answer it gives (`stacks`):
   `Via`, `X-Served-By`, a `QS-Ray` new on every answer, and `X-Cache` (`MISS`; an image of an
   edge site fetched before: `HIT` and `Age`). A Host it does not serve gets its 421 page.
+- Static files that carry an `ETag` (the single-page apps', `spa`) answer 304 to a request
+  that already holds them (`If-None-Match`, `If-Modified-Since`); nothing else is conditional.
 - Every request is logged after its response is written, with start and end times, and the
   earliest it may have arrived when the server's loop had stood still (``stalls``).
 """
@@ -31,9 +33,11 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
 from courtier.simweb.behaviours import SiteTraffic, decide
+from courtier.simweb.catalogue import HTML, TEXT, Page
 from courtier.simweb.log import RequestLog, RequestRecord
 from courtier.simweb.network import Network
-from courtier.simweb.pages import HTML, TEXT, Page, PageRenderer, not_found
+from courtier.simweb.pages import PageRenderer, not_found
+from courtier.simweb.spa import revalidated
 from courtier.simweb.stacks import (
     APP_NOT_FOUND,
     EDGE_ERROR,
@@ -157,7 +161,11 @@ class SimHttp:
                 arrived_after = None
         host_header = request.headers.get("Host", "")
         answer = await self._answer(slot, host_header, request.raw_path, start)
-        page = answer.page
+        page = revalidated(
+            answer.page,
+            request.headers.get("If-None-Match"),
+            request.headers.get("If-Modified-Since"),
+        )
         response = web.Response(status=page.status, body=page.body, content_type=None)
         response.headers["Content-Type"] = page.content_type
         for name, value in (*answer.headers, *page.headers):

@@ -10,6 +10,8 @@ Rules:
   Unicode and punycode), repeat URLs with reordered queries and fragments, and lead outside the
   seed (horizon hosts, a link farm) and to the canary (IP literals, DNS aliases, a redirect).
 - Pages are padded to `page_bytes` with pre-built paragraphs, so large pages cost a slice.
+- Single-page apps, their plain-HTML twin and the third-party script host answer what
+  `courtier.simweb.spa` renders (robots.txt aside); their catalogue is numbered as here.
 """
 
 from __future__ import annotations
@@ -17,10 +19,20 @@ from __future__ import annotations
 import random
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
+from courtier.simweb.catalogue import (
+    HTML,
+    JPEG,
+    TEXT,
+    XML,
+    Page,
+    listing_items,
+    listing_of,
+    related_items,
+)
 from courtier.simweb.network import Network
+from courtier.simweb.spa import SPA_PAGE_KINDS, SpaPages
 from courtier.simweb.stacks import PLATFORM_C_404, stack_not_found
 from courtier.simweb.world import (
     CDN_HOST,
@@ -33,10 +45,6 @@ from courtier.simweb.world import (
     World,
 )
 
-HTML = "text/html; charset=utf-8"
-TEXT = "text/plain; charset=utf-8"
-JPEG = "image/jpeg"
-XML = "application/xml"
 PARAGRAPH_BYTES = 512
 SEARCH_PAGES = 3
 FARM_PAGES = 50
@@ -44,14 +52,6 @@ PLATFORM_B_404 = (
     b"<!doctype html><html><head><title>Page not found</title></head>"
     b"<body><h1>Page not found</h1><p>Powered by Plinth.</p></body></html>"
 )
-
-
-@dataclass(frozen=True)
-class Page:
-    status: int
-    body: bytes
-    content_type: str
-    headers: tuple[tuple[str, str], ...] = ()
 
 
 def not_found(site: Site | None, path: str = "/") -> Page:
@@ -102,6 +102,7 @@ class PageRenderer:
         self._cached = 0
         self._seed_hosts = world.seed_hosts
         self._idn = world.sites_with(Behaviour.IDN)
+        self._spa = SpaPages(world, network, self._html)
 
     def render(self, site: Site, path: str, query: str) -> Page:
         key = (site.host, path, query)
@@ -122,6 +123,8 @@ class PageRenderer:
     def _render(self, site: Site, path: str, query: str) -> Page:
         if path == "/robots.txt":
             return self._robots(site)
+        if site.kind in SPA_PAGE_KINDS:  # single-page apps, their twin, their script host
+            return self._spa.render(site, path)
         if site.kind is SiteKind.CDN:
             return self._cdn(site, path)
         if site.kind is SiteKind.STORE:
@@ -196,11 +199,7 @@ class PageRenderer:
 
     def _listing(self, site: Site, n: int) -> Page:
         p = self.params
-        per = -(-p.n_items // p.n_lists)
-        links = [
-            (f"/item/{i}", f"Item {i}")
-            for i in range((n - 1) * per + 1, min(n * per, p.n_items) + 1)
-        ]
+        links = [(f"/item/{i}", f"Item {i}") for i in listing_items(p, n)]
         if n < p.n_lists:
             links.append((f"/list/{n + 1}", "Next page"))
         if n > 1:
@@ -213,10 +212,9 @@ class PageRenderer:
     def _item(self, site: Site, n: int) -> Page:
         p = self.params
         rng = random.Random(f"{p.seed}:{site.host}:/item/{n}")
-        related = {1 + (n % p.n_items), 1 + ((n + 6) % p.n_items), rng.randint(1, p.n_items)}
-        links = [(f"/item/{m}", f"Related {m}") for m in sorted(related)]
+        links = [(f"/item/{m}", f"Related {m}") for m in related_items(p, n, rng)]
         links += [
-            (f"/list/{1 + (n - 1) * p.n_lists // p.n_items}", "Back to catalogue"),
+            (f"/list/{listing_of(p, n)}", "Back to catalogue"),
             (f"/private/edit/{n}", "Edit"),
             (f"/private/open/{n}", "Open notes"),
             (f"/item/{n}?utm_source=self&ref=item", "Share"),

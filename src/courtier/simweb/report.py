@@ -22,6 +22,8 @@ def print_report(report: AuditReport, console: Console) -> None:
         console.print(_ceiling(report))
     if report.buckets:
         console.print(_buckets(report))
+    if report.spa:
+        console.print(_spa(report))
     if report.violations:
         console.print(_violations(report))
 
@@ -190,6 +192,25 @@ def _buckets(report: AuditReport) -> Table:
             str(b.requests),
             f"{mark}{b.max_1s}/{b.limit_1s:g}",
             f"{mark}{b.max_5s}/{b.limit_5s:g}",
+        )
+    return table
+
+
+def _spa(report: AuditReport) -> Table:
+    table = Table(title="Single-page apps and their twin (requests by path class)")
+    columns = ("site", "kind", "items reached", "pages", "api", "static (304)", "other")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("site", "kind") else "right")
+    for f in report.spa:
+        n = f.requests.get
+        table.add_row(
+            f.host,
+            f.kind + (" (hangs)" if f.render_hang else ""),
+            str(f.items_reached),
+            str(n("home", 0) + n("listing", 0) + n("item", 0)),
+            str(n("api-list", 0) + n("api-item", 0)),
+            f"{n('static', 0)} ({f.not_modified})",
+            str(n("robots", 0) + n("other", 0)),
         )
     return table
 

@@ -20,6 +20,12 @@ Rules:
   hosts, the image service's per-customer mode) are built after every older step, with the
   rng where the older steps left it: a world whose new parameters are 0 is the world these
   parameters built before the shapes existed, byte for byte.
+- Single-page apps (`n_spa`, `spa_twin`, `spa_hang`) are built after the real web's shapes, the
+  same way. Each SPA site `app-…N.test` is its own origin on its own server; the first one's
+  twin `twin-…N.test` (same words) serves the same catalogue as plain HTML (`Site.twin_of`);
+  the last `spa_hang` SPA sites' script hangs the browser (`Behaviour.RENDER_HANG`). The
+  third-party script host `THIRD_PARTY_SCRIPT_HOST` every SPA shell embeds exists whenever
+  there is an SPA site: never a seed host, so fetching from it is a request outside the seed.
 """
 
 from __future__ import annotations
@@ -55,6 +61,12 @@ IMGSVC_CACHE = "cache"
 IMGSVC_STORE = "store"
 IMGSVC_MIXED = "mixed"
 
+# The third-party script host every single-page app's shell embeds (`<script async src>`).
+THIRD_PARTY_SCRIPT_HOST = "js.trackerly.test"
+THIRD_PARTY_ORIGIN = "trackerly"
+SPA_PREFIX = "app-"  # single-page apps: app-<word>-<word>N.test
+TWIN_PREFIX = "twin-"  # the first one's plain-HTML twin: twin-<the same words>.test
+
 # The user-agent product token whose robots.txt rules the audit applies.
 CRAWLER_TOKEN = "courtier"
 
@@ -80,6 +92,9 @@ class SiteKind(StrEnum):
     EDGE_SITE = "edge-site"  # an unrelated site behind the CDN edge: its own origin
     EDGE_TENANT = "edge-tenant"  # a platform C tenant behind the same edge: origin platform-c
     PLATFORM_MEDIA = "platform-media"  # platform A's media host, on platform A's servers
+    SPA = "spa"  # a single-page app: every route a script shell, content from /api
+    SPA_TWIN = "spa-twin"  # plain HTML serving the same catalogue as the first SPA site
+    THIRD_PARTY = "third-party"  # the script host the SPA shells embed: outside the seed
 
 
 SEED_KINDS = frozenset(
@@ -90,6 +105,8 @@ SEED_KINDS = frozenset(
         SiteKind.BAIT,
         SiteKind.EDGE_SITE,
         SiteKind.EDGE_TENANT,
+        SiteKind.SPA,
+        SiteKind.SPA_TWIN,
     }
 )
 MEDIA_KINDS = frozenset({SiteKind.CDN, SiteKind.STORE, SiteKind.IMGSVC, SiteKind.PLATFORM_MEDIA})
@@ -124,6 +141,7 @@ class Behaviour(StrEnum):
     IDN = "idn"
     REBIND = "rebind"  # DNS: first answer inside the block, later answers the canary
     CANARY_ALIAS = "canary-alias"  # DNS: always answers the canary
+    RENDER_HANG = "render-hang"  # an SPA whose script loops forever before rendering anything
 
 
 # Standalone sites 0..len-1 get these, in this order, so a small world still has each one.
@@ -173,6 +191,10 @@ class WorldParams:
     vanity_media: float = 0.0  # share of own-domain seed sites with images.<host> media
     imgsvc_store_share: float = 0.0  # image-service customers answered store-like
     imgsvc_mixed_share: float = 0.0  # customers answered cache-like or store-like per image
+    # Single-page apps (docs/simweb.md); 0 leaves a world as it was before they existed.
+    n_spa: int = 0  # single-page-app seed sites, each its own origin
+    spa_twin: int = 0  # 1: the first SPA site gets a plain-HTML twin with the same catalogue
+    spa_hang: int = 0  # how many SPA sites (the last ones) hang the browser that renders them
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -247,6 +269,22 @@ SIZE_PRESETS: Mapping[str, WorldParams] = {
         ),
         500,
     ),
+    # A small world for the render lane: a few ordinary sites, three single-page apps (the
+    # last one hangs its renderer) and the first one's plain-HTML twin. Small catalogues, so
+    # a crawl at 1 request/s per site and 2 cost units/s per origin is done in about 30 s.
+    "spa": WorldParams(
+        n_standalone=3,
+        n_cname_tenants=1,
+        n_header_tenants=1,
+        n_horizon=2,
+        n_farm=1,
+        n_items=8,
+        n_lists=2,
+        n_images=4,
+        n_spa=3,
+        spa_twin=1,
+        spa_hang=1,
+    ),
 }
 
 
@@ -268,6 +306,12 @@ class Site:
     media_host: str | None = None  # seed sites: their vanity media host (images.<host>)
     customer: str | None = None  # a vanity or distribution media host: the site it serves
     imgsvc_mode: str = IMGSVC_CACHE  # how the image service answers for this customer
+    twin_of: str | None = None  # an SPA twin: the SPA site whose catalogue it serves as HTML
+
+    @property
+    def catalogue(self) -> str:
+        """The host whose catalogue the site serves: its own, or a twin's SPA site's."""
+        return self.twin_of or self.host
 
     @property
     def is_seed(self) -> bool:
@@ -354,6 +398,17 @@ class World:
         stem = target.partition("?")[0].rpartition("/")[2].removesuffix(".jpg")
         return IMGSVC_CACHE if stem.isdigit() and int(stem) % 2 else IMGSVC_STORE
 
+    def sites_of_kind(self, kind: SiteKind) -> tuple[Site, ...]:
+        """The sites of one kind, in the order they were built."""
+        return tuple(s for s in self.sites.values() if s.kind is kind)
+
+    def spa_twin(self) -> tuple[Site, Site]:
+        """The SPA site that has a twin, and its twin (`spa_twin`); LookupError if none."""
+        for twin in self.sites_of_kind(SiteKind.SPA_TWIN):
+            if twin.twin_of is not None:
+                return self.sites[twin.twin_of], twin
+        raise LookupError("this world has no SPA twin")
+
     def sites_with(self, behaviour: Behaviour) -> tuple[Site, ...]:
         return tuple(s for s in self.sites.values() if behaviour in s.behaviours)
 
@@ -383,12 +438,28 @@ def normalise_host_header(host_header: str) -> str:
 
 def request_cost(site: Site, path: str) -> int:
     """Cost units of one request, by path (DESIGN.md): listing/search 4, detail 2, image 1,
-    robots.txt 1. Home and calendar pages are index pages, so they cost as listings."""
+    robots.txt 1. Home and calendar pages are index pages, so they cost as listings.
+
+    A single-page app's script and stylesheet (`/static/…`) cost 1 and its API as the page it
+    serves: `/api/list/N` 4, `/api/item/N` 2; its shells as the page they stand for. The
+    third-party script host serves scripts: 1."""
     if path.startswith("/robots.txt"):
+        return 1
+    if site.kind is SiteKind.SPA:
+        return _spa_cost(path)
+    if site.kind is SiteKind.THIRD_PARTY:
         return 1
     if site.kind in MEDIA_KINDS or path.startswith("/img/"):
         return 1
     if path in ("/", "") or path.startswith(("/search", "/list/", "/calendar/")):
+        return 4
+    return 2
+
+
+def _spa_cost(path: str) -> int:
+    if path.startswith("/static/"):
+        return 1
+    if path in ("/", "") or path.startswith(("/list/", "/api/list/")):
         return 4
     return 2
 
@@ -718,6 +789,49 @@ def _imgsvc_modes(b: _Builder) -> None:
             b.sites[site.host] = dataclasses.replace(site, imgsvc_mode=mode)
 
 
+def _spa(b: _Builder) -> None:
+    """Single-page apps, each on its own server; the first one's twin; the script host."""
+    p = b.params
+    if p.n_spa <= 0:
+        return
+    apps = []
+    for i in range(p.n_spa):
+        host = b.host(SPA_PREFIX)
+        slot = b.slot()
+        b.a_records[host] = (slot,)
+        hang = i >= p.n_spa - p.spa_hang
+        behaviours = frozenset({Behaviour.RENDER_HANG}) if hang else frozenset()
+        apps.append(
+            b.add(Site(host, SiteKind.SPA, host, (slot,), behaviours, robots_text=DEFAULT_ROBOTS))
+        )
+    if p.spa_twin:
+        spa = apps[0]
+        host = TWIN_PREFIX + spa.host.removeprefix(SPA_PREFIX)
+        slot = b.slot()
+        b.a_records[host] = (slot,)
+        b.add(
+            Site(
+                host,
+                SiteKind.SPA_TWIN,
+                host,
+                (slot,),
+                robots_text=spa.robots_text,
+                twin_of=spa.host,
+            )
+        )
+    slot = b.slot()
+    b.a_records[THIRD_PARTY_SCRIPT_HOST] = (slot,)
+    b.add(
+        Site(
+            THIRD_PARTY_SCRIPT_HOST,
+            SiteKind.THIRD_PARTY,
+            THIRD_PARTY_ORIGIN,
+            (slot,),
+            robots_text="User-agent: *\nAllow: /\n",
+        )
+    )
+
+
 def _spellings(sites: Mapping[str, Site]) -> dict[str, str]:
     table: dict[str, str] = {}
     for site in sites.values():
@@ -749,6 +863,12 @@ def build_world(params: WorldParams) -> World:
             raise ValueError(f"{name} must be a share between 0 and 1")
     if params.imgsvc_store_share + params.imgsvc_mixed_share > 1:
         raise ValueError("imgsvc_store_share + imgsvc_mixed_share must not exceed 1")
+    if params.n_spa < 0 or params.spa_twin not in (0, 1):
+        raise ValueError("n_spa must not be negative and spa_twin must be 0 or 1")
+    if params.spa_twin and not params.n_spa:
+        raise ValueError("spa_twin needs an SPA site to be the twin of (n_spa >= 1)")
+    if not 0 <= params.spa_hang <= params.n_spa:
+        raise ValueError("spa_hang must be between 0 and n_spa")
     b = _Builder(params)
     _platform_a(b)
     _platform_b(b)
@@ -762,6 +882,7 @@ def build_world(params: WorldParams) -> World:
     buckets = _buckets(b)
     _vanity_media(b)
     _imgsvc_modes(b)
+    _spa(b)  # after the real web's shapes, so their worlds stay as they were too
     return World(
         params=params,
         sites=dict(b.sites),
