@@ -198,19 +198,18 @@ class Keeper:
         )
 
     async def read(
-        self, result: FetchResult, site: str, sent: dict[str, str], item: LeasedUrl
+        self, parse: Parse, result: FetchResult, site: str, sent: dict[str, str], item: LeasedUrl
     ) -> tuple[ParsedPage | None, EncodedCapture | None, str | None]:
-        """An HTML answer read in the parse pool (decoded, redacted, parsed) and, when the
-        crawl archives, its WARC records made in the same job: (page, records, why the
-        parse failed)."""
-        assert self.parse is not None
+        """An HTML answer read by ``parse`` (the parse pool: decoded, redacted, parsed) and,
+        when the crawl archives, its WARC records made in the same job: (page, records, why
+        the parse failed)."""
         context = self.context(result, site)
         capture = self.capture(result, sent, item)
         if capture is None:
-            page, error = await parse_guarded(self.parse, self.stats, read_page, result, context)
+            page, error = await parse_guarded(parse, self.stats, read_page, result, context)
             return page, None, error
         both, error = await parse_guarded(
-            self.parse, self.stats, read_and_capture, result, context, capture, self.level
+            parse, self.stats, read_and_capture, result, context, capture, self.level
         )
         return (None, None, error) if both is None else (both[0], both[1], None)
 

@@ -116,7 +116,7 @@ class SiteLanes(LaneKindBase):
             lanes=seed.lanes,
             scope=seed.scope,
             keeper=self.keeper,
-            parse=parse,
+            parse=lambda *args: self.parse(*args),  # the lanes' own, however replaced
             costs=self.costs,
             arm=arm,
             get=self._get,
@@ -374,7 +374,7 @@ class SiteLanes(LaneKindBase):
                 await self.frontier.refresh_lastmod(sitemap.lastmod, self.timer.now())
             return None, None, error, None
         elif verdict is Verdict.PARSE_PAGE:
-            page, encoded, error = await self.keeper.read(result, item.site, sent, item)
+            page, encoded, error = await self.keeper.read(self.parse, result, item.site, sent, item)
             render = None
             if page is not None:
                 self.stats.encodings[page.encoding] += 1
