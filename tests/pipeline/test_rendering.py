@@ -27,7 +27,7 @@ from courtier.pipeline.wiring import NO_BROWSER
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
 from loopback import serving
 
-INTERVAL = 0.2
+INTERVAL = 0.1
 SHELL = (
     "<!doctype html><html><head><title>Loading</title>"
     '<script src="/static/app.js"></script></head>'
