@@ -107,7 +107,12 @@ def chromium_flags(user_data_dir: str, *, as_root: bool) -> list[str]:
         "--metrics-recording-only",
         "--password-store=basic",
         "--mute-audio",
+        # No GPU here: Chromium would composite every page through SwiftShader in a GPU
+        # process of its own, three times the CPU of a render (bench/bench_render.py).
         "--disable-gpu",
+        "--in-process-gpu",
+        "--disable-software-rasterizer",
+        "--disable-gpu-compositing",
         "--disable-hang-monitor",
         # Pages opened by the crawler are never in front: without these their timers and
         # rendering are throttled as background tabs, and every render waits for it.
@@ -116,7 +121,9 @@ def chromium_flags(user_data_dir: str, *, as_root: bool) -> list[str]:
         "--disable-backgrounding-occluded-windows",
         "--disable-features=Translate,MediaRouter,DialMediaRouteProvider,OptimizationHints,"
         "AutofillServerCommunication,CertificateTransparencyComponentUpdater,"
-        "InterestFeedContentSuggestions,DnsOverHttps",
+        "InterestFeedContentSuggestions,DnsOverHttps,"
+        # The omnibox popup's WebUI: a renderer of its own in every headless browser.
+        "WebUIOmniboxPopup,WebUIOmniboxAimPopup",
         "--host-resolver-rules=MAP * ~NOTFOUND",
         f"--proxy-server={_NOWHERE_PROXY}",
         "--proxy-bypass-list=<-loopback>",  # loopback too goes to the proxy
