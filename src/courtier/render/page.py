@@ -5,11 +5,14 @@ Rules:
 - Each render has a browser context of its own (cookies, storage and cache die with it) and
   a page in it; both are disposed of when the render ends, however it ends.
 - Every request is paused before it is sent (``Fetch`` at stage Request, pattern ``*``):
-  the page's document, its subresources, and those of its out-of-process frames and workers
-  (attached as they appear, paused until their interception is on). Each becomes a
+  the page's document, its subresources, its dedicated workers' (they go through the page's
+  interception), and those of its out-of-process frames (attached as they appear, paused
+  until their interception is on). Workers lose what frames lose (``NO_NETWORK_SCRIPT``)
+  before their own script runs. Each request becomes a
   ``BrowserRequest`` answered by the intercept in a task of its own; a raising intercept is
-  an ``Abort("intercept-error")``. The fulfilled body is the decoded entity: transfer and
-  content encodings and lengths in the headers given are dropped.
+  an ``Abort("intercept-error")``, and so is an answer Chromium refuses (a status it does not
+  take). The fulfilled body is the decoded entity: transfer and content encodings and
+  lengths in the headers given are dropped, and so are malformed headers.
 - A fulfilled 3xx with a Location is followed by the browser, whose next request is paused
   and handed to the intercept again.
 - Settled: the load event has fired after navigating, and no paused request has been
@@ -26,6 +29,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -43,6 +47,8 @@ unresponsive."""
 ANSWER_TIMEOUT = 5.0
 """Seconds the browser has to take an answer to a paused request."""
 _DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_UNSAFE_VALUE = re.compile(r"[\r\n\0]")
 _PATTERNS = {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 _READ_DOM = (
@@ -113,28 +119,30 @@ class _Page:
         self.outstanding += 1
         self.requests += 1
         self.changed.set()
+        url = params.get("request", {}).get("url")
+        send = self.connection.send
         try:
+            answer: object
             try:
                 answer = await self.intercept(self.browser_request(params))
             except Exception:
-                url = params.get("request", {}).get("url")
                 log.warning("render: the intercept failed on %s", url, exc_info=True)
-                answer = Abort("intercept-error")
+                answer = None
             if isinstance(answer, Fulfil):
-                await self.connection.send(
-                    "Fetch.fulfillRequest",
-                    _fulfilment(params["requestId"], answer),
-                    session_id,
-                    timeout=ANSWER_TIMEOUT,
-                )
-            else:
-                self.aborted.append(answer.reason)
-                await self.connection.send(
-                    "Fetch.failRequest",
-                    {"requestId": params["requestId"], "errorReason": "BlockedByClient"},
-                    session_id,
-                    timeout=ANSWER_TIMEOUT,
-                )
+                try:
+                    fulfilment = _fulfilment(params["requestId"], answer)
+                    await send(
+                        "Fetch.fulfillRequest", fulfilment, session_id, timeout=ANSWER_TIMEOUT
+                    )
+                    return
+                except CdpError as refused:
+                    # A status or header Chromium will not take: the request must still be
+                    # answered, or the page waits for it until its deadline.
+                    log.warning("render: Chromium refused the answer to %s: %s", url, refused)
+                    answer = None
+            self.aborted.append(answer.reason if isinstance(answer, Abort) else "intercept-error")
+            failure = {"requestId": params["requestId"], "errorReason": "BlockedByClient"}
+            await send("Fetch.failRequest", failure, session_id, timeout=ANSWER_TIMEOUT)
         except (CdpError, BrowserLost, TimeoutError) as error:
             # The page, its frame or the whole browser went meanwhile: nobody waits for it.
             log.debug("render: an answer was not taken: %r", error)
@@ -283,7 +291,9 @@ async def render_page(
                 if "exceptionDetails" in evaluated:
                     error = "navigation:dom-unreadable"
                 else:
-                    values = list(evaluated.get("result", {}).get("value") or values)
+                    value = evaluated.get("result", {}).get("value")
+                    if isinstance(value, list) and len(value) == len(values):
+                        values = value
     except TimeoutError:
         error = "timeout"
     except _Broken as broken:
@@ -292,20 +302,14 @@ async def render_page(
         error = "browser-lost"
     except CdpError as cdp_error:
         error = f"navigation:{cdp_error.message}"
-    finally:
+    except BaseException:
+        # Cancelled by the caller: the context is still disposed of, without waiting for it.
         page.stop()
-    unresponsive = False
-    if context and not connection.lost:
-        try:
-            await send(
-                "Target.disposeBrowserContext",
-                {"browserContextId": context},
-                timeout=CLEANUP_TIMEOUT,
-            )
-        except TimeoutError:
-            unresponsive = True
-        except (CdpError, BrowserLost) as cleanup_error:
-            log.debug("render: context not disposed: %r", cleanup_error)
+        if context:
+            _keep(asyncio.ensure_future(_dispose(connection, context)))
+        raise
+    page.stop()
+    unresponsive = bool(context) and not await _dispose(connection, context)
     html, title, final_url = values
     result = RenderResult(
         url=url,
@@ -319,6 +323,30 @@ async def render_page(
     return PageOutcome(result, unresponsive=unresponsive, aborted=tuple(page.aborted))
 
 
+_kept: set[asyncio.Future[Any]] = set()
+
+
+def _keep(future: asyncio.Future[Any]) -> None:
+    """Hold a task no render waits for until it ends (the loop keeps only weak references)."""
+    _kept.add(future)
+    future.add_done_callback(_kept.discard)
+
+
+async def _dispose(connection: Connection, context: str) -> bool:
+    """Dispose of a render's context (and its pages); False if the browser did not answer."""
+    if connection.lost:
+        return True
+    try:
+        await connection.send(
+            "Target.disposeBrowserContext", {"browserContextId": context}, timeout=CLEANUP_TIMEOUT
+        )
+    except TimeoutError:
+        return False
+    except (CdpError, BrowserLost) as error:
+        log.debug("render: context not disposed: %r", error)
+    return True
+
+
 async def _add_script(connection: Connection, session_id: str) -> None:
     await connection.send(
         "Page.addScriptToEvaluateOnNewDocument",
@@ -328,10 +356,14 @@ async def _add_script(connection: Connection, session_id: str) -> None:
 
 
 def _fulfilment(request_id: str, answer: Fulfil) -> dict[str, Any]:
+    # Chromium refuses a whole response for one header it cannot take: a site's malformed
+    # header is dropped instead, as a browser on the network would ignore it.
     headers = [
         {"name": name, "value": value}
         for name, value in answer.headers
         if name.lower() not in _DROPPED_HEADERS
+        and _TOKEN.fullmatch(name)
+        and not _UNSAFE_VALUE.search(value)
     ]
     return {
         "requestId": request_id,
