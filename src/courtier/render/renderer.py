@@ -30,7 +30,7 @@ from typing import Any
 from courtier.render.browser import Browser, BrowserStartError
 from courtier.render.cdp import BrowserLost, CdpError
 from courtier.render.intercept import Intercept, RenderResult
-from courtier.render.page import render_page
+from courtier.render.page import PageOutcome, render_page
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +160,24 @@ class Renderer:
                 settle=self.settle,
                 budget=max(0.0, deadline - time.monotonic()),
             )
+            self._after(outcome, instance, place)
         finally:
             instance.active -= 1
+            if instance.retired and instance.active == 0:
+                self._end(instance)  # its last page has ended
+        result = outcome.result
+        return RenderResult(
+            url=result.url,
+            html=result.html,
+            error=result.error,
+            elapsed=time.monotonic() - start,
+            requests=result.requests,
+            title=result.title,
+            final_url=result.final_url,
+        )
+
+    def _after(self, outcome: PageOutcome, instance: _Instance, place: _Place) -> None:
+        """Retire the browser if the render showed it broken, bloated or worn."""
         self.stats.aborted.update(outcome.aborted)
         result = outcome.result
         if outcome.unresponsive or not instance.browser.alive:
@@ -178,17 +194,6 @@ class Renderer:
                 self._retire(instance, place, f"holds {rss // MiB} MiB")
             elif instance.pages >= self.pages_before_recycle:
                 self._retire(instance, place, f"rendered {instance.pages} pages")
-        if instance.retired and instance.active == 0:
-            self._end(instance)
-        return RenderResult(
-            url=result.url,
-            html=result.html,
-            error=result.error,
-            elapsed=time.monotonic() - start,
-            requests=result.requests,
-            title=result.title,
-            final_url=result.final_url,
-        )
 
     async def _instance(self, place: _Place) -> _Instance:
         if self._closed:
