@@ -306,6 +306,18 @@ async def test_a_hanging_script_times_out_and_its_browser_is_replaced(
     assert old not in renderer.browsers()
 
 
+async def test_a_timeout_while_the_crawler_holds_a_request_keeps_the_browser(
+    renderer: Renderer,
+) -> None:
+    await renderer.render("http://spa.test/", spa())
+    browsers = renderer.browsers()
+    site = spa()
+    site.delays["http://spa.test/api/items"] = 10.0  # the crawler waiting on politeness
+    result = await renderer.render("http://spa.test/", site, timeout=1.0)
+    assert result.error == "timeout"
+    assert renderer.browsers() == browsers
+
+
 async def test_a_killed_browser_fails_its_render_and_the_next_one_works(
     renderer: Renderer,
 ) -> None:

@@ -72,6 +72,9 @@ class PageOutcome:
     """The browser did not answer while the render was cleaned up: kill it now."""
     aborted: tuple[str, ...] = ()
     """The reasons of the requests the crawler aborted (``intercept-error`` included)."""
+    held: bool = False
+    """The intercept still held some of the page's requests when the render ended: a
+    timeout then is the crawler's slowness, not the browser's."""
 
 
 class _Page:
@@ -308,6 +311,7 @@ async def render_page(
         if context:
             _keep(asyncio.ensure_future(_dispose(connection, context)))
         raise
+    held = page.outstanding > 0
     page.stop()
     unresponsive = bool(context) and not await _dispose(connection, context)
     html, title, final_url = values
@@ -320,7 +324,7 @@ async def render_page(
         title=title if error is None and isinstance(title, str) else None,
         final_url=final_url if error is None and isinstance(final_url, str) else None,
     )
-    return PageOutcome(result, unresponsive=unresponsive, aborted=tuple(page.aborted))
+    return PageOutcome(result, unresponsive, tuple(page.aborted), held)
 
 
 _kept: set[asyncio.Future[Any]] = set()

@@ -5,7 +5,9 @@ Rules:
   waits for a place first, and that wait is not part of its time. The whole render (the
   browser's start when one is needed included) is bounded by its timeout.
 - A browser is retired, taking no new page while a fresh one takes its place, when a render
-  on it timed out (a page that hangs may hang its browser), when its memory after a render
+  on it timed out waiting on the browser (a page that hangs may hang its browser; a render
+  that timed out while the crawler still held its requests says nothing of the browser),
+  when its memory after a render
   exceeds ``memory_limit``, or when it has rendered ``pages_before_recycle`` pages. It is
   killed once its last page ends, or at once if it does not answer within a couple of
   seconds.
@@ -183,7 +185,8 @@ class Renderer:
         if outcome.unresponsive or not instance.browser.alive:
             self._retire(instance, place, "does not answer" if outcome.unresponsive else "lost")
             self._end(instance)
-        elif result.error == "timeout":
+        elif result.error == "timeout" and not outcome.held:
+            # The page waited on the browser, not on the crawler: it may hang the browser.
             self._retire(instance, place, "a render timed out")
             self._ping_or_end(instance)
         else:
