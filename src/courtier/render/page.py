@@ -198,12 +198,15 @@ class _Page:
         with contextlib.suppress(CdpError, BrowserLost, TimeoutError):
             await send("Runtime.runIfWaitingForDebugger", None, session_id)
 
-    async def guard(self, awaitable: Awaitable[T]) -> T:
-        """``awaitable``'s result, unless the page crashes or the browser goes first."""
+    async def guard(self, awaitable: Awaitable[T], within: float | None = None) -> T:
+        """``awaitable``'s result, unless the page crashes or the browser goes first, or
+        ``within`` seconds pass (``TimeoutError``)."""
         task = asyncio.ensure_future(awaitable)
         try:
             await asyncio.wait(
-                (task, self.broken, self.connection.closed), return_when=asyncio.FIRST_COMPLETED
+                (task, self.broken, self.connection.closed),
+                timeout=within,
+                return_when=asyncio.FIRST_COMPLETED,
             )
         except BaseException:
             task.cancel()
@@ -213,20 +216,27 @@ class _Page:
         task.cancel()
         if self.broken.done():
             raise _Broken(self.broken.result())
-        raise _Broken("browser-lost")
+        if self.connection.closed.done():
+            raise _Broken("browser-lost")
+        raise TimeoutError
 
-    async def settled(self) -> None:
-        await self.guard(self.loaded.wait())
+    async def settled(self, deadline: float) -> None:
+        # Each wait is bounded by the deadline itself, not only by the caller's timeout: a
+        # cancellation lost in a race would otherwise leave a held request waited on forever.
+        await self.guard(self.loaded.wait(), within=max(0.0, deadline - time.monotonic()))
         while True:
-            wait: float | None = None
+            now = time.monotonic()
+            if now >= deadline:
+                raise TimeoutError
+            wait = deadline - now
             if self.outstanding == 0:
-                quiet = time.monotonic() - self.quiet_since
+                quiet = now - self.quiet_since
                 if quiet >= self.settle:
                     return
-                wait = self.settle - quiet
+                wait = min(wait, self.settle - quiet)
             self.changed.clear()
             with contextlib.suppress(TimeoutError):
-                await self.guard(asyncio.wait_for(self.changed.wait(), wait))
+                await self.guard(self.changed.wait(), within=wait)
 
     def stop(self) -> None:
         for session_id in self.sessions:
@@ -240,6 +250,7 @@ async def render_page(
 ) -> PageOutcome:
     """Render ``url`` in a fresh context of the browser behind ``connection``."""
     start = time.monotonic()
+    deadline = start + budget
     page = _Page(connection, url, intercept, settle)
     send = connection.send
     context = ""
@@ -282,7 +293,7 @@ async def render_page(
             elif navigated.get("isDownload"):
                 error = "navigation:download"
             else:
-                await page.settled()
+                await page.settled(deadline)
                 evaluated = await page.guard(
                     send(
                         "Runtime.evaluate",
