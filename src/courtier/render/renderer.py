@@ -1,16 +1,16 @@
 """Renders pages on a few headless Chromium processes, replacing any that break.
 
 Rules:
-- ``browsers`` processes, each rendering at most ``pages_per_browser`` pages at once; a render
-  waits for a place first, and that wait is not part of its time. The whole render (the
-  browser's start when one is needed included) is bounded by its timeout.
+- ``browsers`` processes, each rendering at most ``pages_per_browser`` pages at once (a
+  retired browser's last pages included); a render waits for a place first, and that wait
+  is not part of its time. The whole render (the browser's start when one is needed
+  included) is bounded by its timeout, and its page's disposal by two seconds more.
 - A browser is retired, taking no new page while a fresh one takes its place, when a render
-  on it timed out waiting on the browser (a page that hangs may hang its browser; a render
-  that timed out while the crawler still held its requests says nothing of the browser),
-  when its memory after a render
-  exceeds ``memory_limit``, or when it has rendered ``pages_before_recycle`` pages. It is
-  killed once its last page ends, or at once if it does not answer within a couple of
-  seconds.
+  on it timed out waiting on the browser (a page that hangs may hang its browser; one that
+  timed out while the crawler still held its requests says nothing of the browser), when
+  its memory after a render exceeds ``memory_limit``, or when it has rendered
+  ``pages_before_recycle`` pages. It is killed once its last page ends, or at once if it
+  does not answer within a couple of seconds.
 - A browser that dies fails its pages (``browser-lost``); the next render starts a new one.
   A renderer crash fails its page (``crash``); the browser goes on.
 - Memory is the resident memory of the browser's process tree not backed by files: every
