@@ -189,6 +189,36 @@ async def test_an_abort_rejects_the_fetch_and_the_page_goes_on(renderer: Rendere
     assert renderer.stats.aborted["third-party"] >= 1
 
 
+async def test_answers_chromium_would_refuse_are_mended_or_aborted(renderer: Renderer) -> None:
+    site = spa()
+    status, headers, body = site.pages["http://spa.test/api/items"]
+    site.pages["http://spa.test/api/items"] = (status, (*headers, ("Bad Name", "x")), body)
+    site.add("http://spa.test/style.css", "", "text/css", status=42)
+    before = renderer.stats.aborted["intercept-error"]
+    result = await renderer.render("http://spa.test/", site)
+    assert result.error is None and result.html is not None
+    assert '<a href="/a">' in result.html  # the malformed header dropped, not the response
+    assert renderer.stats.aborted["intercept-error"] == before + 1  # the status refused
+
+
+async def test_a_cancelled_render_leaves_no_page_behind(renderer: Renderer) -> None:
+    site = spa()
+    site.delays["http://spa.test/api/items"] = 5.0
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(renderer.render("http://spa.test/", site), 1.0)
+    [browser] = renderer.browsers()
+    pages: list[object] = ["?"]
+    for _ in range(40):
+        targets = await browser.connection.send("Target.getTargets")
+        pages = [t for t in targets["targetInfos"] if t["url"].startswith("http://spa.test")]
+        if not pages:
+            break
+        await asyncio.sleep(0.05)
+    assert pages == []
+    after = await renderer.render("http://spa.test/", spa())
+    assert after.error is None
+
+
 async def test_a_fulfilled_redirect_is_asked_for_again(renderer: Renderer) -> None:
     site = spa()
     site.add("http://old.test/", "", status=301, Location="http://spa.test/")
@@ -274,6 +304,18 @@ async def test_a_hanging_script_times_out_and_its_browser_is_replaced(
     assert after.error is None and after.html is not None and '<a href="/a">' in after.html
     assert renderer.stats.browsers_started == started + 1
     assert old not in renderer.browsers()
+
+
+async def test_a_timeout_while_the_crawler_holds_a_request_keeps_the_browser(
+    renderer: Renderer,
+) -> None:
+    await renderer.render("http://spa.test/", spa())
+    browsers = renderer.browsers()
+    site = spa()
+    site.delays["http://spa.test/api/items"] = 10.0  # the crawler waiting on politeness
+    result = await renderer.render("http://spa.test/", site, timeout=1.0)
+    assert result.error == "timeout"
+    assert renderer.browsers() == browsers
 
 
 async def test_a_killed_browser_fails_its_render_and_the_next_one_works(

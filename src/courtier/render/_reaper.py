@@ -1,6 +1,6 @@
 """The browser's parent: starts Chromium, and reaps every process it leaves behind.
 
-Run as a script (``python -I -S _reaper.py PARENT_PID EXECUTABLE ARGS...``) by
+Run as a script (``python -I -S _reaper.py PARENT_PID DIRECTORY EXECUTABLE ARGS...``) by
 ``courtier.render.browser``, never imported by the crawler.
 
 Rules:
@@ -10,8 +10,10 @@ Rules:
 - Chromium runs in a process group of its own (its PID); killing that group kills the
   browser. Once the browser has exited, what remains of its group and every other orphan is
   killed and reaped, then the reaper exits.
-- SIGTERM, or its parent's death (``PR_SET_PDEATHSIG``), kills Chromium's group: a crawler
-  that dies leaves no browser running.
+- SIGTERM, or its parent's death (``PR_SET_PDEATHSIG``: the end of the thread that started
+  it, the crawler's event loop), kills Chromium's group: a crawler that dies leaves no
+  browser running, and no profile: the reaper then removes the browser's DIRECTORY (the
+  crawler does it otherwise, having read what it wants there).
 - The debugging pipe (fds 3 and 4) is Chromium's alone: the reaper closes its copies, so the
   crawler sees the pipe close when the browser goes.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import time
@@ -56,11 +59,12 @@ def _kill(pid: int, group: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parent, executable, args = int(argv[0]), argv[1], argv[1:]
+    parent, directory, executable, args = int(argv[0]), argv[1], argv[2], argv[2:]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:  # the crawler died before the death signal was armed
+        shutil.rmtree(directory, ignore_errors=True)
         return 1
     spawned: list[int] = []
     stopping: list[bool] = []
@@ -95,8 +99,11 @@ def main(argv: list[str]) -> int:
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
         except ChildProcessError:
-            return 0
+            break
         time.sleep(0.02)
+    if os.getppid() != parent:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":

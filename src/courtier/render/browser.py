@@ -5,10 +5,12 @@ Rules:
   in ``courtier.render.page``). What interception cannot see is turned off here, and what it
   might miss goes nowhere: every host name resolves to NOTFOUND, every URL (loopback and IP
   literals included) goes to a proxy whose own name does not resolve, WebRTC may use no
-  UDP of its own, and each document loses WebSocket, WebTransport, RTCPeerConnection and
-  ``navigator.serviceWorker`` before its first script runs (``NO_NETWORK_SCRIPT``).
+  UDP of its own, and each document loses WebSocket, WebTransport, RTCPeerConnection,
+  SharedWorker and ``navigator.serviceWorker`` before its first script runs
+  (``NO_NETWORK_SCRIPT``).
 - Background traffic (updates, sync, metrics, crash reports, safe browsing) is off by flag,
   and goes nowhere if a flag misses some.
+- No GPU: pages are composited in software inside the browser process.
 - A fresh temporary profile per process, removed when it is closed.
 - ``--no-sandbox`` only when running as root (Chromium refuses to start otherwise); a
   warning says so once.
@@ -96,6 +98,8 @@ def chromium_flags(user_data_dir: str, *, as_root: bool) -> list[str]:
         "--disable-sync",
         "--disable-default-apps",
         "--disable-extensions",
+        # Debian's build starts its crash handler all the same (it double-forks out of the
+        # browser's group): the reaper, whose orphan it becomes, kills and reaps it.
         "--disable-crash-reporter",
         "--disable-breakpad",
         "--disable-domain-reliability",
@@ -107,16 +111,23 @@ def chromium_flags(user_data_dir: str, *, as_root: bool) -> list[str]:
         "--metrics-recording-only",
         "--password-store=basic",
         "--mute-audio",
+        # No GPU here: Chromium would composite every page through SwiftShader in a GPU
+        # process of its own, three times the CPU of a render (bench/bench_render.py).
         "--disable-gpu",
+        "--in-process-gpu",
+        "--disable-software-rasterizer",
+        "--disable-gpu-compositing",
         "--disable-hang-monitor",
-        # Pages opened by the crawler are never in front: without these their timers and
-        # rendering are throttled as background tabs, and every render waits for it.
+        # A render's page is one of several windows, none in front: its timers and frames run
+        # at full rate whatever Chromium makes of its visibility.
         "--disable-background-timer-throttling",
         "--disable-renderer-backgrounding",
         "--disable-backgrounding-occluded-windows",
         "--disable-features=Translate,MediaRouter,DialMediaRouteProvider,OptimizationHints,"
         "AutofillServerCommunication,CertificateTransparencyComponentUpdater,"
-        "InterestFeedContentSuggestions,DnsOverHttps",
+        "InterestFeedContentSuggestions,DnsOverHttps,"
+        # The omnibox popup's WebUI: a renderer of its own in every headless browser.
+        "WebUIOmniboxPopup,WebUIOmniboxAimPopup",
         "--host-resolver-rules=MAP * ~NOTFOUND",
         f"--proxy-server={_NOWHERE_PROXY}",
         "--proxy-bypass-list=<-loopback>",  # loopback too goes to the proxy
@@ -216,7 +227,7 @@ class Browser:
         # Whatever Chromium writes outside its profile (caches, crash database) stays in the
         # directory removed at close.
         env["XDG_CONFIG_HOME"] = env["XDG_CACHE_HOME"] = directory
-        argv = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), executable]
+        argv = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), directory, executable]
         argv += chromium_flags(profile, as_root=as_root)
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()

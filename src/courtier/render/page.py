@@ -5,11 +5,14 @@ Rules:
 - Each render has a browser context of its own (cookies, storage and cache die with it) and
   a page in it; both are disposed of when the render ends, however it ends.
 - Every request is paused before it is sent (``Fetch`` at stage Request, pattern ``*``):
-  the page's document, its subresources, and those of its out-of-process frames and workers
-  (attached as they appear, paused until their interception is on). Each becomes a
+  the page's document, its subresources, its dedicated workers' (they go through the page's
+  interception), and those of its out-of-process frames (attached as they appear, paused
+  until their interception is on). Workers lose what frames lose (``NO_NETWORK_SCRIPT``)
+  before their own script runs. Each request becomes a
   ``BrowserRequest`` answered by the intercept in a task of its own; a raising intercept is
-  an ``Abort("intercept-error")``. The fulfilled body is the decoded entity: transfer and
-  content encodings and lengths in the headers given are dropped.
+  an ``Abort("intercept-error")``, and so is an answer Chromium refuses (a status it does not
+  take). The fulfilled body is the decoded entity: transfer and content encodings and
+  lengths in the headers given are dropped, and so are malformed headers.
 - A fulfilled 3xx with a Location is followed by the browser, whose next request is paused
   and handed to the intercept again.
 - Settled: the load event has fired after navigating, and no paused request has been
@@ -26,6 +29,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -43,6 +47,8 @@ unresponsive."""
 ANSWER_TIMEOUT = 5.0
 """Seconds the browser has to take an answer to a paused request."""
 _DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_UNSAFE_VALUE = re.compile(r"[\r\n\0]")
 _PATTERNS = {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 _READ_DOM = (
@@ -66,6 +72,9 @@ class PageOutcome:
     """The browser did not answer while the render was cleaned up: kill it now."""
     aborted: tuple[str, ...] = ()
     """The reasons of the requests the crawler aborted (``intercept-error`` included)."""
+    held: bool = False
+    """The intercept still held some of the page's requests when the render ended: a
+    timeout then is the crawler's slowness, not the browser's."""
 
 
 class _Page:
@@ -113,28 +122,30 @@ class _Page:
         self.outstanding += 1
         self.requests += 1
         self.changed.set()
+        url = params.get("request", {}).get("url")
+        send = self.connection.send
         try:
+            answer: object
             try:
                 answer = await self.intercept(self.browser_request(params))
             except Exception:
-                url = params.get("request", {}).get("url")
                 log.warning("render: the intercept failed on %s", url, exc_info=True)
-                answer = Abort("intercept-error")
+                answer = None
             if isinstance(answer, Fulfil):
-                await self.connection.send(
-                    "Fetch.fulfillRequest",
-                    _fulfilment(params["requestId"], answer),
-                    session_id,
-                    timeout=ANSWER_TIMEOUT,
-                )
-            else:
-                self.aborted.append(answer.reason)
-                await self.connection.send(
-                    "Fetch.failRequest",
-                    {"requestId": params["requestId"], "errorReason": "BlockedByClient"},
-                    session_id,
-                    timeout=ANSWER_TIMEOUT,
-                )
+                try:
+                    fulfilment = _fulfilment(params["requestId"], answer)
+                    await send(
+                        "Fetch.fulfillRequest", fulfilment, session_id, timeout=ANSWER_TIMEOUT
+                    )
+                    return
+                except CdpError as refused:
+                    # A status or header Chromium will not take: the request must still be
+                    # answered, or the page waits for it until its deadline.
+                    log.warning("render: Chromium refused the answer to %s: %s", url, refused)
+                    answer = None
+            self.aborted.append(answer.reason if isinstance(answer, Abort) else "intercept-error")
+            failure = {"requestId": params["requestId"], "errorReason": "BlockedByClient"}
+            await send("Fetch.failRequest", failure, session_id, timeout=ANSWER_TIMEOUT)
         except (CdpError, BrowserLost, TimeoutError) as error:
             # The page, its frame or the whole browser went meanwhile: nobody waits for it.
             log.debug("render: an answer was not taken: %r", error)
@@ -187,12 +198,15 @@ class _Page:
         with contextlib.suppress(CdpError, BrowserLost, TimeoutError):
             await send("Runtime.runIfWaitingForDebugger", None, session_id)
 
-    async def guard(self, awaitable: Awaitable[T]) -> T:
-        """``awaitable``'s result, unless the page crashes or the browser goes first."""
+    async def guard(self, awaitable: Awaitable[T], within: float | None = None) -> T:
+        """``awaitable``'s result, unless the page crashes or the browser goes first, or
+        ``within`` seconds pass (``TimeoutError``)."""
         task = asyncio.ensure_future(awaitable)
         try:
             await asyncio.wait(
-                (task, self.broken, self.connection.closed), return_when=asyncio.FIRST_COMPLETED
+                (task, self.broken, self.connection.closed),
+                timeout=within,
+                return_when=asyncio.FIRST_COMPLETED,
             )
         except BaseException:
             task.cancel()
@@ -202,20 +216,27 @@ class _Page:
         task.cancel()
         if self.broken.done():
             raise _Broken(self.broken.result())
-        raise _Broken("browser-lost")
+        if self.connection.closed.done():
+            raise _Broken("browser-lost")
+        raise TimeoutError
 
-    async def settled(self) -> None:
-        await self.guard(self.loaded.wait())
+    async def settled(self, deadline: float) -> None:
+        # Each wait is bounded by the deadline itself, not only by the caller's timeout: a
+        # cancellation lost in a race would otherwise leave a held request waited on forever.
+        await self.guard(self.loaded.wait(), within=max(0.0, deadline - time.monotonic()))
         while True:
-            wait: float | None = None
+            now = time.monotonic()
+            if now >= deadline:
+                raise TimeoutError
+            wait = deadline - now
             if self.outstanding == 0:
-                quiet = time.monotonic() - self.quiet_since
+                quiet = now - self.quiet_since
                 if quiet >= self.settle:
                     return
-                wait = self.settle - quiet
+                wait = min(wait, self.settle - quiet)
             self.changed.clear()
             with contextlib.suppress(TimeoutError):
-                await self.guard(asyncio.wait_for(self.changed.wait(), wait))
+                await self.guard(self.changed.wait(), within=wait)
 
     def stop(self) -> None:
         for session_id in self.sessions:
@@ -229,6 +250,7 @@ async def render_page(
 ) -> PageOutcome:
     """Render ``url`` in a fresh context of the browser behind ``connection``."""
     start = time.monotonic()
+    deadline = start + budget
     page = _Page(connection, url, intercept, settle)
     send = connection.send
     context = ""
@@ -271,7 +293,7 @@ async def render_page(
             elif navigated.get("isDownload"):
                 error = "navigation:download"
             else:
-                await page.settled()
+                await page.settled(deadline)
                 evaluated = await page.guard(
                     send(
                         "Runtime.evaluate",
@@ -283,7 +305,9 @@ async def render_page(
                 if "exceptionDetails" in evaluated:
                     error = "navigation:dom-unreadable"
                 else:
-                    values = list(evaluated.get("result", {}).get("value") or values)
+                    value = evaluated.get("result", {}).get("value")
+                    if isinstance(value, list) and len(value) == len(values):
+                        values = value
     except TimeoutError:
         error = "timeout"
     except _Broken as broken:
@@ -292,20 +316,15 @@ async def render_page(
         error = "browser-lost"
     except CdpError as cdp_error:
         error = f"navigation:{cdp_error.message}"
-    finally:
+    except BaseException:
+        # Cancelled by the caller: the context is still disposed of, without waiting for it.
         page.stop()
-    unresponsive = False
-    if context and not connection.lost:
-        try:
-            await send(
-                "Target.disposeBrowserContext",
-                {"browserContextId": context},
-                timeout=CLEANUP_TIMEOUT,
-            )
-        except TimeoutError:
-            unresponsive = True
-        except (CdpError, BrowserLost) as cleanup_error:
-            log.debug("render: context not disposed: %r", cleanup_error)
+        if context:
+            _keep(asyncio.ensure_future(_dispose(connection, context)))
+        raise
+    held = page.outstanding > 0
+    page.stop()
+    unresponsive = bool(context) and not await _dispose(connection, context)
     html, title, final_url = values
     result = RenderResult(
         url=url,
@@ -316,7 +335,31 @@ async def render_page(
         title=title if error is None and isinstance(title, str) else None,
         final_url=final_url if error is None and isinstance(final_url, str) else None,
     )
-    return PageOutcome(result, unresponsive=unresponsive, aborted=tuple(page.aborted))
+    return PageOutcome(result, unresponsive, tuple(page.aborted), held)
+
+
+_kept: set[asyncio.Future[Any]] = set()
+
+
+def _keep(future: asyncio.Future[Any]) -> None:
+    """Hold a task no render waits for until it ends (the loop keeps only weak references)."""
+    _kept.add(future)
+    future.add_done_callback(_kept.discard)
+
+
+async def _dispose(connection: Connection, context: str) -> bool:
+    """Dispose of a render's context (and its pages); False if the browser did not answer."""
+    if connection.lost:
+        return True
+    try:
+        await connection.send(
+            "Target.disposeBrowserContext", {"browserContextId": context}, timeout=CLEANUP_TIMEOUT
+        )
+    except TimeoutError:
+        return False
+    except (CdpError, BrowserLost) as error:
+        log.debug("render: context not disposed: %r", error)
+    return True
 
 
 async def _add_script(connection: Connection, session_id: str) -> None:
@@ -328,10 +371,14 @@ async def _add_script(connection: Connection, session_id: str) -> None:
 
 
 def _fulfilment(request_id: str, answer: Fulfil) -> dict[str, Any]:
+    # Chromium refuses a whole response for one header it cannot take: a site's malformed
+    # header is dropped instead, as a browser on the network would ignore it.
     headers = [
         {"name": name, "value": value}
         for name, value in answer.headers
         if name.lower() not in _DROPPED_HEADERS
+        and _TOKEN.fullmatch(name)
+        and not _UNSAFE_VALUE.search(value)
     ]
     return {
         "requestId": request_id,

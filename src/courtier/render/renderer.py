@@ -1,14 +1,16 @@
 """Renders pages on a few headless Chromium processes, replacing any that break.
 
 Rules:
-- ``browsers`` processes, each rendering at most ``pages_per_browser`` pages at once; a render
-  waits for a place first, and that wait is not part of its time. The whole render (the
-  browser's start when one is needed included) is bounded by its timeout.
+- ``browsers`` processes, each rendering at most ``pages_per_browser`` pages at once (a
+  retired browser's last pages included); a render waits for a place first, and that wait
+  is not part of its time. The whole render (the browser's start when one is needed
+  included) is bounded by its timeout, and its page's disposal by two seconds more.
 - A browser is retired, taking no new page while a fresh one takes its place, when a render
-  on it timed out (a page that hangs may hang its browser), when its memory after a render
-  exceeds ``memory_limit``, or when it has rendered ``pages_before_recycle`` pages. It is
-  killed once its last page ends, or at once if it does not answer within a couple of
-  seconds.
+  on it timed out waiting on the browser (a page that hangs may hang its browser; one that
+  timed out while the crawler still held its requests says nothing of the browser), when
+  its memory after a render exceeds ``memory_limit``, or when it has rendered
+  ``pages_before_recycle`` pages. It is killed once its last page ends, or at once if it
+  does not answer within a couple of seconds.
 - A browser that dies fails its pages (``browser-lost``); the next render starts a new one.
   A renderer crash fails its page (``crash``); the browser goes on.
 - Memory is the resident memory of the browser's process tree not backed by files: every
@@ -30,7 +32,7 @@ from typing import Any
 from courtier.render.browser import Browser, BrowserStartError
 from courtier.render.cdp import BrowserLost, CdpError
 from courtier.render.intercept import Intercept, RenderResult
-from courtier.render.page import render_page
+from courtier.render.page import PageOutcome, render_page
 
 log = logging.getLogger(__name__)
 
@@ -160,14 +162,31 @@ class Renderer:
                 settle=self.settle,
                 budget=max(0.0, deadline - time.monotonic()),
             )
+            self._after(outcome, instance, place)
         finally:
             instance.active -= 1
+            if instance.retired and instance.active == 0:
+                self._end(instance)  # its last page has ended
+        result = outcome.result
+        return RenderResult(
+            url=result.url,
+            html=result.html,
+            error=result.error,
+            elapsed=time.monotonic() - start,
+            requests=result.requests,
+            title=result.title,
+            final_url=result.final_url,
+        )
+
+    def _after(self, outcome: PageOutcome, instance: _Instance, place: _Place) -> None:
+        """Retire the browser if the render showed it broken, bloated or worn."""
         self.stats.aborted.update(outcome.aborted)
         result = outcome.result
         if outcome.unresponsive or not instance.browser.alive:
             self._retire(instance, place, "does not answer" if outcome.unresponsive else "lost")
             self._end(instance)
-        elif result.error == "timeout":
+        elif result.error == "timeout" and not outcome.held:
+            # The page waited on the browser, not on the crawler: it may hang the browser.
             self._retire(instance, place, "a render timed out")
             self._ping_or_end(instance)
         else:
@@ -178,17 +197,6 @@ class Renderer:
                 self._retire(instance, place, f"holds {rss // MiB} MiB")
             elif instance.pages >= self.pages_before_recycle:
                 self._retire(instance, place, f"rendered {instance.pages} pages")
-        if instance.retired and instance.active == 0:
-            self._end(instance)
-        return RenderResult(
-            url=result.url,
-            html=result.html,
-            error=result.error,
-            elapsed=time.monotonic() - start,
-            requests=result.requests,
-            title=result.title,
-            final_url=result.final_url,
-        )
 
     async def _instance(self, place: _Place) -> _Instance:
         if self._closed:
