@@ -43,9 +43,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     with SimWebProcess(tmp / "web", params) as web:
         args = ["crawl", "--seeds", str(web.seeds_path), "--dns", web.dns]
         args += ["--allow-net", web.allow_net, "--out", str(tmp / "out")]
-        args += ["--duration", "16", "--json"]
+        args += ["--duration", "20", "--json"]
         args += ["-s", f"limits.site.rate={SPEED}", "-s", f"limits.origin.rate={2.0 * SPEED}"]
-        args += ["-s", "render.page_timeout=6", "-s", "render.settle=0.3"]
+        args += ["-s", "render.page_timeout=5", "-s", "render.settle=0.3"]
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
             assert main(args) == 0
