@@ -483,6 +483,9 @@ class RenderSection:
     """Seconds a render may take, booking waits of its requests included."""
     settle: float = 0.5
     """Seconds without a request outstanding, after the load event, before the DOM is read."""
+    stall: float = 10.0
+    """Seconds a page may go without a request outstanding before its load event: then it
+    hangs (a script in an endless loop), and fails at once rather than at ``page_timeout``."""
     memory_limit: int = 768 << 20
     """Bytes of resident memory (the browser's process tree) past which it is replaced."""
     fetch_types: tuple[str, ...] = ("document", "script", "stylesheet", "xhr", "fetch")
@@ -802,6 +805,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "pages_per_browser": whole(1, 64),
         "page_timeout": number(above=0, high=3600, unit="seconds"),
         "settle": number(0, 60, unit="seconds"),
+        "stall": number(above=0, high=3600, unit="seconds"),
         "memory_limit": whole(64 << 20, 1 << 40, unit="bytes"),
         "fetch_types": each(
             "request types: document, script, stylesheet, xhr, fetch, image, font, media, other",

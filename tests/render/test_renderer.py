@@ -426,3 +426,19 @@ async def test_renders_wait_for_a_place_and_that_wait_is_not_timed() -> None:
     assert most == 2
     assert wall >= 1.2  # two rounds of two pages
     assert max(result.elapsed for result in results) < wall - 0.5
+
+
+async def test_a_page_that_stalls_before_loading_fails_at_once_one_waiting_on_us_never() -> None:
+    assert CHROMIUM is not None
+    renderer = Renderer(CHROMIUM, page_timeout=30.0, settle=0.1, stall=1.0)
+    site = spa()
+    site.add("http://hang.test/", "<html><body><script>for (;;) {}</script></body></html>")
+    site.delays["http://spa.test/app.js"] = 2.0  # the crawler booking the page's script
+    try:
+        hung = await renderer.render("http://hang.test/", site)
+        slow = await renderer.render("http://spa.test/", site)
+    finally:
+        await renderer.close()
+    assert hung.error == "timeout" and hung.elapsed < 5.0  # its stall, not its 30 s
+    assert slow.error is None and slow.html is not None and '<a href="/a">' in slow.html
+    assert slow.elapsed >= 2.0

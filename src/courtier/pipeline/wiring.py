@@ -274,6 +274,7 @@ async def open_renderer(config: Config) -> AsyncIterator[Renderer | None]:
         pages_per_browser=settings.pages_per_browser,
         page_timeout=settings.page_timeout,
         settle=settings.settle,
+        stall=settings.stall,
         memory_limit=settings.memory_limit,
     )
     try:

@@ -17,6 +17,10 @@ Rules:
   and handed to the intercept again.
 - Settled: the load event has fired after navigating, and no paused request has been
   outstanding for ``settle`` seconds (one waiting on the crawler keeps the page unsettled).
+- Stalled: before its load event, a page that has had no request outstanding for ``stall``
+  seconds is hung (a script in an endless loop asks for nothing and never loads): it fails
+  as ``timeout`` then, not at its deadline, so it does not hold a place the budget of a
+  slow page would (a page waiting on the crawler is never stalled).
 - Every wait is bounded by the render's deadline, and watches for a renderer crash
   (``crash``) and the browser's loss (``browser-lost``). Closing the context waits a couple
   of seconds at most: a browser that does not answer by then is reported ``unresponsive``.
@@ -29,7 +33,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-import re
+import math
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -37,6 +41,7 @@ from typing import Any, TypeVar
 
 from courtier.render.browser import NO_NETWORK_SCRIPT
 from courtier.render.cdp import BrowserLost, CdpError, Connection
+from courtier.render.fulfil import fulfilment
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
 
 log = logging.getLogger(__name__)
@@ -46,9 +51,6 @@ CLEANUP_TIMEOUT = 2.0
 unresponsive."""
 ANSWER_TIMEOUT = 5.0
 """Seconds the browser has to take an answer to a paused request."""
-_DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_UNSAFE_VALUE = re.compile(r"[\r\n\0]")
 _PATTERNS = {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 _READ_DOM = (
@@ -78,11 +80,14 @@ class PageOutcome:
 
 
 class _Page:
-    def __init__(self, connection: Connection, url: str, intercept: Intercept, settle: float):
+    def __init__(
+        self, connection: Connection, url: str, intercept: Intercept, settle: float, stall: float
+    ):
         self.connection = connection
         self.url = url
         self.intercept = intercept
         self.settle = settle
+        self.stall = stall
         self.target_id = ""
         self.sessions: list[str] = []
         self.navigating = False
@@ -133,10 +138,8 @@ class _Page:
                 answer = None
             if isinstance(answer, Fulfil):
                 try:
-                    fulfilment = _fulfilment(params["requestId"], answer)
-                    await send(
-                        "Fetch.fulfillRequest", fulfilment, session_id, timeout=ANSWER_TIMEOUT
-                    )
+                    message = fulfilment(params["requestId"], answer)
+                    await send("Fetch.fulfillRequest", message, session_id, timeout=ANSWER_TIMEOUT)
                     return
                 except CdpError as refused:
                     # A status or header Chromium will not take: the request must still be
@@ -223,7 +226,7 @@ class _Page:
     async def settled(self, deadline: float) -> None:
         # Each wait is bounded by the deadline itself, not only by the caller's timeout: a
         # cancellation lost in a race would otherwise leave a held request waited on forever.
-        await self.guard(self.loaded.wait(), within=max(0.0, deadline - time.monotonic()))
+        await self._loaded(deadline)
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -238,6 +241,20 @@ class _Page:
             with contextlib.suppress(TimeoutError):
                 await self.guard(self.changed.wait(), within=wait)
 
+    async def _loaded(self, deadline: float) -> None:
+        """The load event, unless the deadline passes or the page stalls (``TimeoutError``)."""
+        while not self.loaded.is_set():
+            now = time.monotonic()
+            wait = deadline - now
+            if self.outstanding == 0:
+                idle = now - self.quiet_since
+                wait = min(wait, self.stall - idle)
+            if wait <= 0:
+                raise TimeoutError
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await self.guard(self.changed.wait(), within=wait)
+
     def stop(self) -> None:
         for session_id in self.sessions:
             self.connection.off(session_id)
@@ -246,12 +263,18 @@ class _Page:
 
 
 async def render_page(
-    connection: Connection, url: str, intercept: Intercept, *, settle: float, budget: float
+    connection: Connection,
+    url: str,
+    intercept: Intercept,
+    *,
+    settle: float,
+    budget: float,
+    stall: float = math.inf,
 ) -> PageOutcome:
     """Render ``url`` in a fresh context of the browser behind ``connection``."""
     start = time.monotonic()
     deadline = start + budget
-    page = _Page(connection, url, intercept, settle)
+    page = _Page(connection, url, intercept, settle, stall)
     send = connection.send
     context = ""
     error: str | None = None
@@ -368,21 +391,3 @@ async def _add_script(connection: Connection, session_id: str) -> None:
         {"source": NO_NETWORK_SCRIPT, "runImmediately": True},
         session_id,
     )
-
-
-def _fulfilment(request_id: str, answer: Fulfil) -> dict[str, Any]:
-    # Chromium refuses a whole response for one header it cannot take: a site's malformed
-    # header is dropped instead, as a browser on the network would ignore it.
-    headers = [
-        {"name": name, "value": value}
-        for name, value in answer.headers
-        if name.lower() not in _DROPPED_HEADERS
-        and _TOKEN.fullmatch(name)
-        and not _UNSAFE_VALUE.search(value)
-    ]
-    return {
-        "requestId": request_id,
-        "responseCode": answer.status,
-        "responseHeaders": headers,
-        "body": base64.b64encode(answer.body).decode("ascii"),
-    }

@@ -82,6 +82,7 @@ class Renderer:
         pages_per_browser: int = 4,
         page_timeout: float = 30.0,
         settle: float = 0.5,
+        stall: float = 10.0,
         memory_limit: int = 768 * MiB,
         pages_before_recycle: int = 200,
     ) -> None:
@@ -91,6 +92,7 @@ class Renderer:
         self.pages_per_browser = pages_per_browser
         self.page_timeout = page_timeout
         self.settle = settle
+        self.stall = stall
         self.memory_limit = memory_limit
         self.pages_before_recycle = pages_before_recycle
         self.stats = RendererStats()
@@ -160,6 +162,7 @@ class Renderer:
                 url,
                 intercept,
                 settle=self.settle,
+                stall=self.stall,
                 budget=max(0.0, deadline - time.monotonic()),
             )
             self._after(outcome, instance, place)
