@@ -442,3 +442,22 @@ async def test_a_page_that_stalls_before_loading_fails_at_once_one_waiting_on_us
     assert hung.error == "timeout" and hung.elapsed < 5.0  # its stall, not its 30 s
     assert slow.error is None and slow.html is not None and '<a href="/a">' in slow.html
     assert slow.elapsed >= 2.0
+
+
+async def test_every_thread_of_a_browser_runs_at_the_niceness_asked_for() -> None:
+    assert CHROMIUM is not None
+    renderer = Renderer(CHROMIUM, settle=0.1, nice=10)
+    try:
+        assert (await renderer.render("http://spa.test/", spa())).error is None
+        [browser] = renderer.browsers()
+        await asyncio.sleep(1.5)  # a renice pass after the page's renderer started
+        threads = [
+            int(tid)
+            for pid in session_processes(browser.reaper)
+            if exists(f"/proc/{pid}/task")
+            for tid in os.listdir(f"/proc/{pid}/task")
+        ]
+        niceness = {tid: os.getpriority(os.PRIO_PROCESS, tid) for tid in threads}
+    finally:
+        await renderer.close()
+    assert niceness and min(niceness.values()) >= 10, niceness

@@ -275,6 +275,7 @@ async def open_renderer(config: Config) -> AsyncIterator[Renderer | None]:
         page_timeout=settings.page_timeout,
         settle=settings.settle,
         stall=settings.stall,
+        nice=config.crawl.parse_nice,  # like the parse workers: the fetch loop runs first
         memory_limit=settings.memory_limit,
     )
     try:

@@ -14,6 +14,8 @@ Rules:
   it, the crawler's event loop), kills Chromium's group: a crawler that dies leaves no
   browser running, and no profile: the reaper then removes the browser's DIRECTORY (the
   crawler does it otherwise, having read what it wants there).
+- Chromium runs at the niceness ``COURTIER_RENDER_NICE`` asks for (taken out of its
+  environment): on busy cores the crawler's fetch loop runs before a page's scripts.
 - The debugging pipe (fds 3 and 4) is Chromium's alone: the reaper closes its copies, so the
   crawler sees the pipe close when the browser goes.
 """
@@ -75,6 +77,9 @@ def main(argv: list[str]) -> int:
             _kill(pid, group=True)
 
     signal.signal(signal.SIGTERM, stop)
+    nice = os.environ.pop("COURTIER_RENDER_NICE", "0")
+    if nice.isdigit() and int(nice):
+        os.nice(int(nice))
     browser = os.posix_spawn(executable, args, os.environ, setpgroup=0)
     spawned.append(browser)
     if stopping:  # told to stop while it was being spawned

@@ -152,8 +152,8 @@ class Usage:
     """User and system CPU of the tree's live processes and of the children they reaped."""
 
 
-def tree_usage(root: int) -> Usage:
-    """Memory and CPU of ``root`` and all its descendants, from /proc (zero when gone)."""
+def _tree(root: int) -> tuple[set[int], dict[int, list[bytes]]]:
+    """``root`` and all its descendants (from /proc), with each one's stat fields."""
     parents: dict[int, int] = {}
     stats: dict[int, list[bytes]] = {}
     for name in os.listdir("/proc"):
@@ -174,6 +174,28 @@ def tree_usage(root: int) -> Usage:
         grown = {pid for pid, parent in parents.items() if parent in tree} - tree
         tree |= grown
         grew = bool(grown)
+    return tree, stats
+
+
+def renice_tree(root: int, nice: int) -> None:
+    """Every thread of ``root``'s tree at niceness ``nice`` at least. Chromium sets its own
+    threads' priorities (as root it raises some), and starts a renderer process for each
+    page: inheriting the reaper's niceness is not enough, so this is done again and again."""
+    tree, _stats = _tree(root)
+    for pid in tree:
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in map(int, threads):
+            with contextlib.suppress(OSError):
+                if os.getpriority(os.PRIO_PROCESS, tid) < nice:
+                    os.setpriority(os.PRIO_PROCESS, tid, nice)
+
+
+def tree_usage(root: int) -> Usage:
+    """Memory and CPU of ``root`` and all its descendants, from /proc (zero when gone)."""
+    tree, stats = _tree(root)
     rss = rss_files = ticks = 0
     for pid in tree:
         # After the ")": state=0 ppid=1 ... utime=11 stime=12 cutime=13 cstime=14
@@ -218,7 +240,9 @@ class Browser:
         self._closed = False
 
     @classmethod
-    async def launch(cls, executable: str, *, startup_timeout: float = STARTUP_TIMEOUT) -> Browser:
+    async def launch(
+        cls, executable: str, *, startup_timeout: float = STARTUP_TIMEOUT, nice: int = 0
+    ) -> Browser:
         as_root = os.geteuid() == 0
         _warn_root_once(as_root)
         directory = tempfile.mkdtemp(prefix="courtier-chromium-")
@@ -227,6 +251,7 @@ class Browser:
         # Whatever Chromium writes outside its profile (caches, crash database) stays in the
         # directory removed at close.
         env["XDG_CONFIG_HOME"] = env["XDG_CACHE_HOME"] = directory
+        env["COURTIER_RENDER_NICE"] = str(max(0, nice))
         argv = [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), directory, executable]
         argv += chromium_flags(profile, as_root=as_root)
         to_browser_r, to_browser_w = os.pipe()

@@ -29,7 +29,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from courtier.render.browser import Browser, BrowserStartError
+from courtier.render.browser import Browser, BrowserStartError, renice_tree
 from courtier.render.cdp import BrowserLost, CdpError
 from courtier.render.intercept import Intercept, RenderResult
 from courtier.render.page import PageOutcome, render_page
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 MiB = 1024 * 1024
 PING_TIMEOUT = 2.0
+RENICE_EVERY = 1.0
+"""Seconds between two passes putting the browsers' new processes at ``nice``."""
 """Seconds a retired browser has to answer before it is killed with its pages."""
 
 
@@ -83,6 +85,7 @@ class Renderer:
         page_timeout: float = 30.0,
         settle: float = 0.5,
         stall: float = 10.0,
+        nice: int = 0,
         memory_limit: int = 768 * MiB,
         pages_before_recycle: int = 200,
     ) -> None:
@@ -93,6 +96,8 @@ class Renderer:
         self.page_timeout = page_timeout
         self.settle = settle
         self.stall = stall
+        self.nice = nice
+        """Niceness of the browsers (0-19): on busy cores the crawl runs first."""
         self.memory_limit = memory_limit
         self.pages_before_recycle = pages_before_recycle
         self.stats = RendererStats()
@@ -101,6 +106,7 @@ class Renderer:
         self._retired: set[_Instance] = set()
         self._ending: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._renicing: asyncio.Task[None] | None = None
 
     async def render(
         self,
@@ -130,9 +136,18 @@ class Renderer:
         instances = [place.instance for place in self._places if place.instance is not None]
         return [instance.browser for instance in [*instances, *self._retired]]
 
+    async def _renice(self) -> None:
+        """Keep every browser's processes at ``nice`` (see ``browser.renice_tree``)."""
+        while not self._closed:
+            for browser in self.browsers():
+                await asyncio.to_thread(renice_tree, browser.reaper, self.nice)
+            await asyncio.sleep(RENICE_EVERY)
+
     async def close(self) -> None:
         """Kill every browser (their renders end as ``browser-lost``) and reap them."""
         self._closed = True
+        if self._renicing is not None:
+            self._renicing.cancel()
         for place in self._places:
             if place.launching is not None:
                 place.launching.cancel()
@@ -220,7 +235,9 @@ class Renderer:
 
     async def _launch(self, place: _Place) -> _Instance:
         try:
-            browser = await Browser.launch(self.executable)
+            browser = await Browser.launch(self.executable, nice=self.nice)
+            if self.nice and self._renicing is None:
+                self._renicing = asyncio.create_task(self._renice())
             self.stats.browsers_started += 1
             instance = _Instance(browser)
             if self._closed:
