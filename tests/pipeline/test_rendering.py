@@ -23,6 +23,7 @@ from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine
+from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.wiring import NO_BROWSER
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
 from loopback import serving
@@ -132,7 +133,21 @@ class ScriptedBrowser:
         return RenderResult(url, html, None, time.monotonic() - started, 7)
 
 
-def _engine(tmp_path: Path, web_: SpaWeb, browser: ScriptedBrowser, **render: Any) -> Engine:
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[RequestEvent] = []
+
+    def request(self, event: RequestEvent) -> None:
+        self.seen.append(event)
+
+
+def _engine(
+    tmp_path: Path,
+    web_: SpaWeb,
+    browser: ScriptedBrowser,
+    observer: Events | None = None,
+    **render: Any,
+) -> Engine:
     config = Config(
         crawl=replace(CrawlSection(), flush_interval=0.05),
         limits=replace(
@@ -157,6 +172,7 @@ def _engine(tmp_path: Path, web_: SpaWeb, browser: ScriptedBrowser, **render: An
         seeds=seeds,
         duration=30.0,
         renderer=browser,
+        observer=observer,
     )
 
 
@@ -167,7 +183,8 @@ def _documents(tmp_path: Path) -> list[dict[str, Any]]:
 
 async def test_a_shell_is_rendered_through_booked_spaced_guarded_requests(tmp_path, spa_web):
     browser = ScriptedBrowser(spa_web.port)
-    engine = _engine(tmp_path, spa_web, browser)
+    events = Events()
+    engine = _engine(tmp_path, spa_web, browser, events)
     items = {f"/item/{i}" for i in range(1, 10)}
 
     def done() -> bool:
@@ -208,6 +225,11 @@ async def test_a_shell_is_rendered_through_booked_spaced_guarded_requests(tmp_pa
     assert render["rendered"] is True and render["decision"].startswith("auto: shell")
     assert render["fetched"] >= 2 and render["aborted"]["third-party"] == 1
     assert home["title"] == "List 1"
+    # The request log says which page each render request served, and why it was rendered.
+    api = next(e for e in events.seen if e.url.endswith("/api/list/1"))
+    assert (api.context.kind, api.context.lane) == ("render", "fetch")
+    assert api.context.render_page == home["url"]
+    assert api.context.render_decision == render["decision"]
     assert any(link.endswith("/item/1") for link in home["links"])
 
 

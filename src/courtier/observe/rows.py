@@ -61,6 +61,8 @@ _FIELDS: list[pa.Field[Any]] = [
     pa.field("redirects", pa.int32(), nullable=False),
     pa.field("location", pa.string()),
     pa.field("retry_after", pa.string()),
+    pa.field("render_page", pa.string()),
+    pa.field("render_decision", pa.string()),
 ]
 SCHEMA: Final = pa.schema(_FIELDS)
 """The request log's columns, in file order (docs/observe.md describes each)."""
@@ -110,6 +112,10 @@ class RequestRow:
     redirects: int
     location: str | None
     retry_after: str | None
+    render_page: str | None = None
+    """A render's request (kind ``render``): the page whose render made it ..."""
+    render_decision: str | None = None
+    """... and why that page was rendered."""
 
     @property
     def sent(self) -> bool:
@@ -216,6 +222,8 @@ class RowMaker:
             redirects=context.redirects,
             location=result.location if result is not None else None,
             retry_after=result.retry_after if result is not None else None,
+            render_page=context.render_page,
+            render_decision=context.render_decision,
         )
 
     def _cost(

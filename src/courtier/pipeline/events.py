@@ -35,7 +35,12 @@ class RequestContext:
     """Redirect hops that led here."""
     origin: str | None = None
     lane: str = ""
-    """The scheduling lane (frontier lane for pages, the media key for media)."""
+    """The scheduling lane (frontier lane for pages, the media key for media, the browser's
+    request type for a render's requests)."""
+    render_page: str | None = None
+    """A render's request: the page whose render made it."""
+    render_decision: str | None = None
+    """... and why that page was rendered (``render.decision``)."""
     sent: Callable[[float], None] | None = field(default=None, compare=False, repr=False)
     """Told the wall time the request's headers went out (``Launch.sent``: the scheduler
     spaces the next start on the same shared keys from it)."""

@@ -200,7 +200,15 @@ class SiteLanes(LaneKindBase):
         if isinstance(work, RobotsWork):
             return self._robots(lane, work, context_of(lane.site, "robots", launch, origin=origin))
         if isinstance(work, RenderFetch):
-            context = context_of(lane.site, "render", launch, origin=origin, lane=work.kind)
+            context = context_of(
+                lane.site,
+                "render",
+                launch,
+                origin=origin,
+                lane=work.kind,
+                render_page=work.page,
+                render_decision=work.decision,
+            )
             return self.rendering.run(lane, work, context, launch.answered)
         kind = "sitemap" if work.fetch_url in self.discovery.sitemaps else "page"
         context = context_of(

@@ -141,7 +141,7 @@ class Rendering:
             return page, {"decision": decision.reason, "rendered": False}
         detach()
         lane.rendering += 1
-        session = RenderSession(self, lane, item, result)
+        session = RenderSession(self, lane, item, result, decision.reason)
         try:
             outcome = await self.renderer.render(
                 item.fetch_url, session, timeout=self.config.page_timeout
@@ -225,8 +225,14 @@ class RenderSession:
     makes is answered here, or aborted with its reason."""
 
     def __init__(
-        self, rendering: Rendering, lane: SiteLane, item: LeasedUrl, result: FetchResult
+        self,
+        rendering: Rendering,
+        lane: SiteLane,
+        item: LeasedUrl,
+        result: FetchResult,
+        decision: str,
     ) -> None:
+        self.decision = decision
         self.rendering = rendering
         self.lane = lane
         self.item = item
@@ -327,7 +333,9 @@ class RenderSession:
         if remaining <= 0:
             return None
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        work = RenderFetch(url, host, kind, cost, headers, future)
+        work = RenderFetch(
+            url, host, kind, cost, headers, future, self.item.fetch_url, self.decision
+        )
         lane.renders.append(work)
         self.queued.append((lane, work))
         self.sent += 1

@@ -46,6 +46,10 @@ class RenderFetch:
     cost: float
     headers: dict[str, str]
     answer: asyncio.Future[Answer]
+    page: str = ""
+    """The page whose render asked for it, and why that page was rendered (the request
+    log says both)."""
+    decision: str = ""
 
 
 class OriginStatus(enum.Enum):
