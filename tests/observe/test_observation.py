@@ -74,6 +74,8 @@ async def test_rows_are_readable_while_the_crawl_runs(tmp_path: Path):
 async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
     stats = CrawlStats(slots=10, missed_slots=1, lead_refusals=2, gate_holds=5, seed_sites=3)
     stats.bait_links["private"] += 4
+    stats.renders["timeout"] += 2
+    stats.render_requests["aborted:third-party"] += 3
 
     def probe() -> CrawlSample:
         return CrawlSample(T0, stats_probe(stats)().stats, {"pages": 7}, {"pages": 12}, {"idle": 3})
@@ -89,6 +91,8 @@ async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
         assert total(metrics, "courtier_booking_refusals_total", reason="lead") == 2
         assert total(metrics, "courtier_booking_refusals_total", reason="gate") == 5
         assert total(metrics, "courtier_blocked_links_total", reason="private") == 4
+        assert total(metrics, "courtier_renders_total", outcome="timeout") == 2
+        assert total(metrics, "courtier_render_requests_total", outcome="aborted:third-party") == 3
         assert total(metrics, "courtier_in_flight_requests", scheduler="pages") == 7
         assert total(metrics, "courtier_queue_depth", queue="pages") == 12
         assert total(metrics, "courtier_lanes", phase="idle") == 3

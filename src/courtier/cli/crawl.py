@@ -262,6 +262,15 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             ", ".join(f"{k} {v}" for k, v in sorted(data["media_requests"].items()))
             + f" ({data['cache'].get('hit', 0)}/{data['cache'].get('miss', 0)})",
         ),
+        (
+            "pages rendered (requests of renders)",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["renders"].items()))
+            + " ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(data["render_requests"].items()))
+            + ")"
+            if data["renders"]
+            else "none",
+        ),
         ("event loop lag p99 / max", f"{data['loop_lag_p99_ms']} / {data['loop_lag_max_ms']} ms"),
         (
             "WARC records (bytes, writer ms each)",

@@ -127,6 +127,20 @@ class _Sampled(Collector):
             _by(sample.stats.get("bait_links")),
             ["reason"],
         )
+        yield _counter(
+            "courtier_renders",
+            "Pages rendered in headless Chromium, by outcome (rendered, not-rendered, or why "
+            "the render failed)",
+            _by(sample.stats.get("renders")),
+            ["outcome"],
+        )
+        yield _counter(
+            "courtier_render_requests",
+            "Requests of renders, by outcome (fetched, cached, revalidated, served, "
+            "aborted:<reason>)",
+            _by(sample.stats.get("render_requests")),
+            ["outcome"],
+        )
         yield _gauge("courtier_seed_sites", "Sites in the seed", [((), c("seed_sites"))])
         yield _gauge("courtier_origins", "Distinct origins of the seed sites", [((), c("origins"))])
         yield _gauge(
