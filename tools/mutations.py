@@ -65,7 +65,45 @@ _SCHEDULER = "tests/pipeline/test_scheduler.py"
 _SPACING = "tests/pipeline/test_send_spacing_fast.py"
 _INTAKE = "tests/pipeline/test_intake.py"
 
+_RENDERING = "tests/pipeline/test_rendering.py"
+_RENDER_E2E = "tests/e2e/test_render_e2e.py"
+
 MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "render-third-party",
+        "a render's request to a host outside the seed is aborted, never fetched",
+        "courtier.pipeline.lanes.render_session",
+        '        return Abort("third-party")\n',
+        "        return lanes[next(iter(lanes))]\n",
+        (f"{_RENDERING}::test_a_shell_is_rendered_through_booked_spaced_guarded_requests",),
+    ),
+    Mutation(
+        "render-after-page",
+        "while a page renders, its site starts no new page: the render's requests go first",
+        "courtier.pipeline.lanes.pages",
+        "        if render is not None or lane.rendering:\n",
+        "        if render is not None:\n",
+        (f"{_RENDERING}::test_a_shell_is_rendered_through_booked_spaced_guarded_requests",),
+    ),
+    Mutation(
+        "render-robots",
+        "a render's request robots.txt disallows is aborted",
+        "courtier.pipeline.lanes.render_session",
+        "        if rules is None or not rules.allows(url.fetch_url, rendering.token):\n",
+        "        if rules is None:\n",
+        (f"{_RENDERING}::test_a_shell_is_rendered_through_booked_spaced_guarded_requests",),
+    ),
+    Mutation(
+        "render-stall",
+        "a page that stalls before loading fails then, not at its page_timeout",
+        "courtier.render.page",
+        "                wait = min(wait, self.stall - idle)\n",
+        "",
+        (
+            "tests/render/test_renderer.py::"
+            "test_a_page_that_stalls_before_loading_fails_at_once_one_waiting_on_us_never",
+        ),
+    ),
     Mutation(
         "fence-booking-token",
         "a booking fenced by an older token of the same owner is refused",
