@@ -83,7 +83,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "courtier.pipeline.lanes.pages",
         "        if render is not None or lane.rendering:\n",
         "        if render is not None:\n",
-        (f"{_RENDERING}::test_a_shell_is_rendered_through_booked_spaced_guarded_requests",),
+        (
+            "tests/pipeline/test_scheduler.py::"
+            "test_while_a_page_renders_its_site_starts_the_renders_requests_and_no_new_page",
+        ),
     ),
     Mutation(
         "render-robots",

@@ -11,9 +11,12 @@ import pytest
 from lane_harness import FleetLimiter, Lanes, allow_all
 
 from courtier.config import load
+from courtier.frontier.base import LeasedUrl
+from courtier.pipeline.lanes.site import RenderFetch
 from courtier.pipeline.scheduling.lanes import Phase
 from courtier.pipeline.scheduling.timer import FakeTimer
 from courtier.politeness.limiter import MemoryLimiter
+from courtier.politeness.robots import rules_from_response
 
 FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]
 
@@ -498,3 +501,29 @@ async def test_two_workers_space_their_starts_on_a_shared_origin_from_each_other
     finally:
         for worker in workers:
             await worker.close()
+
+
+async def test_while_a_page_renders_its_site_starts_the_renders_requests_and_no_new_page(lanes):
+    h = lanes()
+    site = h.site("a.test", ["/next"])
+    now = h.timer.now()
+    h.robots.store(
+        "a.test",
+        rules_from_response(
+            404, b"", now, max_age=3600.0, retry_unreachable=600.0, max_bytes=512_000
+        ),
+    )
+    loop = asyncio.get_running_loop()
+    site.rendering = 1
+    assert h.site_lanes.choose(site, now) is None  # its queued page waits for the render
+    withdrawn = RenderFetch(
+        "http://a.test/old.js", "a.test", "script", 1.0, {}, loop.create_future()
+    )
+    withdrawn.answer.cancel()  # its render gave up on it
+    wanted = RenderFetch("http://a.test/app.js", "a.test", "script", 1.0, {}, loop.create_future())
+    site.renders.extend([withdrawn, wanted])
+    assert h.site_lanes.choose(site, now) is wanted
+    assert h.site_lanes.booking(site, wanted)[1] == 1.0  # at the request's own cost
+    site.rendering = 0
+    chosen = h.site_lanes.choose(site, now)
+    assert isinstance(chosen, LeasedUrl) and chosen.fetch_url == "http://a.test/next"
