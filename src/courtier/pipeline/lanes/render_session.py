@@ -14,10 +14,11 @@ from courtier.frontier.base import LeasedUrl
 from courtier.net.fetch import FetchResult
 from courtier.net.spool import body_bytes
 from courtier.pipeline.answers.fetching import Answer
+from courtier.pipeline.lanes.render_cache import CachedAsset
 from courtier.pipeline.lanes.site import RenderFetch, SiteLane, target_of
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, RenderResult
 from courtier.sinks.redact import redact_url
-from courtier.url import UrlError, parse_url
+from courtier.url import Url, UrlError, parse_url
 
 if TYPE_CHECKING:
     from courtier.pipeline.lanes.rendering import Rendering
@@ -95,11 +96,34 @@ class RenderSession:
         rules = rendering.robots.rules(lane.site, rendering.timer.now())
         if rules is None or not rules.allows(url.fetch_url, rendering.token):
             return Abort("robots")
-        static = request.resource_type in STATIC
-        cached = rendering.cache.get(url.fetch_url) if static else None
+        if request.resource_type not in STATIC:
+            return await self._get(request, lane, url, None)
+        # One fetch of a script at a time for all renders: the others wait for its answer.
+        pending = rendering.pending.get(url.fetch_url)
+        if pending is not None:
+            shared = await asyncio.shield(pending)
+            if isinstance(shared, Fulfil):
+                self.counts["cached"] += 1
+            return shared
+        cached = rendering.cache.get(url.fetch_url)
         if cached is not None and cached.fresh_until > rendering.timer.now():
             self.counts["cached"] += 1
             return Fulfil(cached.status, cached.headers, cached.body)
+        future: asyncio.Future[Fulfil | Abort] = asyncio.get_running_loop().create_future()
+        rendering.pending[url.fetch_url] = future
+        answer: Fulfil | Abort = Abort("budget")
+        try:
+            answer = await self._get(request, lane, url, cached)
+        finally:
+            del rendering.pending[url.fetch_url]
+            future.set_result(answer)
+        return answer
+
+    async def _get(
+        self, request: BrowserRequest, lane: SiteLane, url: Url, cached: CachedAsset | None
+    ) -> Fulfil | Abort:
+        """``url`` fetched through ``lane`` (with ``cached``'s validators when there is one)."""
+        rendering = self.rendering
         if self.sent >= rendering.config.max_requests:
             return Abort("budget")
         headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED_ON}
@@ -123,7 +147,7 @@ class RenderSession:
         body = result.body
         if result.spooled is not None:
             body = await asyncio.to_thread(body_bytes, result.spooled)
-        if static and result.status is not None:
+        if request.resource_type in STATIC and result.status is not None:
             rendering.cache.store(url.fetch_url, result.status, browser_headers(result), body, now)
         self.counts["fetched"] += 1
         return Fulfil(result.status or 502, browser_headers(result), body)

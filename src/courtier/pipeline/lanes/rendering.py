@@ -19,7 +19,7 @@ Rules:
 - Costs: a script or stylesheet costs an image; any other request costs what the page it
   serves costs, or its own URL's class when that is dearer.
 - Scripts and stylesheets are kept across renders (``render_cache``) and asked again with
-  their validators when stale.
+  their validators when stale; renders that want one being fetched wait for that fetch.
 - Every answer is kept like any other (redacted, archived); the rendered DOM is read in the
   parse pool (decoded, redacted, parsed) and archived as the page's ``conversion`` record.
   Its links, title and fingerprint replace the shell's; the document says how it was made.
@@ -27,6 +27,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -47,7 +48,7 @@ from courtier.pipeline.lanes.site import RenderFetch, SiteLane
 from courtier.pipeline.workers.jobs import parse_guarded
 from courtier.politeness.keys import CostModel, RequestClass
 from courtier.render.decision import RenderRules
-from courtier.render.intercept import Intercept, RenderResult
+from courtier.render.intercept import Abort, Fulfil, Intercept, RenderResult
 
 
 class Renderer(Protocol):
@@ -101,6 +102,8 @@ class Rendering:
         self.feedback = feedback
         self.judge_name = judge_name
         self.cache = AssetCache(config.cache_bytes, config.cache_seconds)
+        self.pending: dict[str, asyncio.Future[Fulfil | Abort]] = {}
+        """Scripts and stylesheets being fetched for a render: other renders wait for them."""
         self.fetch_types = frozenset(config.fetch_types)
 
     async def consider(
