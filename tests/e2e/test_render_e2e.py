@@ -108,9 +108,12 @@ def test_courtier_render_shows_what_one_render_took(tmp_path, capsys) -> None:
     with SimWebProcess(tmp_path / "web", params) as web:
         app, _twin = web.world.spa_twin()
         url = f"http://{app.host}:{web.port}/list/2"
-        args = ["render", url, "--dns", web.dns, "--allow-net", web.allow_net]
-        assert main(args) == 0
-    out = capsys.readouterr().out
+        network = ["--dns", web.dns, "--allow-net", web.allow_net]
+        assert main(["render", url, *network]) == 0
+        out = capsys.readouterr().out
+        private = f"http://{app.host}:{web.port}/private/x"  # robots.txt: Disallow: /private/
+        assert main(["render", private, *network]) == 1
+    assert "not fetched: robots.txt does not allow it" in capsys.readouterr().out
     assert "decision: always (rule" in out
     assert "/api/list/2" in out and "site:" in out  # fetched, and what it was booked on
     assert "aborted:third-party" in out and "aborted:guard:" in out

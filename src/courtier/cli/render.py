@@ -29,8 +29,8 @@ from courtier.pipeline.events import RequestEvent
 from courtier.url import UrlError, parse_url
 
 EXIT_RENDERED, EXIT_NOT_RENDERED = 0, 1
-RENDER_SECONDS = 300.0
-"""The command's own limit: robots.txt, the page and its render (``page_timeout``) fit."""
+FETCH_SECONDS = 60.0
+"""The command's own limit besides the render's (``page_timeout``): robots.txt and the page."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,6 +74,7 @@ class _Watch:
         self.document: dict[str, Any] | None = None
         self.requests: list[RequestEvent] = []
         self.engine: Any = None
+        self.why = ""
 
     def write(self, record: dict[str, Any]) -> None:
         if record.get("url") == self.url and "status" in record:
@@ -90,6 +91,22 @@ class _Watch:
     def request(self, event: RequestEvent) -> None:
         if event.context.kind in ("render", "page", "robots"):
             self.requests.append(event)
+        if event.refusal is not None and event.context.kind in ("page", "robots"):
+            self.why = f"the SSRF guard refused {event.url}: {event.refusal}"
+            if self.engine is not None:
+                self.engine.stop()
+
+    async def run(self) -> None:
+        """The crawl, stopped as soon as there is nothing more to wait for: the page's
+        document is in, or robots.txt refused the page."""
+        engine = self.engine
+        task = asyncio.ensure_future(engine.run())
+        while not task.done():
+            await asyncio.wait((task,), timeout=0.2)
+            if engine.stats.refused.get("robots") and self.document is None:
+                self.why = "robots.txt does not allow it"
+                engine.stop()
+        await task
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -113,24 +130,26 @@ def handle(args: argparse.Namespace) -> int:
             out=out,
             dns=args.dns,
             allow_net=args.allow_net,
-            duration=RENDER_SECONDS,
+            duration=FETCH_SECONDS + config.render.page_timeout,
             sink=watch,
             observer=watch,
         )
         watch.engine = engine
-        asyncio.run(engine.run())
+        asyncio.run(watch.run())
     document = watch.document
     if args.json:
         print(json.dumps(document, ensure_ascii=False))
     else:
-        _print(url.fetch_url, document, watch.requests)
+        _print(url.fetch_url, document, watch.requests, watch.why)
     rendered = document is not None and bool(document.get("render", {}).get("rendered"))
     return EXIT_RENDERED if rendered else EXIT_NOT_RENDERED
 
 
-def _print(url: str, document: dict[str, Any] | None, requests: list[RequestEvent]) -> None:
+def _print(
+    url: str, document: dict[str, Any] | None, requests: list[RequestEvent], why: str
+) -> None:
     if document is None:
-        print(f"{url}: no answer within {RENDER_SECONDS:.0f} s")
+        print(f"{url}: not fetched: {why or 'no answer in time'}")
         return
     print(f"{url}: {document.get('status')} {document.get('content_type', '')}")
     render = document.get("render")
