@@ -99,3 +99,18 @@ def test_every_codec_writes_a_readable_file(tmp_path):
         add(log, 3)
         log.close()
         assert rows_on_disk(tmp_path / codec) == 3
+
+
+def test_a_row_with_undecodable_header_bytes_is_kept_escaped_with_its_batch(tmp_path):
+    """Header bytes that are no UTF-8 reach a row as surrogate escapes; Parquet takes no
+    surrogates, and the whole batch used to be dropped with a traceback."""
+    clock = Clock()
+    log = writer(tmp_path, clock)
+    add(log, 3)
+    odd = event(at=T0 + 1, status=302, retry_after="5\udcff", content_type="text/html;\udce9")
+    log.add(MAKER.row_of(odd))
+    add(log, 3, at=T0 + 2)
+    log.flush(clock.now + 3.0)
+    assert rows_on_disk(tmp_path) == 7
+    table = pq.read_table(next((tmp_path / "requests").glob("*.parquet")))
+    assert "5\\udcff" in table.column("retry_after").to_pylist()

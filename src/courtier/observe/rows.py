@@ -259,5 +259,18 @@ def record_batch(rows: list[RequestRow], run: str, worker: str) -> pa.RecordBatc
             values = [worker] * n
         else:
             values = [getattr(r, name) for r in rows]
-        arrays.append(pa.array(values, type=field.type))
+        try:
+            arrays.append(pa.array(values, type=field.type))
+        except UnicodeEncodeError:  # a header's undecodable bytes, kept as surrogate escapes
+            arrays.append(pa.array([_escaped(v) for v in values], type=field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+
+
+def _escaped(value: object) -> object:
+    """``value`` with lone surrogates (bytes a header held that were no UTF-8) written as
+    ``\\udcXX`` escapes: the row is kept, as the document sink keeps its records."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    return value
