@@ -135,3 +135,23 @@ def test_the_cli_writes_the_report_or_says_why_not(run: Path, tmp_path: Path, ca
         args.handler(args)
     with pytest.raises(ReportError):
         collect(empty)
+
+
+def test_an_origin_paced_at_its_budget_reads_as_used_in_full_not_over(tmp_path: Path) -> None:
+    """Ten requests of 4 units on an origin of 2 units/s, 2 s apart (GCRA at its budget):
+    40 units in 18 s is what the budget allows (2 x 18 + the last request's 4), 100%, not
+    the 111% that 40 / (2 x 18) read."""
+    from observe_helpers import T0, event
+
+    from courtier.observe.requestlog import RequestLogWriter
+    from courtier.observe.rows import RowMaker
+    from courtier.observe.settings import ObserveSettings
+    from courtier.politeness.keys import CostModel
+
+    maker = RowMaker(CostModel(), lambda key: 2.0)
+    log = RequestLogWriter(tmp_path, ObserveSettings(), run="r", worker="w", clock=lambda: T0)
+    for n in range(10):
+        log.add(maker.row_of(event(at=T0 + 2 * n, path="/list/1", cost=4.0, origin="o1")))
+    log.close()
+    [row] = [r for r in collect(tmp_path).origin_table if r[0] == "o1"]
+    assert row[6] == 100.0, row

@@ -198,7 +198,10 @@ def _origins(con: duckdb.DuckDBPyConnection, data: ReportData) -> None:
         "round(sum(cost_units + extra_units), 1) AS units, "
         "round(sum(cost_units + extra_units) / greatest(1.0, epoch(max(time)) - "
         "epoch(min(time))), 3) AS units_per_s, max(origin_budget) AS budget, "
-        "round(units_per_s / max(origin_budget) * 100, 1) AS used_pct, "
+        # GCRA lets an origin have budget x span, plus the request at the span's end: used %
+        # is against that, or a crawl at its budget would read as over it.
+        "round(sum(cost_units + extra_units) / (max(origin_budget) * (epoch(max(time)) - "
+        "epoch(min(time))) + max(cost_units + extra_units)) * 100, 1) AS used_pct, "
         "count(*) FILTER (WHERE status IN (429, 503)) AS throttled, "
         "count(*) FILTER (WHERE status >= 500 OR status IS NULL) AS errors, "
         "round(quantile_cont(total_s, 0.95) * 1000, 1) AS p95_ms "
