@@ -402,6 +402,7 @@ class ObserveSection:
     anomaly_rate_window: float = 10.0
     anomaly_budget_tolerance: float = 0.05
     anomaly_relearn: float = 600.0
+    anomaly_hold: float = 60.0
     anomaly_slowdown: bool = False
     """A raised anomaly slows its origin down (halves its rate until it clears)."""
     live: bool = True
@@ -834,6 +835,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "anomaly_rate_window": number(above=0, high=3600, unit="seconds"),
         "anomaly_budget_tolerance": number(low=0, high=10),
         "anomaly_relearn": number(above=0, unit="seconds"),
+        "anomaly_hold": number(0, 86_400, unit="seconds"),
         "anomaly_slowdown": Rule("true or false"),
         "live": Rule("true or false"),
         "progress_seconds": number(above=0, unit="seconds"),

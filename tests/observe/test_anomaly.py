@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
 
@@ -74,7 +75,9 @@ def test_latency_rising_with_load_is_raised_then_cleared():
     anomaly = next(a for a in found if a.signal == "latency")
     assert anomaly.value > anomaly.threshold > anomaly.baseline
     assert "latency" in anomaly.detail and anomaly.origin == "o1"
-    back = feed(d, *(event(at=T0 + 10 + i, latency=0.02) for i in range(6)))
+    soon = feed(d, *(event(at=T0 + 10 + i, latency=0.02) for i in range(6)))
+    assert [a for a in soon if a.scope == "site"] == []  # held raised for anomaly_hold
+    back = feed(d, *(event(at=T0 + 70 + i, latency=0.02) for i in range(6)))
     assert [(a.signal, a.state) for a in back if a.scope == "site"] == [("latency", "cleared")]
 
 
@@ -190,3 +193,17 @@ def test_anomaly_json_is_flat_and_complete():
         "origin",
         "detail",
     }
+
+
+def test_a_site_swinging_in_and_out_of_the_band_raises_at_most_once_a_minute():
+    """Runs of 429s between runs of good answers, for ten minutes at 1 request/s: before the
+    hold, each run raised and each recovery cleared the alert, over and over."""
+    d = detector()
+    found = feed(d, *(event(at=T0 + i) for i in range(20)))
+    for second in range(20, 620):
+        status = 429 if second % 10 < 4 else 200
+        found += feed(d, event(at=T0 + second, status=status))
+    raises = [a.at for a in found if a.state == "raised" and a.scope == "site"]
+    assert raises, "the throttling was never raised"
+    assert all(b - a >= 60.0 for a, b in itertools.pairwise(raises)), raises
+    assert len(raises) <= 10

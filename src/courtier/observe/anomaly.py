@@ -17,7 +17,10 @@ Theory of operation:
   of 5 ms and another's of 500 ms need the same rule.
 - ``anomaly_persist`` samples in a row beyond the band raise an anomaly (one is enough for
   a 429/503 with ``Retry-After``: the server says it is unavailable, and the crawler obeys,
-  so a second one may never come); as many back inside clear it. While raised, the
+  so a second one may never come). It clears after a sustained recovery: twice as many
+  samples back inside in a row, and no sooner than ``anomaly_hold`` seconds after it was
+  raised, so a site whose answers swing in and out of the band raises the same anomaly at
+  most once per ``anomaly_hold`` (an operator mutes an alert that flaps). While raised, the
   baseline is frozen, so an anomaly is not learnt as normal; a run beyond the band that
   ends before it is raised is learnt (a lone outlier too: that is how a flaky site's
   baseline comes to expect its errors); after ``anomaly_relearn`` seconds the level it
@@ -336,7 +339,7 @@ class AnomalyDetector:
                 track.pending.clear()
                 return self._anomaly(entity, signal, "raised", self._judge(signal, track), at)
             return None
-        if track.calm >= persist:
+        if track.calm >= 2 * persist and at - track.raised_at >= self.settings.anomaly_hold:
             track.raised_at, track.calm = None, 0
             return self._anomaly(entity, signal, "cleared", self._judge(signal, track), at)
         if at - track.raised_at >= self.settings.anomaly_relearn:
@@ -446,7 +449,12 @@ class AnomalyDetector:
         if over.beyond and track.raised_at is None:
             track.raised_at = end
             found.append(self._anomaly(entity, "over-budget", "raised", over, end))
-        elif not over.beyond and track.raised_at is not None and track.calm >= 1:
+        elif (
+            not over.beyond
+            and track.raised_at is not None
+            and track.calm >= 1
+            and end - track.raised_at >= self.settings.anomaly_hold
+        ):
             track.raised_at = None
             found.append(self._anomaly(entity, "over-budget", "cleared", over, end))
         if waited * 2 >= count:  # most requests waited for their slot: there was work

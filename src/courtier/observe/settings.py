@@ -47,6 +47,9 @@ class ObserveSettings:
     """Over budget: more than budget x window x (1 + this) + one request's cost in a window."""
     anomaly_relearn: float = 600.0
     """Seconds a raised anomaly may last before its level becomes the new baseline."""
+    anomaly_hold: float = 60.0
+    """A raised anomaly clears no sooner than this many seconds after it was raised (and
+    after a sustained recovery): the same anomaly is raised at most once per this long."""
     anomaly_slowdown: bool = False
     """Ask the engine to slow a site's origin down when an anomaly is raised on it."""
 
