@@ -146,6 +146,9 @@ class FetchSection:
     (0: never spool)."""
     max_header_bytes: int = 16 * 1024
     """Longest single header line accepted."""
+    max_idle: int = 1024
+    """Kept-alive connections waiting for their next request, all hosts together (each is
+    an open file: fewer when the open-file limit leaves less)."""
     max_headers: int = 100
     """Most response header fields accepted."""
     allowed_types: tuple[str, ...] = (
@@ -704,6 +707,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "max_body_bytes": whole(1, 1 << 31, unit="bytes"),
         "spool_bytes": whole(0, 1 << 31, unit="bytes"),
         "max_header_bytes": whole(1024, 1 << 20, unit="bytes"),
+        "max_idle": whole(0, 1_000_000),
         "max_headers": whole(1, 10_000),
         "allowed_types": each(
             'lower-case media types ("text/html") or prefixes ending in "/" ("image/")',

@@ -106,3 +106,20 @@ def test_closing_the_pool_closes_every_connection():
     connections.give(("http", "b.test", 80), held[1])
     connections.close()
     assert all(c.closed for c in held) and len(connections) == 0
+
+
+def test_idle_connections_are_capped_in_all_the_least_recently_used_host_first():
+    clock = Clock()
+    connections = pool(clock, max_idle=3)
+    hosts = [("http", f"h{n}.test", 80) for n in range(3)]
+    kept = {key: Fake() for key in hosts}
+    for key in hosts:
+        connections.give(key, kept[key])
+    connections.give(hosts[0], extra := Fake())  # h0 used again: h1 is now the oldest
+    assert len(connections) == 3
+    assert kept[hosts[1]].closed and not kept[hosts[0]].closed and not extra.closed
+    assert connections.take(hosts[1], ("127.0.0.1",)) is None
+    assert connections.take(hosts[0], ("127.0.0.1",)) is extra
+    assert len(connections) == 2
+    clock.now += 1000
+    assert connections.sweep() == 2 and len(connections) == 0

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from courtier.net.body import BodySink
 from courtier.net.http1 import Http1Connection
-from courtier.net.pool import IDLE_TIMEOUT, ConnectionPool
+from courtier.net.pool import IDLE_TIMEOUT, MAX_IDLE, ConnectionPool
 from courtier.net.resolve import Resolver
 from courtier.net.spool import Body, Spool, SpooledBody
 
@@ -242,14 +242,20 @@ class Fetcher:
     raises. Use as ``async with``."""
 
     def __init__(
-        self, settings: FetchSection, address_allowed: AddressCheck, spool: Spool | None = None
+        self,
+        settings: FetchSection,
+        address_allowed: AddressCheck,
+        spool: Spool | None = None,
+        *,
+        max_idle: int = MAX_IDLE,
     ) -> None:
+        """``max_idle``: kept-alive connections waiting, in all (each an open file)."""
         self.settings = settings
         self.spool = spool
         """Where bodies past its threshold go (None: every body is held in memory)."""
         self._address_allowed = address_allowed
         self._tls: ssl.SSLContext | None = None
-        self.pool: ConnectionPool[Http1Connection] = ConnectionPool()
+        self.pool: ConnectionPool[Http1Connection] = ConnectionPool(max_idle=max_idle)
         self._sweeper: asyncio.TimerHandle | None = None
         self._open: set[Http1Connection] = set()
         """Connections carrying a request now (closed when the fetcher closes)."""

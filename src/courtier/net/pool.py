@@ -7,13 +7,16 @@ Rules:
   addresses change (a new DNS answer), connections to the old ones are not used.
 - The newest idle connection is taken first (the one least likely to have been closed by its
   server); one idle longer than ``idle_timeout`` is closed, by ``take`` or by ``sweep``
-  (which the owner runs every few seconds); at most ``per_key`` wait per key.
+  (which the owner runs every few seconds); at most ``per_key`` wait per key, and at most
+  ``max_idle`` in all (each is an open file: thousands of sites on a limit of 1,024 open
+  files ran out): past it, the least recently used key gives up its oldest.
 - A connection its server closed while it waited (``lost``) is dropped on the way.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
@@ -23,6 +26,9 @@ PER_KEY = 256
 """Idle connections kept per (scheme, host, port). Not what bounds them (each was in use less
 than ``idle_timeout`` ago, and a key only opens one when none waits): a cap on a busy host
 (a CDN edge with many requests in flight) that closes what it will need again."""
+
+MAX_IDLE = 1024
+"""Idle connections kept in all, by default (the crawl sets it from its open-file limit)."""
 
 PoolKey = tuple[str, str, int]
 
@@ -46,11 +52,14 @@ class ConnectionPool(Generic[C]):
         idle_timeout: float = IDLE_TIMEOUT,
         per_key: int = PER_KEY,
         clock: Callable[[], float] = time.monotonic,
+        max_idle: int = MAX_IDLE,
     ) -> None:
         self.idle_timeout = idle_timeout
         self.per_key = per_key
+        self.max_idle = max_idle
         self._clock = clock
-        self._idle: dict[PoolKey, list[C]] = {}
+        self._idle: OrderedDict[PoolKey, list[C]] = OrderedDict()
+        self._count = 0
 
     def take(self, key: PoolKey, addresses: tuple[str, ...]) -> C | None:
         """An idle connection of ``key`` to one of ``addresses``, or None."""
@@ -60,6 +69,7 @@ class ConnectionPool(Generic[C]):
         oldest = self._clock() - self.idle_timeout
         while idle:
             connection = idle.pop()
+            self._count -= 1
             if connection.lost or connection.idle_since < oldest:
                 connection.close()
             elif connection.address in addresses:
@@ -74,13 +84,22 @@ class ConnectionPool(Generic[C]):
     def give(self, key: PoolKey, connection: C) -> None:
         """Keep ``connection`` (its last response was read whole and kept alive)."""
         connection.idle_since = self._clock()
+        self._count += 1
         idle = self._idle.get(key)
         if idle is None:
             self._idle[key] = [connection]
-            return
-        idle.append(connection)
-        if len(idle) > self.per_key:
-            idle.pop(0).close()
+        else:
+            self._idle.move_to_end(key)
+            idle.append(connection)
+            if len(idle) > self.per_key:
+                idle.pop(0).close()
+                self._count -= 1
+        while self._count > self.max_idle:
+            stale_key, stale = next(iter(self._idle.items()))
+            stale.pop(0).close()
+            self._count -= 1
+            if not stale:
+                del self._idle[stale_key]
 
     def sweep(self) -> int:
         """Close every connection idle too long or lost; the number closed."""
@@ -92,6 +111,7 @@ class ConnectionPool(Generic[C]):
                 if connection.lost or connection.idle_since < oldest:
                     connection.close()
                     closed += 1
+                    self._count -= 1
                 else:
                     kept.append(connection)
             if kept:
@@ -105,6 +125,7 @@ class ConnectionPool(Generic[C]):
             for connection in idle:
                 connection.close()
         self._idle.clear()
+        self._count = 0
 
     def __len__(self) -> int:
-        return sum(len(idle) for idle in self._idle.values())
+        return self._count

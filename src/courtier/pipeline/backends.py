@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from courtier.pipeline.cluster.membership import ClusterSpec
 from courtier.pipeline.store_lock import StoreLock
 from courtier.politeness.limiter import MemoryLimiter, SqliteLimiter
 from courtier.politeness.limiter.base import Limiter
+from courtier.runtime import open_files
 
 BACKENDS = ("memory", "sqlite")
 
@@ -70,3 +72,18 @@ async def open_backends(
         if lock is not None:
             lock.release(clean=False)
         raise
+
+
+def idle_connections(config: Config) -> int:
+    """Kept-alive connections the crawl may hold, from its open-file limit (raised to the
+    hard limit here) and what its settings hold at once (``runtime.open_files``)."""
+    crawl = config.crawl
+    workers = crawl.parse_workers or os.cpu_count() or 1
+    render = config.render
+    browsers = render.browsers if render.mode != "never" or render.sites or render.rules else 0
+    need = open_files.reserved(
+        in_flight=crawl.max_in_flight + config.media.max_in_flight,
+        workers=workers,
+        browsers=browsers,
+    )
+    return open_files.idle_budget(open_files.raise_limit(), need, config.fetch.max_idle)

@@ -33,7 +33,7 @@ from courtier.net.guard import Guard
 from courtier.net.spool import Spool
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.answers.fetching import FetcherLike
-from courtier.pipeline.backends import open_backends
+from courtier.pipeline.backends import idle_connections, open_backends
 from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
 from courtier.pipeline.events import Observer
 from courtier.pipeline.feed.discovery import Discovery
@@ -184,7 +184,12 @@ class Engine:
                     spool.remove_orphans()
                     stack.callback(spool.close)
                     fetcher = await stack.enter_async_context(
-                        Fetcher(settings, self.address_allowed, spool)
+                        Fetcher(
+                            settings,
+                            self.address_allowed,
+                            spool,
+                            max_idle=idle_connections(self.config),
+                        )
                     )
                 renderer = self._renderer or await stack.enter_async_context(
                     open_renderer(self.config)
