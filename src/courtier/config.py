@@ -429,7 +429,8 @@ class WarcSection:
     """A WARC file is finished (its ``.open`` suffix dropped) and the next one started once
     it holds this many (compressed) bytes."""
     prefix: str = "courtier"
-    """File names: PREFIX-TIMESTAMP-SERIAL-PID.warc.gz."""
+    """File names: PREFIX-TIMESTAMP-SERIAL-HOST-PID.warc.gz (workers sharing one output
+    directory never take each other's names, each PID 1 of its container or not)."""
     compression_level: int = 2
     """gzip level of each record: 1-3 are ISA-L's igzip levels (fast), 4-9 zlib's (9
     smallest; warcio's own writer uses 9)."""

@@ -224,3 +224,19 @@ async def test_a_spool_that_cannot_be_made_keeps_bodies_in_memory(tmp_path, serv
         url = f"http://s.test:{server}/big"
         result = await fetcher.fetch(url, "s.test", ("127.0.0.1",), spool=True)
     assert result.body == BIG and result.spooled is None and pool.failures == 1
+
+
+def test_spools_are_named_by_host_and_pid_and_only_this_hosts_dead_ones_removed(tmp_path):
+    """Workers of a fleet share one output directory, each as PID 1 of its own container."""
+    from courtier.runtime.processes import host_tag
+
+    spool = Spool(tmp_path, 1)
+    assert spool.directory.name == f"{host_tag()}-{os.getpid()}"
+    root = tmp_path / "spool"
+    (root / f"otherhost-{os.getpid()}").mkdir(parents=True)  # another container's PID 1
+    (root / f"{host_tag()}-{os.getpid()}").mkdir()  # an earlier process of ours
+    (root / f"{host_tag()}-{os.getppid()}").mkdir()  # a live process of this host
+    spool.remove_orphans()
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        [f"otherhost-{os.getpid()}", f"{host_tag()}-{os.getppid()}"]
+    )

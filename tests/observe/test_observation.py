@@ -100,6 +100,8 @@ async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
     lines = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert lines and lines[-1]["slots"] == 10 and lines[-1]["in_flight"] == {"pages": 7}
     assert json.loads((tmp_path / "stats.json").read_text())["crawl"]["slots"] == 10
+    [own] = tmp_path.glob("stats-*.json")  # noqa: ASYNC240 (the worker's own file)
+    assert json.loads(own.read_text())["crawl"]["slots"] == 10
 
 
 async def test_the_slow_down_hook_runs_on_the_event_loop(tmp_path: Path):

@@ -92,3 +92,19 @@ def test_a_file_naming_this_process_is_an_earlier_process_s(tmp_path: Path):
 def test_running():
     assert running(os.getpid()) and running(1)
     assert not running(_dead_pid())
+
+
+def test_only_this_hosts_dead_writers_are_judged(tmp_path: Path):
+    """Workers of a fleet share one directory, each as PID 1 of its own container: a file
+    of another host is never this process's to finish, whatever its PID; one naming this
+    host and this very PID was left by an earlier process (a container started again)."""
+    from courtier.runtime.processes import host_tag
+
+    theirs, _ = _crashed_writer(tmp_path, _dead_pid())
+    elsewhere = theirs.with_name(theirs.name.replace(f"-{host_tag()}-", "-otherhost-"))
+    theirs.rename(elsewhere)
+    earlier, _ = _crashed_writer(tmp_path / "again", os.getpid())
+    assert finish_orphans(tmp_path) == []
+    assert elsewhere.exists()
+    (finished,) = finish_orphans(tmp_path / "again")
+    assert finished == earlier.with_name(earlier.name.removesuffix(".open"))

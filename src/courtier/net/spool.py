@@ -8,9 +8,11 @@ a ``SpooledBody``. The parse worker (or the archive's thread) reads the file its
 (``body_bytes``); the event loop never holds the bytes, and no body crosses a pipe.
 
 Rules:
-- One directory per crawl process: ``<out>/spool/<pid>``, removed when the crawl ends. A
-  directory left by a process that no longer runs (a ``kill -9``) is removed when the next
-  crawl on that output directory starts.
+- One directory per crawl process: ``<out>/spool/<host>-<pid>`` (``processes.process_tag``:
+  workers of a fleet sharing one output directory, each PID 1 of its container, never write
+  into each other's), removed when the crawl ends. A directory this host's process left
+  and no longer runs (a ``kill -9``) is removed when the next crawl on that output
+  directory starts; another host's is left alone.
 - A file lives as long as the ``SpooledBody`` its fetch made: it is unlinked when that object
   is collected (every copy sent to a worker is a name only and unlinks nothing).
 - A spool that cannot be written (a full disk) is no reason to fail a fetch: the body goes
@@ -31,7 +33,7 @@ import shutil
 import weakref
 from pathlib import Path
 
-from courtier.runtime.processes import running
+from courtier.runtime.processes import left_by_us, parse_tag, process_tag
 
 log = logging.getLogger("courtier.net.spool")
 
@@ -136,7 +138,7 @@ class Spool:
         self.threshold = threshold
         """A body larger than this many bytes is spooled (0: never)."""
         self.root = out_dir / "spool"
-        self.directory = self.root / str(os.getpid())
+        self.directory = self.root / process_tag()
         self._made = False
         self._count = 0
         self.failures = 0
@@ -176,9 +178,10 @@ class Spool:
             self.root.rmdir()  # only when no other process spools here
 
     def remove_orphans(self) -> None:
-        """Remove the directories of processes that no longer run (killed mid-crawl)."""
+        """Remove the directories of this host's processes that no longer run (killed
+        mid-crawl); called before this process spools anything."""
         with contextlib.suppress(OSError):
             for entry in self.root.iterdir():
-                pid = int(entry.name) if entry.name.isdigit() else None
-                if pid is not None and pid != os.getpid() and not running(pid):
+                tag = parse_tag(entry.name)
+                if tag is not None and entry.is_dir() and left_by_us(*tag):
                     shutil.rmtree(entry, ignore_errors=True)

@@ -408,11 +408,15 @@ class Observation:
         }
 
     def _write_stats(self, now: float) -> None:
+        """``stats.json``, and ``stats-WORKER.json``: workers sharing one output directory
+        each keep their own (``stats.json`` is the last one written)."""
         self._last_stats = now
-        path = self.out_dir / STATS_FILE
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(json.dumps(self.stats(now), indent=1, default=str) + "\n")
-        os.replace(temporary, path)
+        text = json.dumps(self.stats(now), indent=1, default=str) + "\n"
+        for name in (STATS_FILE, f"stats-{safe_name(self.worker)}.json"):
+            path = self.out_dir / name
+            temporary = path.with_name(f".{path.name}.tmp")
+            temporary.write_text(text)
+            os.replace(temporary, path)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

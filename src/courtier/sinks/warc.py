@@ -1,7 +1,7 @@
 """WARC 1.1 files of what the crawl fetched: warcinfo, request, response and revisit records.
 
 Rules:
-- **Files.** ``DIR/PREFIX-TIMESTAMP-SERIAL-PID.warc.gz``, written as ``....warc.gz.open`` and
+- **Files.** ``DIR/PREFIX-TIMESTAMP-SERIAL-HOST-PID.warc.gz``, written as ``....warc.gz.open`` and
   renamed when finished: when it passed ``max_bytes`` (checked between captures, so a
   request and its response stay together) or when the crawl stops cleanly. A crash leaves
   the ``.open`` file, readable up to its last whole record (the next crawl finishes it:
@@ -60,6 +60,7 @@ from warcio.warcwriter import WARCWriter
 
 from courtier import __version__
 from courtier.net.spool import Body, body_bytes, body_size
+from courtier.runtime.processes import process_tag
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact_url
 
 SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
@@ -282,7 +283,7 @@ class WarcFiles:
 
     def _open(self) -> io.FileIO:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
-        name = f"{self.prefix}-{stamp}-{self._serial:05d}-{os.getpid()}.warc.gz"
+        name = f"{self.prefix}-{stamp}-{self._serial:05d}-{process_tag()}.warc.gz"
         self._serial += 1
         self._path = self.directory / name
         # Unbuffered: ``flush`` is one write() straight to the kernel (the page cache survives

@@ -4,10 +4,11 @@ A writer renames ``NAME.open`` to ``NAME`` when it finishes a file (``courtier.s
 A kill -9 leaves the ``.open`` file, while ``documents.jsonl`` already names records in it by
 the finished name (a document is written after the records it names), so those references
 led nowhere. Before a crawl opens files of its own, each ``.open`` file whose writer is gone
-(the PID in its name is no live process) is cut after its last whole gzip member, which drops
-only a record the writer died while writing (no document names it), and renamed. A file of a
-live writer (another worker writing into the same directory) is left as it is, and so is one
-without a single whole member (nothing in it can be named).
+(its name's host is this one and its PID no live process: ``processes.left_by_us``) is cut
+after its last whole gzip member, which drops only a record the writer died while writing (no
+document names it), and renamed. A file of a live writer, or of another host's (workers of a
+fleet writing into one directory, each PID 1 of its container), is left as it is, and so is
+one without a single whole member (nothing in it can be named).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from courtier.runtime.processes import running
+from courtier.runtime.processes import left_by_us, running
 
 log = logging.getLogger("courtier.sinks.warc_orphans")
 
-_OPEN_NAME: Final = re.compile(r".+-(\d+)\.warc\.gz\.open")
+_OPEN_NAME: Final = re.compile(r".+-(\d{5})-(?:([^-]+)-)?(\d+)\.warc\.gz\.open")
+"""PREFIX-STAMP-SERIAL-HOST-PID (HOST: before hosts were named, none)."""
 _CHUNK: Final = 1 << 20
 
 
@@ -39,8 +41,8 @@ def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = running) -
         match = _OPEN_NAME.fullmatch(path.name)
         if match is None:
             continue
-        pid = int(match.group(1))
-        if pid != os.getpid() and alive(pid):
+        host, pid = match.group(2), int(match.group(3))
+        if not left_by_us(host, pid, alive=alive):
             continue
         target = path.with_name(path.name.removesuffix(".open"))
         if target.exists():
