@@ -1,0 +1,101 @@
+"""Workers of a fleet sharing one output directory, each PID 1 of its own host (as in
+containers): their spool directories, WARC files and stats never collide, and every record a
+document names is where it says, holding the answer the server sent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from courtier.simweb.process import SimWebProcess
+from courtier.simweb.world import WorldParams
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="each worker needs a PID and UTS namespace of its own (unshare, as root): "
+    "PID 1 on a host of its own, as in a container",
+)
+
+DURATION_S = 12.0
+
+
+@pytest.fixture(scope="module")
+def database(postgres_dsn: str) -> Iterator[str]:
+    name = f"sharedout_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    params = dict(part.split("=", 1) for part in postgres_dsn.split())
+    yield f"postgresql://{params['user']}@{params['host']}:{params['port']}/{name}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def _worker(host: str, web: SimWebProcess, out: Path, store: str) -> subprocess.Popen[str]:
+    crawl = [sys.executable, "-m", "courtier", "crawl", "--seeds", str(web.seeds_path)]
+    crawl += ["--dns", web.dns, "--allow-net", web.allow_net, "--out", str(out)]
+    crawl += ["--store", store, "--duration", str(DURATION_S), "--json"]
+    crawl += ["-s", "fetch.spool_bytes=4096", "-s", "render.mode=never"]
+    script = f'hostname {host} && exec "$@"'
+    command = ["unshare", "--pid", "--fork", "--uts", "--mount-proc", "sh", "-c", script, "sh"]
+    return subprocess.Popen(
+        [*command, *crawl], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_workers_that_are_all_pid_1_share_one_output_directory(tmp_path, database) -> None:
+    params = WorldParams(
+        seed=4, n_standalone=12, n_cname_tenants=2, n_header_tenants=2, n_horizon=2, n_farm=1,
+        page_bytes=20_000,
+    )  # fmt: skip
+    out = tmp_path / "out"
+    with SimWebProcess(tmp_path / "web", params) as web:
+        first = _worker("worker-a", web, out, database)
+        time.sleep(4.0)  # the first has WARC and spool files open when the next starts
+        second = _worker("worker-b", web, out, database)
+        spools: set[str] = set()
+        while first.poll() is None or second.poll() is None:
+            if (out / "spool").is_dir():
+                spools |= {entry.name for entry in (out / "spool").iterdir()}
+            time.sleep(0.2)
+        runs = [process.communicate() for process in (first, second)]
+        served = web.log_path.read_text().splitlines()
+    assert [p.returncode for p in (first, second)] == [0, 0], [err[-2000:] for _, err in runs]
+    assert {"worker_a-1", "worker_b-1"} <= spools, spools  # both PID 1, two directories
+    assert not (out / "spool").exists() or not any((out / "spool").iterdir())
+    warcs = sorted((out / "warc").glob("*.warc.gz"))
+    assert not list((out / "warc").glob("*.open"))
+    assert {w.name.rsplit("-", 2)[1] for w in warcs} == {"worker_a", "worker_b"}
+    bodies: dict[str, int] = {}
+    for path in warcs:  # every file reads whole
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "response":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    bodies[uri] = len(record.content_stream().read())
+    documents = [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
+    named = [d for d in documents if "warc" in d and d["warc"]["type"] == "response"]
+    assert len(named) > 20
+    for document in named:  # each record is where its document says, the page it names
+        ref = document["warc"]
+        with (out / "warc" / ref["file"]).open("rb") as stream:
+            stream.seek(ref["offset"])
+            record = next(iter(ArchiveIterator(stream)))
+        assert record.rec_headers.get_header("WARC-Target-URI") == document["url"]
+        assert len(record.content_stream().read()) == document["bytes"]
+    spooled = [d for d in named if d["bytes"] > 4096]
+    assert spooled, "no body was big enough to spool"
+    assert len(served) >= len(bodies)
+    assert {"stats-worker-a-1.json", "stats-worker-b-1.json"} <= {
+        p.name for p in out.glob("stats-*.json")
+    }
