@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from courtier.config import ConfigError, load
+from courtier.config import Config, ConfigError, load
 from courtier.politeness.keys import KeyType
 
 
@@ -226,3 +226,23 @@ def test_positions_survive_multiline_strings_arrays_and_comments():
     assert positions[("limits", "site", "rate")][1] == (11, 8)
     assert positions[("x", "y", "z w")][1] == (13, 15)
     assert toml_positions("a = [") == {}  # never raises
+
+
+def test_limit_overrides_give_one_key_its_own_parameters() -> None:
+    from courtier.politeness.keys import LimitKey
+
+    config = Config.from_mapping(
+        {
+            "limits": {
+                "origin": {"rate": 4.0},
+                "overrides": ["site:Slow.test => rate=0.2", "origin:platform-a => burst=2"],
+            }
+        }
+    )
+    policy = config.limits.policy()
+    assert policy.params(LimitKey(KeyType.SITE, "slow.test")).interval == 5.0
+    platform = policy.params(LimitKey(KeyType.ORIGIN, "platform-a"))
+    assert (platform.interval, platform.burst) == (0.25, 2.0)  # the type's rate, its burst
+    assert policy.params(LimitKey(KeyType.ORIGIN, "other")).burst == 0.0
+    assert config.limits.site_interval("slow.test:8080") == 5.0  # a site on a port: its host
+    assert config.limits.site_interval("fast.test") is None

@@ -60,6 +60,8 @@ from courtier.politeness.keys import (
     LimitPolicy,
     RequestClass,
     UrlRule,
+    parse_override,
+    site_key,
 )
 from courtier.render.decision import RenderRules, split_rule
 
@@ -256,14 +258,33 @@ class LimitsSection:
     cdn: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.CDN))
     cdn_miss: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.CDN_MISS))
     imgsvc: KeyLimits = field(default_factory=partial(KeyLimits.default, KeyType.IMGSVC))
+    overrides: tuple[str, ...] = ()
+    """One key's own limits, over its type's: ``"KEY => rate=R [burst=B] [slot_width=W]"``
+    (``site:example.org => rate=0.2``: a site that asked to be crawled slower;
+    ``origin:platform-a => rate=1``). A site's rate is its start-to-start spacing, under
+    Crawl-delay and backoff as any site's."""
+
+    def __post_init__(self) -> None:
+        self.policy()  # validates the overrides
 
     def policy(self) -> LimitPolicy:
-        """The limiter's view: these limits by key type."""
+        """The limiter's view: these limits by key type, and the keys' own."""
         table = {
             key_type.value: dataclasses.asdict(getattr(self, key_type.value.replace("-", "_")))
             for key_type in KeyType
         }
-        return LimitPolicy.from_config(table)
+        by_type = LimitPolicy.from_config(table)
+        overrides = dict(parse_override(rule, by_type.types) for rule in self.overrides)
+        return dataclasses.replace(by_type, overrides=overrides) if overrides else by_type
+
+    def site_interval(self, site: str) -> float | None:
+        """A site's own start-to-start interval (``overrides``, naming the site or its host
+        without the port); None: its type's."""
+        if not self.overrides:
+            return None
+        own = self.policy().overrides
+        params = own.get(site_key(site)) or own.get(site_key(site.rpartition(":")[0] or site))
+        return None if params is None else params.interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -617,6 +638,14 @@ def _executable(path: str) -> str | None:
     return None
 
 
+def _override(rule: str) -> str | None:
+    try:
+        parse_override(rule)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _page_url(url: str) -> str | None:
     from courtier.url import UrlError, parse_url
 
@@ -729,6 +758,12 @@ RULES: dict[type, dict[str, Rule]] = {
         "sitemaps": Rule("true or false"),
         "promote": whole(0, 1_000_000),
         "rank_every": _SECONDS,
+    },
+    LimitsSection: {
+        "overrides": each(
+            '"KEY => rate=R [burst=B] [slot_width=W]" rules, e.g. "site:example.org => rate=0.2"',
+            _override,
+        ),
     },
     KeyLimits: {
         "rate": number(above=0, unit="cost units per second", infinite=True),

@@ -172,6 +172,7 @@ def make_crawler(
     hosts: tuple[str, ...] = ("a.test", "b.test", "down.test"),
     interval: float = INTERVAL,
     frontier: FrontierSection | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> Crawler:
     # All sites of this web share 127.0.0.1, hence one origin: a generous origin rate keeps
     # these tests about the site rules; the origin test below sets a real one.
@@ -181,6 +182,7 @@ def make_crawler(
             LimitsSection(),
             site=KeyLimits(1.0 / interval, slot_width=0.05),
             origin=KeyLimits(origin_rate, slot_width=0.05),
+            overrides=overrides,
         ),
         frontier=frontier or FrontierSection(),
     )
@@ -306,6 +308,19 @@ async def test_sites_on_one_address_share_the_origin_budget(tmp_path, loopback_w
         assert window <= rate * 1.0 + 4, (start, window)
     assert stats.slots >= len(loopback_web.hits)
     assert stats.missed_slots <= 1
+
+
+async def test_a_site_with_limits_of_its_own_is_crawled_at_them(tmp_path, loopback_web):
+    """``[limits] overrides``: a site that asked to be crawled slower gets its own spacing,
+    from its first request on, and keeps it after its answers were good; the others keep
+    theirs."""
+    crawler = make_crawler(
+        tmp_path, loopback_web, duration=4.0, overrides=("site:a.test => rate=2",)
+    )
+    await crawler.run()
+    assert len(loopback_web.paths("a.test")) >= 4
+    assert loopback_web.min_gap("a.test") >= 0.5 - TOLERANCE
+    assert loopback_web.min_gap("b.test") < 0.5 - TOLERANCE
 
 
 async def test_several_sites_of_one_origin_pushing_back_pause_the_whole_origin(

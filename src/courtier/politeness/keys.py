@@ -403,6 +403,37 @@ def guess_origin(cname_target: str | None, addresses: Iterable[str]) -> str | No
     return f"addr={','.join(unique)}" if unique else None
 
 
+_OVERRIDE_FIELDS: Final = frozenset({"rate", "burst", "slot_width"})
+
+
+def parse_override(
+    rule: str, types: Mapping[KeyType, KeyTypeParams] = DEFAULT_KEY_TYPE_PARAMS
+) -> tuple[str, KeyParams]:
+    """``"KEY => rate=R [burst=B] [slot_width=W]"`` as (the key, its parameters): those of
+    its key type with the fields given replaced (``site:example.org => rate=0.2``,
+    ``origin:platform-a => rate=1 burst=2``). ValueError when it is not of that form."""
+    left, arrow, right = rule.partition("=>")
+    if not arrow:
+        raise ValueError(f"{rule!r} is not of the form 'KEY => rate=R [burst=B]'")
+    key = LimitKey.parse(left.strip().lower().rstrip("."))
+    values: dict[str, float] = {}
+    for word in right.replace(",", " ").split():
+        name, equals, number = word.partition("=")
+        if not equals or name not in _OVERRIDE_FIELDS:
+            raise ValueError(f"{rule!r}: {word!r} is not rate=, burst= or slot_width=")
+        values[name] = float(number)
+    if not values:
+        raise ValueError(f"{rule!r} sets nothing (rate=, burst= or slot_width=)")
+    base = types[key.type]
+    merged = KeyTypeParams(
+        values.get("rate", base.rate),
+        values.get("burst", base.burst),
+        values.get("slot_width", base.slot_width),
+        base.weighted,
+    )
+    return str(key), merged.key_params()
+
+
 @dataclass(frozen=True, slots=True)
 class LimitPolicy:
     """Parameters per key type, with per-key overrides (Crawl-delay, feedback, config)."""

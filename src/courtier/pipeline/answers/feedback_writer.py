@@ -117,7 +117,18 @@ class FeedbackWriter:
     def host_unresolved(self, lane: FeedbackLane, now: float) -> None:
         """The lane's host could not be resolved for now (DNS trouble), before any request:
         the lane backs off as after no answer (nothing was booked, so no floor)."""
-        lane.backoff = after_response(lane.backoff, None, None, now, self.site_params.backoff)
+        params = self._own(lane, self.site_params)
+        lane.backoff = after_response(lane.backoff, None, None, now, params.backoff)
+
+    @staticmethod
+    def _own(lane: FeedbackLane, params: FeedbackParams) -> FeedbackParams:
+        """``params``, with the lane's own base interval when it has one (``[limits]
+        overrides``): backoff recovers to it, not to the type's."""
+        base = getattr(lane, "base_interval", None)
+        if base is None:
+            return params
+        backoff = dataclasses.replace(params.backoff, base_interval=base)
+        return dataclasses.replace(params, backoff=backoff)
 
     def origin_interval(self, origin: str) -> float:
         return self.origin_limit(origin).params.interval
@@ -126,7 +137,7 @@ class FeedbackWriter:
         origin = None
         if answer.origin is not None:
             origin = self.origins.get(answer.origin, _FULL_RATE)
-        params = self.media_params if media else self.site_params
+        params = self._own(lane, self.media_params if media else self.site_params)
         before = lane.backoff
         effects = after_answer(answer, LaneFeedback(lane.backoff, lane.latency), origin, params)
         lane.backoff, lane.latency = effects.lane.backoff, effects.lane.latency

@@ -29,11 +29,13 @@ log = logging.getLogger(__name__)
 
 
 def new_lane(site: str, config: Config, *, scheme: str = "http", start: float = 0.0) -> SiteLane:
+    own = config.limits.site_interval(site)
     return SiteLane(
         name=site,
         host=host_of_site(site),
         scheme=scheme,
-        backoff=BackoffState(interval=config.site_interval),
+        backoff=BackoffState(interval=config.site_interval if own is None else own),
+        base_interval=own,
         margin=config.politeness.start_margin,
         next_start=start,
     )

@@ -83,6 +83,8 @@ class SiteLane:
     written only by ``hold_start``."""
     last_sent: float = 0.0
     crawl_delay: float = 0.0
+    base_interval: float | None = None
+    """The site's own interval (``[limits] overrides``) in place of the configured one."""
     margin: float = 0.0
     origin_status: OriginStatus = OriginStatus.UNRESOLVED
     origin: str | None = None
