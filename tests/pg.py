@@ -9,6 +9,7 @@ tests are never silently skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -122,3 +123,22 @@ def postgres_dsn() -> Iterator[str]:
 
 RUNNING: list[PostgresCluster] = []
 """The session's cluster while ``postgres_dsn`` is active (its socket directory, port)."""
+
+
+@contextlib.contextmanager
+def fresh_database(dsn: str, prefix: str) -> Iterator[str]:
+    """A database of its own on the cluster of ``dsn`` (dropped after), as a crawl's
+    ``--store`` URL."""
+    import uuid
+
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    params = dict(part.split("=", 1) for part in dsn.split())
+    try:
+        yield f"postgresql://{params['user']}@{params['host']}:{params['port']}/{name}"
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from courtier.simweb.audit import audit
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import World, WorldParams
+from pg import fresh_database
 
 pytestmark = pytest.mark.slow
 
@@ -33,13 +33,8 @@ HOLD_WITHIN_S = 20.0
 
 @pytest.fixture(scope="module")
 def database(postgres_dsn: str) -> Iterator[str]:
-    name = f"scaleout_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    params = dict(part.split("=", 1) for part in postgres_dsn.split())
-    yield f"postgresql://{params['user']}@{params['host']}:{params['port']}/{name}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database(postgres_dsn, "scaleout") as url:
+        yield url
 
 
 @dataclass

@@ -10,16 +10,15 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
+from pg import fresh_database
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -32,13 +31,8 @@ DURATION_S = 12.0
 
 @pytest.fixture(scope="module")
 def database(postgres_dsn: str) -> Iterator[str]:
-    name = f"sharedout_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    params = dict(part.split("=", 1) for part in postgres_dsn.split())
-    yield f"postgresql://{params['user']}@{params['host']}:{params['port']}/{name}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database(postgres_dsn, "sharedout") as url:
+        yield url
 
 
 def _worker(host: str, web: SimWebProcess, out: Path, store: str) -> subprocess.Popen[str]:
