@@ -81,6 +81,41 @@ def test_undeclared_encodings_are_detected(text, codec, expected):
     assert decoded.text == text
 
 
+@pytest.mark.parametrize(
+    ("text", "codec"),
+    [
+        (  # read as Baltic (cp1257): "crčme", "brūlé"
+            "<html><head><title>Café à la crème – été brûlé</title></head><body><p>Où est la "
+            "bibliothèque? Voilà, ça coûte très cher. Déjà vu, naïve façade.</p>"
+            "<a href='/recherche?q=crème'>lien</a></body></html>",
+            "cp1252",
+        ),
+        (  # read as Central European (cp1250): "açăo", "coraçăo"
+            "<html><head><title>São João — ação e coração</title></head><body><p>Não há opção. "
+            "Informação, educação, português.</p></body></html>",
+            "cp1252",
+        ),
+        (  # a Czech page stays Central European
+            "<html><head><title>Příliš žluťoučký kůň úpěl</title></head><body><p>Ďábelské ódy, "
+            "čeština, řeka, šťastný.</p></body></html>",
+            "cp1250",
+        ),
+        (  # and a Greek one Greek
+            "<html><head><title>Καλημέρα κόσμε</title></head><body><p>Η Αθήνα είναι η "
+            "πρωτεύουσα της Ελλάδας και μεγάλη πόλη.</p></body></html>",
+            "cp1253",
+        ),
+    ],
+)
+def test_an_undeclared_western_page_is_windows_1252_not_a_rarer_latin_code_page(text, codec):
+    decoded = decode(text.encode(codec), "text/html")
+    assert decoded.text == text
+    if codec == "cp1252":
+        assert decoded.encoding == "cp1252"
+        page = read_page(text.encode(codec), "http://a.test/", ReadContext("text/html"))
+        assert page.title == text.split("<title>")[1].split("</title>")[0]
+
+
 def test_bytes_0x80_to_0x9f_of_a_latin1_label_read_as_windows_1252_punctuation():
     """0x80-0x9F are C1 controls in ISO-8859-1 and punctuation in windows-1252, which is how
     browsers read every page labelled latin-1 (WHATWG): "é" reads the same in both, these

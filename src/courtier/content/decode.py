@@ -6,7 +6,10 @@ Rules (the WHATWG encoding sniffing order, with w3lib's implementation of it):
   ``<meta http-equiv="Content-Type">`` (or an XML declaration) near the start of the body.
 - Then detection: a body that is valid UTF-8 is UTF-8 (ASCII is too); anything else goes to
   ``charset-normalizer`` (the first ``DETECT_BYTES``); failing that, windows-1252, the web's
-  default.
+  default. Between the Latin single-byte code pages the detector is unsure on a page of a
+  few sentences (a French page came out Baltic, cp1257, a Portuguese one Central European,
+  cp1250): when it names one of those and windows-1252 reads the page nearly as well
+  (``LATIN_MARGIN``), windows-1252 it is, as a browser's default for an undeclared page.
 - Labels resolve as browsers resolve them: ``iso-8859-1`` and ``latin1`` are windows-1252,
   ``Shift_JIS`` is cp932 (windows-31J), an unknown label is ignored.
 - Decoding never fails: bytes the encoding cannot read become lone surrogates
@@ -95,6 +98,20 @@ _COMMON: Final = ("cp1252", "cp1251", "cp932", "gb18030", "gbk", "big5", "euc_kr
 French page reads the same in windows-1252 and windows-1250 as far as statistics go)."""
 
 
+_LATIN: Final = frozenset(
+    {
+        "cp1250", "cp1254", "cp1257", "cp1258", "cp437", "cp775", "cp850", "cp852", "cp858",
+        "iso8859_2", "iso8859_3", "iso8859_4", "iso8859_9", "iso8859_10", "iso8859_13",
+        "iso8859_14", "iso8859_15", "iso8859_16", "latin_1", "mac_roman", "mac_latin2",
+        "mac_iceland", "mac_turkish",
+    }
+)  # fmt: skip
+"""Single-byte code pages for Latin scripts other than windows-1252."""
+LATIN_MARGIN: Final = 0.1
+"""How much more chaos (``charset-normalizer``'s mess ratio) windows-1252 may show than the
+Latin code page detected and still be preferred to it."""
+
+
 def _detect(sample: bytes) -> tuple[str, str, int]:
     from charset_normalizer import from_bytes
 
@@ -108,7 +125,12 @@ def _detect(sample: bytes) -> tuple[str, str, int]:
         if r.chaos <= best.chaos and r.coherence >= best.coherence - 0.01
     ]
     common = [name for name in _COMMON if name in ties]
-    codec = _codec(common[0] if common else best.encoding)
+    chosen = common[0] if common else best.encoding
+    if chosen in _LATIN:
+        western = next((r for r in results if r.encoding == "cp1252"), None)
+        if western is not None and western.chaos <= best.chaos + LATIN_MARGIN:
+            chosen = "cp1252"
+    codec = _codec(chosen)
     if codec is None:
         return DEFAULT, "default", 0
     return codec, "detected", 0
