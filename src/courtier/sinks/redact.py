@@ -91,9 +91,9 @@ KEY_RULES: Final[tuple[KeyRule, ...]] = (
     _rule("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, "AIza"),
     _rule("google-oauth-secret", _B + r"GOCSPX-[0-9A-Za-z_\-]{28}" + _E, "GOCSPX-"),
     _rule("google-oauth-token", _B + r"ya29\.[0-9A-Za-z_\-]{30,}" + _E, "ya29."),
-    _rule("aws-access-key-id", _B + r"(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}" + _E, "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA"),  # noqa: E501
+    _rule("aws-access-key-id", _B + r"(?:A3T[0-9A-Z]|AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}" + _E, "A3T", "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA"),  # noqa: E501
     _rule("aws-secret-key", r"(?i)aws[\w\-.]{0,20}?secret[\w\-.]{0,20}?" + _ASSIGN + r"(?P<secret>[0-9A-Za-z/+]{40})(?![0-9A-Za-z/+])", "aws"),  # noqa: E501
-    _rule("stripe-secret-key", _B + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _E, "k_live_", "k_test_"),  # noqa: E501
+    _rule("stripe-secret-key", _B + r"(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,}" + _E, "k_live_", "k_test_", "k_prod_"),  # noqa: E501
     _rule("stripe-publishable-key", _B + r"pk_(?:live|test)_[0-9A-Za-z]{16,}" + _E, "k_live_", "k_test_"),  # noqa: E501
     _rule("stripe-webhook-secret", _B + r"whsec_[0-9A-Za-z]{24,}" + _E, "whsec_"),
     _rule("mapbox-token", _B + r"(?:pk|sk|tk)\.eyJ[0-9A-Za-z_\-]{10,}\.[0-9A-Za-z_\-]{20,}" + _E, "k.eyJ"),  # noqa: E501
@@ -102,9 +102,9 @@ KEY_RULES: Final[tuple[KeyRule, ...]] = (
     _rule("gitlab-token", _B + r"glpat-[0-9A-Za-z_\-]{20}" + _E, "glpat-"),
     _rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/\-]{20,}", "hooks.slack.com"),  # noqa: E501
     _rule("slack-token", _B + r"xox[abposre]-[0-9A-Za-z\-]{10,250}" + _E, "xox"),
-    _rule("twilio-api-key", _B + r"SK[0-9a-f]{32}" + _E, "SK"),
+    _rule("twilio-api-key", _B + r"SK[0-9a-fA-F]{32}" + _E, "SK"),
     _rule("twilio-account-sid", _B + r"AC[0-9a-f]{32}" + _E, "AC"),
-    _rule("sendgrid-api-key", _B + r"SG\.[0-9A-Za-z_\-]{22}\.[0-9A-Za-z_\-]{43}" + _E, "SG."),
+    _rule("sendgrid-api-key", _B + r"SG\.[0-9A-Za-z_\-=.]{66}" + _E, "SG."),
     _rule("mailgun-api-key", _B + r"key-[0-9a-f]{32}" + _E, "key-"),
     _rule("mailchimp-api-key", _B + r"[0-9a-f]{32}-us[0-9]{1,2}" + _E, "-us"),
     _rule("algolia-api-key", r"(?i)(?:algolia[\w.\-]{0,30}?(?:api|search)?[_\-]?key|x-algolia-api-key)" + _ASSIGN + r"(?P<secret>[0-9a-f]{32})(?![0-9a-f])", "algolia", "x-algolia"),  # noqa: E501
@@ -126,7 +126,18 @@ KEY_RULES: Final[tuple[KeyRule, ...]] = (
     _rule("discord-webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[0-9A-Za-z_\-]{60,}", "discord"),  # noqa: E501
     _rule("telegram-bot-token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_\-]{33}" + _E, ":AA"),
     _rule("digitalocean-token", _B + r"do[opr]_v1_[0-9a-f]{64}" + _E, "_v1_"),
-    _rule("huggingface-token", _B + r"hf_[0-9A-Za-z]{34}" + _E, "hf_"),
+    _rule("huggingface-token", _B + r"(?:hf_|api_org_)[0-9A-Za-z]{34}" + _E, "hf_", "api_org_"),
+    _rule("atlassian-api-token", _B + r"ATATT3[0-9A-Za-z_\-=]{186}" + _E, "ATATT3"),
+    _rule("databricks-token", _B + r"dapi[0-9a-h]{32}(?:-\d)?" + _E, "dapi"),
+    _rule("doppler-token", _B + r"dp\.pt\.[0-9A-Za-z]{43}" + _E, "dp.pt."),
+    _rule("grafana-token", _B + r"(?:glc_[0-9A-Za-z+/]{32,400}={0,2}|glsa_[0-9A-Za-z]{32}_[0-9A-Fa-f]{8})" + _E, "glc_", "glsa_"),  # noqa: E501
+    _rule("vault-token", _B + r"hvs\.[0-9A-Za-z_\-]{90,120}" + _E, "hvs."),
+    _rule("pulumi-token", _B + r"pul-[0-9a-f]{40}" + _E, "pul-"),
+    _rule("contentful-token", _B + r"CFPAT-[0-9A-Za-z_\-]{43}" + _E, "CFPAT-"),
+    _rule("rubygems-token", _B + r"rubygems_[0-9a-f]{48}" + _E, "rubygems_"),
+    _rule("planetscale-token", _B + r"pscale_(?:tkn|pw|oauth)_[0-9A-Za-z_=.\-]{32,64}" + _E, "pscale_"),  # noqa: E501
+    _rule("sentry-token", _B + r"(?:sntrys_eyJ[0-9A-Za-z+/=_]{60,}|sntryu_[0-9a-f]{64})" + _E, "sntrys_", "sntryu_"),  # noqa: E501
+    _rule("age-secret-key", _B + r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" + _E, "AGE-SECRET-KEY-1"),  # noqa: E501
     _rule("azure-storage-key", r"(?i)AccountKey=(?P<secret>[0-9A-Za-z+/]{86}==)", "accountkey="),
     _rule("heroku-api-key", r"(?i)heroku[\w.\-]{0,20}?key" + _ASSIGN + r"(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f])", "heroku"),  # noqa: E501
     _rule("newrelic-key", _B + r"(?:NRAK-[0-9A-Z]{27}|NRJS-[0-9a-f]{19})" + _E, "NRAK-", "NRJS-"),
