@@ -90,6 +90,16 @@ def test_workers_that_are_all_pid_1_share_one_output_directory(tmp_path, databas
     spooled = [d for d in named if d["bytes"] > 4096]
     assert spooled, "no body was big enough to spool"
     assert len(served) >= len(bodies)
+    site = named[0]["site"]  # one site as the shared store knows it, after the crawl
+    status = subprocess.run(
+        [sys.executable, "-m", "courtier", "status", "--store", database, "--site", site, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    one = json.loads(status.stdout)
+    assert one["site"] == site and one["urls"].get("done", 0) >= 1
+    assert one["robots"] is not None and "held_by" in one
     assert {"stats-worker-a-1.json", "stats-worker-b-1.json"} <= {
         p.name for p in out.glob("stats-*.json")
     }

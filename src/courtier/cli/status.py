@@ -3,18 +3,21 @@
 For a PostgreSQL store (a scale-out crawl): every worker with its heartbeat age, shards held
 and requests sent; the shard leases (held, free, expired); the frontier counts; URLs fetched
 in the last minute. For a SQLite store: the crawl holding it (from its lock file), the
-frontier counts and the last minute's fetches.
+frontier counts and the last minute's fetches. With ``--site HOST``: that site alone
+(``site_status``), and on PostgreSQL the worker holding it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from courtier.cli.site_status import canonical_site, print_site, site_status
 from courtier.inputs import InputError, PostgresStore, SqliteStore, parse_store
 
 
@@ -26,18 +29,88 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "crawling it, which shards they hold, how big the frontier is and how fast it moves.",
     )
     parser.add_argument("--store", required=True, help="a SQLite store file or a PostgreSQL URL")
+    parser.add_argument(
+        "--site",
+        metavar="HOST",
+        help="one site: its URLs, recent fetches, robots.txt, pauses kept, origin, worker",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     spec = parse_store(args.store)
+    if args.site is not None:
+        site = canonical_site(args.site)
+        one = _pg_site(spec, site) if isinstance(spec, PostgresStore) else _sqlite_site(spec, site)
+        if args.json:
+            print(json.dumps(one))
+        else:
+            print_site(one)
+        return 0
     status = _postgres(spec) if isinstance(spec, PostgresStore) else _sqlite(spec)
     if args.json:
         print(json.dumps(status))
     else:
         _print(status)
     return 0
+
+
+_SITE_ROWS = (
+    "SELECT status, count(*), max(fetched_at), count(*) FILTER (WHERE fetched_at > {p}) "
+    "FROM urls WHERE site = {p} GROUP BY status"
+)
+
+
+def _sqlite_site(spec: SqliteStore, site: str) -> dict[str, Any]:
+    import sqlite3
+
+    from courtier.frontier.base import FrontierError
+    from courtier.frontier.sqlite_store import SqliteFrontier
+
+    path = Path(spec.path)
+    if not path.is_file():
+        raise InputError(f"--store: {path}: no such store")
+    now = time.time()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute(_SITE_ROWS.format(p="?"), (now - 60, site)).fetchall()
+    try:
+        store = SqliteFrontier(path)
+    except FrontierError as exc:
+        raise InputError(f"--store: {exc}") from None
+    try:
+        return site_status(store, site, rows, now)
+    finally:
+        store.close()
+
+
+def _pg_site(spec: PostgresStore, site: str) -> dict[str, Any]:
+    import psycopg
+
+    from courtier.frontier.base import FrontierError
+    from courtier.frontier.postgres_store import PostgresFrontier
+    from courtier.pipeline.cluster.shards import shard_of
+    from courtier.politeness.limiter.postgres import LEASES
+
+    now = time.time()
+    try:
+        store = PostgresFrontier(spec.conninfo)
+    except FrontierError as exc:
+        raise InputError(f"--store: {exc}") from None
+    try:
+        with psycopg.connect(spec.conninfo, autocommit=True) as conn:
+            rows = conn.execute(_SITE_ROWS.format(p="%s"), (now - 60, site)).fetchall()
+            leases = _rows(conn, f"SELECT shard, owner, expires_at FROM {LEASES}")
+        status = site_status(store, site, rows, now)
+    finally:
+        store.close()
+    holder = None
+    if leases:
+        shard = shard_of(site, len(leases))
+        held = [owner for number, owner, expires in leases if number == shard and expires > now]
+        holder = held[0] if held else None
+    status["held_by"] = holder
+    return status
 
 
 def _recent(fetched: list[float], now: float) -> float:
