@@ -194,3 +194,23 @@ def test_popular_rejects_a_malformed_feed_line(
     feed.write_text(line + "\n")
     code, _out, err = run("seed", "popular", "--store", store_path, "--counts", feed)
     assert code == 2 and "COUNT" in err
+
+
+def test_seed_and_recrawl_work_on_a_postgresql_store(postgres_dsn: str, run: Run) -> None:
+    """The store a fleet of workers shares takes the same commands as a SQLite file."""
+    from pg import fresh_database
+
+    with fresh_database(postgres_dsn, "seedcli") as url:
+        code, out, err = run("seed", "add", "--store", url, "shop.test", "--json")
+        assert code == 0, err
+        assert json_lines(out)[0]["state"] == "requested"
+        code, out, err = run("seed", "list", "--store", url, "--state", "requested", "--json")
+        assert code == 0 and json_lines(out) == [{"site": "shop.test", "state": "requested"}]
+        code, _out, err = run("seed", "flag", "--store", url, "http://shop.test/item/1")
+        assert code == 0, err
+        code, _out, err = run("recrawl", "--store", url, "http://shop.test/")
+        assert code == 0, err
+        code, _out, err = run("recrawl", "--store", url, "http://elsewhere.test/")
+        assert code == 1 and "elsewhere.test" in err  # outside the seed, as on SQLite
+        code, _out, err = run("rank", "--store", url)
+        assert code == 0, err

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from courtier.cli.options import fraction
-from courtier.frontier.base import FrontierError, NewUrl, SiteState
+from courtier.frontier.base import FrontierError, FrontierStore, NewUrl, SiteState
 from courtier.frontier.refresh import Importance, popular_threshold
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.inputs import (
@@ -54,12 +54,18 @@ class UsageError(InputError):
 # -- helpers shared with ``courtier rank`` and ``courtier recrawl`` -------------------------
 
 
-def open_store(store: Path | str, *, create: bool = False) -> SqliteFrontier:
-    """Open the SQLite frontier ``--store`` names; a missing file is a usage error unless
-    ``create``, and so is a file that is not a SQLite database."""
+def open_store(store: Path | str, *, create: bool = False) -> FrontierStore:
+    """Open the frontier ``--store`` names: a SQLite file (a missing one is a usage error
+    unless ``create``, and so is a file that is not a SQLite database) or a PostgreSQL URL
+    (the store of a crawl's workers: they take what is written within a refill)."""
     spec = parse_store(store)
     if isinstance(spec, PostgresStore):
-        raise UsageError(f"--store {spec}: this command works on a SQLite store only (yet)")
+        from courtier.frontier.postgres_store import PostgresFrontier
+
+        try:
+            return PostgresFrontier(spec.conninfo)
+        except FrontierError as exc:
+            raise UsageError(f"--store: {exc}") from exc
     try:
         check_sqlite_store(spec.path, create=create)
         if create:
