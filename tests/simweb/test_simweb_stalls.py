@@ -126,10 +126,12 @@ async def test_a_blocked_server_loop_does_not_shorten_the_audited_gap(web: SimWe
     first, second = records
     assert second.start - first.start < 0.95  # the stall did move the first stamp
     assert first.arrived_after is not None and first.arrived_after <= first_sent
-    assert second.arrived_after is None
+    # The first stall says nothing of the second request; a loaded test machine may stall the
+    # server's loop again while it arrives, and then its own reading starts after the first.
+    assert second.arrived_after is None or second.arrived_after > first.start
     report = audit_records(records, world)
     assert report.criterion("site-gap").ok, report.criterion("site-gap")
-    assert report.stamp_uncertainty.requests == 1
+    assert report.stamp_uncertainty.requests == 1 + (second.arrived_after is not None)
 
 
 @st.composite
