@@ -15,6 +15,7 @@ from typing import Any
 from courtier.frontier.base import FrontierStore, UrlStatus
 from courtier.inputs import InputError
 from courtier.politeness.keys import origin_key, site_key
+from courtier.politeness.robots import RobotsStatus, rules_from_response
 from courtier.url import UrlError, parse_url
 
 
@@ -26,15 +27,18 @@ def canonical_site(text: str) -> str:
         raise InputError(f"--site {text!r}: {exc}") from None
 
 
+_MEANINGS = {
+    RobotsStatus.DISALLOW_ALL: "unreachable: nothing is fetched until it is asked again",
+    RobotsStatus.PARSED: "its rules apply",
+    RobotsStatus.ALLOW_ALL: "no robots.txt: everything is allowed",
+}
+
+
 def robots_meaning(status: int | None) -> str:
-    """What a robots.txt answer means for the site (RFC 9309)."""
-    if status is None or status >= 500 or status == 429:
-        return "unreachable: nothing is fetched until it is asked again"
-    if 200 <= status < 300:
-        return "its rules apply"
-    if 400 <= status < 500:
-        return "no robots.txt: everything is allowed"
-    return "unexpected status: taken as unreachable"
+    """What a robots.txt answer means for the site, as the crawl reads it (RFC 9309's
+    status rules: ``politeness.robots.rules_from_response``)."""
+    rules = rules_from_response(status, b"", 0.0, max_age=1.0, retry_unreachable=1.0, max_bytes=0)
+    return _MEANINGS[rules.status]
 
 
 def site_status(
