@@ -26,7 +26,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -268,14 +268,9 @@ class LimitsSection:
         self.policy()  # validates the overrides
 
     def policy(self) -> LimitPolicy:
-        """The limiter's view: these limits by key type, and the keys' own."""
-        table = {
-            key_type.value: dataclasses.asdict(getattr(self, key_type.value.replace("-", "_")))
-            for key_type in KeyType
-        }
-        by_type = LimitPolicy.from_config(table)
-        overrides = dict(parse_override(rule, by_type.types) for rule in self.overrides)
-        return dataclasses.replace(by_type, overrides=overrides) if overrides else by_type
+        """The limiter's view: these limits by key type, and the keys' own (worked out once
+        per value: a lane made for each of thousands of sites asks for its own interval)."""
+        return _limit_policy(self)
 
     def site_interval(self, site: str) -> float | None:
         """A site's own start-to-start interval (``overrides``, naming the site or its host
@@ -285,6 +280,17 @@ class LimitsSection:
         own = self.policy().overrides
         params = own.get(site_key(site)) or own.get(site_key(site.rpartition(":")[0] or site))
         return None if params is None else params.interval
+
+
+@lru_cache(maxsize=16)
+def _limit_policy(limits: LimitsSection) -> LimitPolicy:
+    table = {
+        key_type.value: dataclasses.asdict(getattr(limits, key_type.value.replace("-", "_")))
+        for key_type in KeyType
+    }
+    by_type = LimitPolicy.from_config(table)
+    overrides = dict(parse_override(rule, by_type.types) for rule in limits.overrides)
+    return dataclasses.replace(by_type, overrides=overrides) if overrides else by_type
 
 
 @dataclass(frozen=True, slots=True)
