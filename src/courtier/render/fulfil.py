@@ -2,7 +2,7 @@
 
 Rules:
 - The body given is the decoded entity, so the headers that describe the wire (transfer and
-  content encodings, the length) are dropped.
+  content encodings, the length, the connection) are dropped.
 - Chromium refuses a whole response for one header it cannot take: a site's malformed
   header (a name that is no token, a value with CR, LF or NUL) is dropped instead, as a
   browser on the network would ignore it.
@@ -16,7 +16,9 @@ from typing import Any
 
 from courtier.render.intercept import Fulfil
 
-_DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+_DROPPED_HEADERS = frozenset(
+    {"content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive"}
+)
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _UNSAFE_VALUE = re.compile(r"[\r\n\0]")
 

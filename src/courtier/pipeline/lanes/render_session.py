@@ -27,10 +27,6 @@ log = logging.getLogger(__name__)
 
 STATIC = frozenset({"script", "stylesheet"})
 """Request types kept across renders and charged as static files."""
-_NOT_PASSED = frozenset(
-    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
-)
-"""Response headers that describe the wire, not the body the browser is given (decoded)."""
 _PASSED_ON = ("accept", "accept-language", "content-type", "x-requested-with")
 """Request headers of the browser's the fetch sends on."""
 LOG_ENTRIES = 100
@@ -78,7 +74,7 @@ class RenderSession:
             body = self.shell.body
             if self.shell.spooled is not None:
                 body = await asyncio.to_thread(body_bytes, self.shell.spooled)
-            return Fulfil(self.shell.status or 200, browser_headers(self.shell), body)
+            return Fulfil(self.shell.status or 200, self.shell.headers, body)
         if request.method not in ("GET", "HEAD"):
             return Abort("method")
         if request.resource_type not in self.rendering.fetch_types:
@@ -148,9 +144,9 @@ class RenderSession:
         if result.spooled is not None:
             body = await asyncio.to_thread(body_bytes, result.spooled)
         if request.resource_type in STATIC and result.status is not None:
-            rendering.cache.store(url.fetch_url, result.status, browser_headers(result), body, now)
+            rendering.cache.store(url.fetch_url, result.status, result.headers, body, now)
         self.counts["fetched"] += 1
-        return Fulfil(result.status or 502, browser_headers(result), body)
+        return Fulfil(result.status or 502, result.headers, body)
 
     def _is_the_page(self, url: str) -> bool:
         """Is ``url`` the page itself, however the browser spells it?"""
@@ -243,8 +239,3 @@ class RenderSession:
         if outcome.error is not None:
             notes["error"] = outcome.error
         return notes
-
-
-def browser_headers(result: FetchResult) -> tuple[tuple[str, str], ...]:
-    """The response headers the browser is given (the body it gets is decoded)."""
-    return tuple((k, v) for k, v in result.headers if k.lower() not in _NOT_PASSED)
