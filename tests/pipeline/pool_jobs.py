@@ -16,3 +16,7 @@ def sleep_on(body: bytes, seconds: float) -> int:
 def pid_after(seconds: float) -> int:
     time.sleep(seconds)  # long enough that two jobs sent together land on two workers
     return os.getpid()
+
+
+def out_of_memory() -> None:
+    raise MemoryError("as a job that outgrew its budget")

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import math
+import multiprocessing
 import os
+import pickle
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from pool_jobs import sleep_on
+from pool_jobs import out_of_memory, sleep_on
 
 from courtier.content.parse import ParsedPage, parse_page
 from courtier.pipeline.workers.jobs import LARGE_BYTES
@@ -141,6 +144,38 @@ async def test_jobs_sent_behind_one_that_ends_its_worker_run_on_the_next_worker(
                 await bad
             assert await asyncio.gather(*behind) == [120, 720]
         assert single.replaced == 3
+
+
+async def test_a_worker_out_of_memory_keeps_its_socket_open_until_the_pool_closes_it() -> None:
+    """The pool may have sent jobs ahead of a MemoryError's answer: a worker that exited at
+    once would meet them with a broken pipe, and the pool (its write failing first) would
+    lose the answer and report the job as a lost worker."""
+    from multiprocessing.connection import Connection
+
+    from courtier.pipeline.workers.worker import worker_main
+
+    ours, theirs = socket.socketpair()
+    child = Connection(theirs.detach())
+    process = multiprocessing.get_context("spawn").Process(
+        target=worker_main, args=(child, None, None), daemon=True
+    )
+    process.start()
+    child.close()
+    pool_end = Connection(ours.detach())
+    try:
+        assert pool_end.recv()[0] == "ready"
+        job = pickle.dumps((out_of_memory, (), {}))
+        pool_end.send_bytes(job)
+        status, error, _remote = pool_end.recv()
+        assert (status, type(error)) == ("error", MemoryError)
+        process.join(0.5)
+        assert process.is_alive()  # still there for the jobs sent ahead
+        pool_end.send_bytes(pickle.dumps((math.factorial, (5,), {})))  # never run
+        assert not pool_end.poll(0.2)
+    finally:
+        pool_end.close()
+    process.join(5)
+    assert process.exitcode == 0  # the closed socket ended it
 
 
 async def test_large_jobs_never_take_the_last_worker_from_small_ones() -> None:

@@ -1,8 +1,10 @@
 """The worker process of a ``ParsePool``: warm up, say ready, answer jobs over a pipe.
 
 Runs in a spawned process. A job is ``(fn, args, kwargs)`` pickled; the answer is
-``("ok", result, None)`` or ``("error", exception, remote traceback)``. A MemoryError ends the
-worker (the parent replaces it rather than keep a fragmented process); the optional address
+``("ok", result, None)`` or ``("error", exception, remote traceback)``. After a MemoryError the
+worker takes no more jobs (the parent replaces it rather than keep a fragmented process) but
+keeps its socket open until the parent closes it: jobs the parent sent ahead meet an open
+socket, so the parent reads the MemoryError rather than a broken pipe. The optional address
 space budget is set after the warm-up, so it limits what one job may add.
 """
 
@@ -52,7 +54,8 @@ def worker_main(
             remote = traceback.format_exc()
             _send_error(conn, exc, remote)
             if isinstance(exc, MemoryError):
-                return  # the parent replaces this worker
+                _wait_for_close(conn)  # the parent replaces this worker
+                return
             continue
         try:
             # pickle.dumps, not Connection.send's ForkingPickler (a BytesIO and a pickler
@@ -62,6 +65,15 @@ def worker_main(
             _send_error(conn, exc, traceback.format_exc())
             continue
         conn.send_bytes(answer)
+
+
+def _wait_for_close(conn: Connection) -> None:
+    """Discard jobs until the parent closes the socket (it kills this process then)."""
+    while True:
+        try:
+            conn.recv_bytes()
+        except (EOFError, OSError):
+            return
 
 
 def _send_error(conn: Connection, exc: Exception, remote: str) -> None:
