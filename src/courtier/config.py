@@ -539,6 +539,15 @@ class RenderSection:
 
 
 @dataclass(frozen=True, slots=True)
+class ControlSection:
+    """An operator's controls of a running crawl (``courtier site``, ``seed add``...), read
+    from the store by every worker (``pipeline.lanes.controls``)."""
+
+    poll: float = 1.0
+    """Seconds between two reads of the store's log of actions."""
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlSection = field(default_factory=CrawlSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -553,6 +562,7 @@ class Config:
     redact: RedactSection = field(default_factory=RedactSection)
     render: RenderSection = field(default_factory=RenderSection)
     observe: ObserveSection = field(default_factory=ObserveSection)
+    control: ControlSection = field(default_factory=ControlSection)
 
     @property
     def site_interval(self) -> float:
@@ -887,6 +897,9 @@ RULES: dict[type, dict[str, Rule]] = {
         "progress_seconds": number(above=0, unit="seconds"),
         "sample_seconds": number(above=0, unit="seconds"),
         "stats_seconds": number(above=0, unit="seconds"),
+    },
+    ControlSection: {
+        "poll": number(above=0, high=3600, unit="seconds"),
     },
 }
 

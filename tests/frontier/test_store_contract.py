@@ -892,3 +892,40 @@ def test_a_postgres_store_from_before_the_validators_gains_them(postgres_dsn: st
         store.close()
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+
+
+# -- an operator's controls (courtier.frontier.controls) ---------------------------------------
+
+
+def test_controls_and_their_actions_are_kept_and_read_in_order(open_store: Opener) -> None:
+    from courtier.frontier.controls import ControlAction, SiteControl
+
+    store = open_store()
+    store.add_sites(["a.test", "b.test"], SiteState.SEED, T0)
+    paused = SiteControl("a.test").paused_at(T0, T0 + 60, "asked")
+    first = store.record_control(
+        ControlAction("site pause", "a.test", {"until": T0 + 60}, "courtier site pause", "me", T0),
+        paused,
+    )
+    second = store.record_control(
+        ControlAction("site drop", "b.test", {"opt_out": True}, "courtier site drop", "me", T0),
+        SiteControl("b.test", opted_out=True, updated_at=T0),
+        {"b.test": SiteState.OPTED_OUT},
+    )
+    assert second > first
+    other = open_store()  # another worker sees the same
+    assert [a.target for a in other.control_actions()] == ["a.test", "b.test"]
+    assert [a.id for a in other.control_actions(after=first)] == [second]
+    assert other.control_actions(after=first)[0].detail == {"opt_out": True}
+    assert [a.target for a in other.last_actions(1)] == ["b.test"]
+    assert [a.action for a in other.last_actions(5, "a.test")] == ["site pause"]
+    controls = other.site_controls()
+    assert controls["a.test"] == paused
+    assert controls["a.test"].held_until(T0 + 1) == T0 + 60
+    assert controls["a.test"].held_until(T0 + 61) == 0.0
+    assert controls["b.test"].opted_out
+    # Opted out is for good: seeding the site again changes nothing.
+    other.add_sites(["b.test"], SiteState.SEED, T0 + 1)
+    other.add_sites(["b.test"], SiteState.REQUESTED, T0 + 1)
+    assert other.site_states()["b.test"] == SiteState.OPTED_OUT
+    assert "b.test" not in other.sites_in_state(SiteState.SEED, SiteState.REQUESTED)

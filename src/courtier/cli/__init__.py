@@ -51,6 +51,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("origins", "courtier.cli.origins", "which sites share servers (origins) and why"),
     Command("rank", "courtier.cli.rank", "rank the host graph; promote horizon hosts to the seed"),
     Command("seed", "courtier.cli.seed", "request hosts, flag critical pages, list the seed"),
+    Command("site", "courtier.cli.site", "pause, resume, slow down or drop sites of a crawl"),
     Command(
         "recrawl", "courtier.cli.recrawl", "fetch these URLs again as soon as politeness allows"
     ),

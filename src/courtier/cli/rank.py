@@ -21,7 +21,8 @@ import logging
 import time
 from collections.abc import Mapping
 
-from courtier.cli.seed import UsageError, emit, fail, open_store
+from courtier.cli.actions import log_action
+from courtier.cli.store_input import UsageError, emit, fail, open_store
 from courtier.graph.cycle import ranking_cycle
 from courtier.graph.pagerank import GraphError
 from courtier.graph.promotion import PromotionRound
@@ -70,12 +71,14 @@ def run_rank(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail("rank", str(exc))
     try:
+        now = time.time()
         try:
-            cycle, seen, n_links = ranking_cycle(
-                store, args.promote, time.time(), dry_run=args.dry_run
-            )
+            cycle, seen, n_links = ranking_cycle(store, args.promote, now, dry_run=args.dry_run)
         except GraphError as exc:
             return fail("rank", f"cannot rank the host graph: {exc}", 1)
+        if not args.dry_run:
+            for decision in cycle.promoted:  # running workers crawl it from now on
+                log_action(store, "promote", decision.host, {"score": decision.score}, now)
     finally:
         store.close()
     _report(args, cycle, seen, n_links)

@@ -17,7 +17,15 @@ from __future__ import annotations
 import argparse
 import time
 
-from courtier.cli.seed import UsageError, emit, fail, open_store, out_of_scope, parse_page_urls
+from courtier.cli.actions import log_action
+from courtier.cli.store_input import (
+    UsageError,
+    emit,
+    fail,
+    open_store,
+    out_of_scope,
+    parse_page_urls,
+)
 from courtier.frontier.base import NewUrl
 
 
@@ -51,9 +59,10 @@ def run_recrawl(args: argparse.Namespace) -> int:
                 f"not in the seed: {sites} (add with 'courtier seed add' first); nothing scheduled",
                 1,
             )
-        scheduled = store.recrawl(
-            [NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in urls], time.time()
-        )
+        now = time.time()
+        scheduled = store.recrawl([NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in urls], now)
+        for site in sorted({u.site for u in urls}):  # its lane asks for its due work now
+            log_action(store, "recrawl", site, {"urls": sum(u.site == site for u in urls)}, now)
     finally:
         store.close()
     if args.json:

@@ -7,6 +7,7 @@
 - ``seed flag --store PATH URL...`` marks pages critical: the shortest refresh floor and
   ceiling (``courtier.frontier.refresh``). A flagged page not yet in the store is queued at
   depth 0 when its site is in the seed; a page of a site outside the seed is refused.
+- ``seed remove --store PATH HOST...`` takes hosts out of the seed (``courtier site drop``).
 - ``seed list --store PATH [--state S ...] [--json]`` lists sites and their state (default:
   seed, requested and suspended).
 
@@ -15,107 +16,50 @@ Rules shared by the commands of the controlled crawl (``seed``, ``rank``, ``recr
   ``http://HOST/``); any invalid one is reported and nothing is written (exit 2).
 - Only ``seed add`` may create a store; the other commands need an existing one (exit 2), so
   a mistyped ``--store`` never yields an empty answer that looks real.
-- The crawl engine reads the seed once at start-up: changes here take effect on its next
-  start (running crawls are not disturbed; SQLite lets both write the same file).
+- A running crawl takes ``seed add``, ``seed remove``, ``recrawl`` and ``rank --promote``
+  within seconds, on either store: each is logged as an action its workers read
+  (``courtier.cli.actions``); importance changes (``flag``, ``popular``) apply as URLs are
+  next leased and fetched.
 - Machine output (``--json``) is one JSON object per line on stdout; messages go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from courtier.cli.actions import log_action
 from courtier.cli.options import fraction
-from courtier.frontier.base import FrontierError, FrontierStore, NewUrl, SiteState
-from courtier.frontier.refresh import Importance, popular_threshold
-from courtier.frontier.sqlite_store import SqliteFrontier
-from courtier.inputs import (
-    InputError,
-    PostgresStore,
-    check_sqlite_store,
-    parse_store,
-    prepare_directory,
+from courtier.cli.site import run_site
+from courtier.cli.store_input import (
+    IN_SCOPE,
+    UsageError,
+    emit,
+    fail,
+    open_store,
+    out_of_scope,
+    parse_host,
+    parse_page_urls,
 )
-from courtier.url import Url, UrlError, parse_url
+from courtier.frontier.base import NewUrl, SiteState
+from courtier.frontier.refresh import Importance, popular_threshold
+from courtier.url import Url
 
-IN_SCOPE = frozenset({SiteState.SEED, SiteState.REQUESTED})
-LISTED_BY_DEFAULT = (SiteState.SEED, SiteState.REQUESTED, SiteState.SUSPENDED)
-ALL_STATES = (SiteState.SEED, SiteState.REQUESTED, SiteState.SUSPENDED, SiteState.HORIZON)
-
-
-class UsageError(InputError):
-    """Bad input from the user: reported on stderr, exit code 2, nothing written."""
-
-
-# -- helpers shared with ``courtier rank`` and ``courtier recrawl`` -------------------------
-
-
-def open_store(store: Path | str, *, create: bool = False) -> FrontierStore:
-    """Open the frontier ``--store`` names: a SQLite file (a missing one is a usage error
-    unless ``create``, and so is a file that is not a SQLite database) or a PostgreSQL URL
-    (the store of a crawl's workers: they take what is written within a refill)."""
-    spec = parse_store(store)
-    if isinstance(spec, PostgresStore):
-        from courtier.frontier.postgres_store import PostgresFrontier
-
-        try:
-            return PostgresFrontier(spec.conninfo)
-        except FrontierError as exc:
-            raise UsageError(f"--store: {exc}") from exc
-    try:
-        check_sqlite_store(spec.path, create=create)
-        if create:
-            prepare_directory(spec.path.parent, name="--store")
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        return SqliteFrontier(spec.path)
-    except FrontierError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def parse_host(text: str) -> Url:
-    """A host (``example.com``, ``example.com:8080``) or URL, as the root URL of its site."""
-    raw = text.strip()
-    if not raw:
-        raise UsageError("empty host")
-    try:
-        url = parse_url(raw if "://" in raw else f"http://{raw}/")
-        return parse_url(f"{url.scheme}://{url.site}/")
-    except UrlError as exc:
-        raise UsageError(f"bad host {text!r}: {exc}") from exc
-
-
-def parse_page_urls(texts: Iterable[str]) -> list[Url]:
-    """Parse every URL; all errors are collected into one UsageError."""
-    urls: list[Url] = []
-    errors: list[str] = []
-    for text in texts:
-        try:
-            urls.append(parse_url(text.strip()))
-        except UrlError as exc:
-            errors.append(f"bad URL {text!r}: {exc}")
-    if errors:
-        raise UsageError("; ".join(errors))
-    return urls
-
-
-def out_of_scope(urls: Sequence[Url], states: dict[str, str]) -> list[Url]:
-    """The URLs whose site the crawl would never fetch (not seed or requested)."""
-    return [url for url in urls if states.get(url.site) not in IN_SCOPE]
-
-
-def emit(document: dict[str, object]) -> None:
-    print(json.dumps(document, ensure_ascii=False))
-
-
-def fail(command: str, message: str, code: int = 2) -> int:
-    print(f"courtier {command}: {message}", file=sys.stderr)
-    return code
+LISTED_BY_DEFAULT = (
+    SiteState.SEED,
+    SiteState.REQUESTED,
+    SiteState.SUSPENDED,
+    SiteState.OPTED_OUT,
+)
+ALL_STATES = (
+    SiteState.SEED,
+    SiteState.REQUESTED,
+    SiteState.SUSPENDED,
+    SiteState.HORIZON,
+    SiteState.OPTED_OUT,
+)
 
 
 # -- the commands ---------------------------------------------------------------------------
@@ -125,8 +69,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "seed",
         help="request hosts for the crawl, flag critical pages, list the seed",
-        description="Manage the seed of a controlled crawl in its frontier store. Changes "
-        "take effect when the crawl next starts.",
+        description="Manage the seed of a controlled crawl in its frontier store. A running "
+        "crawl takes added and removed hosts within seconds.",
     )
     commands = parser.add_subparsers(dest="seed_command", metavar="SUBCOMMAND", required=True)
 
@@ -168,6 +112,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _store_and_json(popular)
     popular.set_defaults(handler=run_popular)
 
+    remove = commands.add_parser(
+        "remove",
+        help="take hosts out of the seed (as 'courtier site drop')",
+        description="Take hosts out of the seed: state horizon, and a running crawl stops "
+        "crawling them within seconds. Seeding them again brings them back.",
+    )
+    remove.add_argument("hosts", nargs="+", metavar="HOST", help="host, host:port or URL")
+    _store_and_json(remove)
+    remove.set_defaults(handler=run_remove)
+
     listing = commands.add_parser(
         "list",
         help="list sites and their state",
@@ -204,6 +158,9 @@ def run_add(args: argparse.Namespace) -> int:
         store.write_batch([NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in roots], [], [], now)
         store.add_sites([u.site for u in roots], SiteState.REQUESTED, now)
         states = store.site_states()
+        for url in roots:  # a running crawl takes the site within seconds
+            if states.get(url.site) in IN_SCOPE:
+                log_action(store, "seed add", url.site, {"scheme": url.scheme}, now)
     finally:
         store.close()
     blocked = 0
@@ -220,6 +177,11 @@ def run_add(args: argparse.Namespace) -> int:
         else:
             print(f"{url.site}\t{state}\tnot requested: the site is {state}")
     return 1 if blocked else 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    args.sites, args.site_command, args.opt_out, args.reason = args.hosts, "drop", False, ""
+    return run_site(args)
 
 
 def run_flag(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from courtier.frontier.base import FrontierStore, UrlStatus
+from courtier.frontier.controls import SiteControl
 from courtier.inputs import InputError
 from courtier.politeness.keys import origin_key, site_key
 from courtier.politeness.robots import RobotsStatus, rules_from_response
@@ -65,6 +66,8 @@ def site_status(
         "last_fetch_s_ago": None if last is None else round(now - last, 1),
         "robots": None,
         "floors": {key: round(floors[key] - now, 1) for key in keys if floors.get(key, 0) > now},
+        "control": store.site_controls().get(site, SiteControl(site)).describe(now),
+        "actions": [a.line() for a in store.last_actions(5, site)],
     }
     if robots is not None:
         status["robots"] = {
@@ -74,6 +77,25 @@ def site_status(
             "expires_in_s": round(robots.expires_at - now, 1),
         }
     return status
+
+
+def controls_status(store: FrontierStore, now: float) -> dict[str, Any]:
+    """The controls in effect and the latest actions (``courtier status``)."""
+    in_effect = {
+        site: text
+        for site, control in sorted(store.site_controls().items())
+        if (text := control.describe(now)) != "-"
+    }
+    return {"controls": in_effect, "actions": [a.line() for a in store.last_actions(10)]}
+
+
+def print_controls(status: dict[str, Any]) -> None:
+    for site, text in status["controls"].items():
+        print(f"control: {site} {text}")
+    if status["actions"]:
+        print("latest actions:")
+        for line in status["actions"]:
+            print(f"  {line}")
 
 
 def print_site(status: dict[str, Any]) -> None:
@@ -99,5 +121,8 @@ def print_site(status: dict[str, Any]) -> None:
             print(f"{key}: no start for {seconds} s (a pause or backoff the crawl kept)")
     else:
         print("keys: no pause or backoff kept")
+    print(f"operator's control: {status['control']}")
+    for line in status["actions"]:
+        print(f"  {line}")
     if "held_by" in status:
         print(f"held by: {status['held_by'] or 'no worker (its shard is free)'}")

@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from courtier.cli.site_status import canonical_site, print_site, site_status
+from courtier.cli.site_status import (
+    canonical_site,
+    controls_status,
+    print_controls,
+    print_site,
+    site_status,
+)
 from courtier.inputs import InputError, PostgresStore, SqliteStore, parse_store
 
 
@@ -131,6 +137,7 @@ def _postgres(spec: PostgresStore) -> dict[str, Any]:
         raise InputError(f"--store: {exc}") from None
     try:
         counts = store.counts()
+        controls = controls_status(store, time.time())
     finally:
         store.close()
     with psycopg.connect(spec.conninfo, autocommit=True) as conn:
@@ -168,6 +175,7 @@ def _postgres(spec: PostgresStore) -> dict[str, Any]:
         },
         "frontier": counts,
         "fetched_per_s_last_minute": round(int(per_minute[0] if per_minute else 0) / 60, 2),
+        **controls,
     }
 
 
@@ -195,6 +203,7 @@ def _sqlite(spec: SqliteStore) -> dict[str, Any]:
         raise InputError(f"--store: {exc}") from None
     try:
         counts = store.counts()
+        controls = controls_status(store, time.time())
     finally:
         store.close()
     with sqlite3.connect(path) as db:
@@ -217,6 +226,7 @@ def _sqlite(spec: SqliteStore) -> dict[str, Any]:
         "crawl": holder or None,
         "frontier": counts,
         "fetched_per_s_last_minute": _recent(fetched, time.time()),
+        **controls,
     }
 
 
@@ -243,3 +253,4 @@ def _print(status: dict[str, Any]) -> None:
     frontier = ", ".join(f"{k} {v}" for k, v in status["frontier"].items())
     out.write(f"frontier: {frontier}\n")
     out.write(f"fetched in the last minute: {status['fetched_per_s_last_minute']}/s\n")
+    print_controls(status)

@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any, Final, Protocol
 
+from courtier.frontier.controls import ControlAction, SiteControl
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.politeness.limiter.base import Fence
@@ -74,6 +75,8 @@ class SiteState:
     HORIZON = "horizon"
     REQUESTED = "requested"
     SUSPENDED = "suspended"
+    OPTED_OUT = "opted-out"
+    """The site's owner asked not to be crawled: nothing changes it back (``controls``)."""
 
 
 class UrlLane(IntEnum):
@@ -465,6 +468,28 @@ class FrontierStore(Protocol):
         """Every known site and its state (the input of a ranking cycle)."""
 
     # writing --------------------------------------------------------------------------
+
+    def record_control(
+        self,
+        action: ControlAction,
+        control: SiteControl | None = None,
+        states: Mapping[str, str] | None = None,
+    ) -> int:
+        """Log ``action`` and, in the same transaction, write a site's controls and set
+        sites' states (the operator's word: any state to any state). Its id."""
+        ...
+
+    def control_actions(self, after: int = 0, limit: int = 1000) -> list[ControlAction]:
+        """Actions logged after id ``after``, oldest first."""
+        ...
+
+    def last_actions(self, limit: int = 10, target: str = "") -> list[ControlAction]:
+        """The latest actions (on ``target`` only, when given), newest first."""
+        ...
+
+    def site_controls(self) -> dict[str, SiteControl]:
+        """Every site's controls."""
+        ...
 
     def write_batch(
         self,

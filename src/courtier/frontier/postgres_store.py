@@ -45,6 +45,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
+from courtier.frontier import controls
 from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
@@ -279,6 +280,8 @@ class PostgresFrontier:
                 for statement in _TABLES.split(";"):
                     if statement.strip():
                         cur.execute(statement.encode())
+                for statement in controls.POSTGRES_TABLES:
+                    cur.execute(statement.encode())
         except BaseException:
             self._conn.close()
             raise
@@ -323,6 +326,36 @@ class PostgresFrontier:
 
     def site_states(self) -> dict[str, str]:
         return {row[0]: row[1] for row in self._read("SELECT site, state FROM sites")}
+
+    # -- an operator's controls (``courtier.frontier.controls``) ---------------------------
+
+    def record_control(
+        self,
+        action: controls.ControlAction,
+        control: controls.SiteControl | None = None,
+        states: Mapping[str, str] | None = None,
+    ) -> int:
+        with self._transaction() as cur:
+            return controls.write_control(
+                lambda q, p: cur.execute(q.encode(), p),
+                action,
+                control,
+                states or {},
+                controls.postgres_sql,
+            )
+
+    def control_actions(self, after: int = 0, limit: int = 1000) -> list[controls.ControlAction]:
+        check_limit(limit)
+        query = controls.postgres_sql(controls.ACTIONS_AFTER)
+        return controls.actions_from(self._read(query, (after, limit)))
+
+    def last_actions(self, limit: int = 10, target: str = "") -> list[controls.ControlAction]:
+        check_limit(limit)
+        query = controls.postgres_sql(controls.LAST_ACTIONS)
+        return controls.actions_from(self._read(query, (target, target, limit)))
+
+    def site_controls(self) -> dict[str, controls.SiteControl]:
+        return controls.controls_from(self._read(controls.CONTROLS))
 
     # -- writing ---------------------------------------------------------------------------
 

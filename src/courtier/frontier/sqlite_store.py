@@ -48,6 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from courtier.frontier import controls
 from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
@@ -299,6 +300,8 @@ class SqliteFrontier:
         self._db.execute(_CLOCKS_SCHEMA)
         self._db.execute(_ROBOTS_SCHEMA)
         origin_tables.create_tables(self._db)
+        for statement in controls.SQLITE_TABLES:
+            self._db.execute(statement)
 
     def _upgrade(self) -> None:
         with self._transaction():
@@ -380,6 +383,29 @@ class SqliteFrontier:
 
     def site_states(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT site, state FROM sites").fetchall())
+
+    # -- an operator's controls (``courtier.frontier.controls``) ---------------------------
+
+    def record_control(
+        self,
+        action: controls.ControlAction,
+        control: controls.SiteControl | None = None,
+        states: Mapping[str, str] | None = None,
+    ) -> int:
+        with self._transaction():
+            return controls.write_control(self._db.execute, action, control, states or {})
+
+    def control_actions(self, after: int = 0, limit: int = 1000) -> list[controls.ControlAction]:
+        check_limit(limit)
+        return controls.actions_from(self._db.execute(controls.ACTIONS_AFTER, (after, limit)))
+
+    def last_actions(self, limit: int = 10, target: str = "") -> list[controls.ControlAction]:
+        check_limit(limit)
+        rows = self._db.execute(controls.LAST_ACTIONS, (target, target, limit))
+        return controls.actions_from(rows)
+
+    def site_controls(self) -> dict[str, controls.SiteControl]:
+        return controls.controls_from(self._db.execute(controls.CONTROLS))
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.promotion import rank_loop
 from courtier.pipeline.feed.scope import ScopeRules
 from courtier.pipeline.keeping.archive import archived, redaction_policy
+from courtier.pipeline.lanes.controls import Controls
 from courtier.pipeline.lanes.origins_live import infer_early
 from courtier.pipeline.lanes.rendering import Renderer
 from courtier.pipeline.lanes.seeding import SeedSites, adopt, freshlane_urls, seed_store
@@ -160,6 +161,7 @@ class Engine:
             backends.store, queue_per_site=self.config.crawl.queue_per_site, now=self.timer.now
         )
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
+        self.controls = Controls(self.config, self.frontier, self.seed, self.timer, self.stats)
         crawl = self.config.crawl
         self.parser = ParsePool(
             crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
@@ -195,6 +197,7 @@ class Engine:
                     open_renderer(self.config)
                 )
                 self.stages = stages = wire(self._parts(renderer), fetcher)
+                self.controls.wire(stages.pages, stages.site_lanes)
                 await self._take_over(stages)
                 await self._crawl(stages)
             await self._finish(stages)
@@ -236,6 +239,7 @@ class Engine:
         if released:
             log.info("resuming: %d URLs leased by the last run are queued again", released)
         sizes = await self.frontier.call(self.frontier.store.site_sizes)
+        await self.frontier.call(self.controls.load)
         self.seed.start(scope, self.seeds, sizes)
         self.stats.seed_sites = len(self.scope)
         log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
@@ -264,7 +268,7 @@ class Engine:
             self.parser,
             self.sink,
             self.tasks,
-            self._is_stopping,
+            lambda: self._stopping,
             self._lease_lost,
             self._save_robots,
             self._early_origins,
@@ -324,6 +328,7 @@ class Engine:
             sample_load(self.stats, self._load),
             stages.pages.booker(),
             self.gc_pacing.run(),
+            self.controls.run(),
         ]
         if stages.media_scheduler is not None:
             loops.append(stages.media_scheduler.booker())
@@ -390,11 +395,6 @@ class Engine:
         if self.stages is not None:
             self.stages.feedback.slow_origin(origin)
 
-    def _is_stopping(self) -> bool:
-        return self._stopping
-
     def _lease_lost(self, lane: Any) -> None:
         if self.cluster is not None:
             self.cluster.lease_lost(lane)
-
-    # -- background loops ---------------------------------------------------------------

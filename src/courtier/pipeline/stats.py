@@ -47,6 +47,8 @@ class CrawlStats:
     """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
     restored_clocks: int = 0
+    control_actions: int = 0
+    """An operator's actions (``courtier site``, ``seed add``...) this worker applied."""
     """Limit keys whose floor a previous run left in the future (a quick restart waits)."""
     """Distinct origins the seed sites were inferred to run on."""
     """Origins paused because several of their sites answered 429/503."""

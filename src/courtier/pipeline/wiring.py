@@ -148,7 +148,15 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         origin_of=hop_origin,
         origin_limit=feedback.origin_limit,
     )
-    fetch = GuardedFetch(parts.guard, fetcher, stats, time.time, parts.observer, hops.sent)
+    fetch = GuardedFetch(
+        parts.guard,
+        fetcher,
+        stats,
+        time.time,
+        parts.observer,
+        hops.sent,
+        opted_out=seed.opted_out,
+    )
 
     def rebook(lane: SiteLane) -> None:
         assert pages is not None

@@ -1,6 +1,8 @@
 """One guarded fetch for every request the crawl makes, returning an ``Answer``.
 
 Rules:
+- A host whose owner opted out (``controls``) is refused before anything else, for every
+  kind of request (reason ``opted-out``, final).
 - The host is resolved through the SSRF guard first; a refused host is never connected to
   and its ``Answer`` carries the guard's reason (``timeout`` and ``dns-error`` are transient:
   retried with backoff, never final).
@@ -12,7 +14,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,6 +32,8 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 """What a redirect is, for pages, robots.txt and media alike."""
 _SPACED = frozenset({"page", "sitemap", "robots", "robots-hop"})
 """Requests whose real start spaces their site's next one (media keys: by booking alone)."""
+OPTED_OUT = "opted-out"
+"""The refusal of a host whose owner asked not to be crawled."""
 MAX_ATTEMPTS = 3
 """A URL answered 429/503/5xx/no answer this often is given up for this run."""
 
@@ -102,8 +106,11 @@ class GuardedFetch:
         wall_clock: Callable[[], float],
         observer: Observer | None = None,
         sent: Callable[[str, float], Awaitable[None]] | None = None,
+        opted_out: Collection[str] = frozenset(),
     ) -> None:
         self.guard = guard
+        self.opted_out = opted_out
+        """Hosts never asked again (a live set: the operator's controls add to it)."""
         self.fetcher = fetcher
         self.stats = stats
         self.wall_clock = wall_clock
@@ -121,6 +128,10 @@ class GuardedFetch:
         headers: Mapping[str, str] | None = None,
     ) -> Answer:
         robots = context.kind in ("robots", "robots-hop")
+        if host in self.opted_out:
+            self.stats.refused[OPTED_OUT] += 1
+            self.observer.request(RequestEvent(context, url, self.wall_clock(), None, OPTED_OUT))
+            return Answer(url, None, OPTED_OUT)
         resolution = await self.guard.resolve(host)
         if not resolution.allowed:
             self.stats.refused[resolution.reason] += 1

@@ -48,6 +48,18 @@ async def rank_loop(
         for decision in cycle.promoted:
             admit(decision.host)
             stats.promoted.append((decision.host, decision.score))
+        if cycle.promoted:  # the other workers of a shared crawl admit them too
+            await frontier.call(_log_promotions, frontier.store, cycle, timer.now())
+
+
+def _log_promotions(store: FrontierStore, cycle: PromotionRound, now: float) -> None:
+    from courtier.frontier.controls import ControlAction
+    from courtier.runtime.processes import process_tag
+
+    for decision in cycle.promoted:
+        detail = {"score": decision.score}
+        action = ControlAction("promote", decision.host, detail, "crawl", process_tag(), now)
+        store.record_control(action)
 
 
 def _ranked(store: FrontierStore, k: int, now: float) -> PromotionRound | str:

@@ -91,11 +91,16 @@ class SeedSites:
         """A shared crawl: the lease this worker holds on a site's shard (None: not held)."""
         self.refill: Callable[[SiteLane], None] = lambda _lane: None
         """Asks the store for a new lane's first URLs."""
+        self.shape: Callable[[SiteLane], None] = lambda _lane: None
+        """Gives a new lane its site's operator controls (``controls.Controls.shape``)."""
+        self.opted_out: set[str] = set()
+        """Hosts whose owners opted out: never admitted, whoever names them."""
 
     def _lane(self, site: str, scheme: str, start: float, sizes: Sizes) -> SiteLane:
         lane = new_lane(site, self.config, scheme=scheme, start=start)
         lane.discovered, lane.backlog = sizes.get(site, (0, 0))
         lane.depth_cap = decide_depth_cap(lane.discovered, None, self.surface).cap
+        self.shape(lane)
         self.lanes[site] = lane
         return lane
 
@@ -113,7 +118,10 @@ class SeedSites:
 
     def admit(self, site: str, scheme: str = "http") -> SiteLane | None:
         """``site`` is in the seed now (its root URL is in the store): in scope, and crawled
-        here unless another worker holds its shard. None: no new lane here."""
+        here unless another worker holds its shard. None: no new lane here (nor in the
+        scope, when its owner opted out)."""
+        if host_of_site(site) in self.opted_out:
+            return None
         self.scope.add(site)
         if site in self.lanes:
             return None

@@ -100,6 +100,8 @@ class LaneState(Generic[W]):
     """The keys ``slot`` was booked on, with their parameters then (the spacing report)."""
     last_cost: float = 0.0
     """The cost of the lane's last start (what it may have spent on its keys' clocks)."""
+    held_until: float = 0.0
+    """An operator's pause: nothing of the lane starts before it (inf: until lifted)."""
 
 
 class Lane(Protocol):

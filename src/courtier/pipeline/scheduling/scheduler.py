@@ -55,6 +55,7 @@ from typing import Generic
 
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.key_waits import KeyWaits
+from courtier.pipeline.scheduling.lane_moves import LaneMoves
 from courtier.pipeline.scheduling.lanes import L, LaneKind, Launch, Phase, W, Wait
 from courtier.pipeline.scheduling.launch import Answered, Detach, Sent
 from courtier.pipeline.scheduling.ready_line import ReadyLine
@@ -68,7 +69,7 @@ from courtier.politeness.limiter.base import LeaseLost
 log = logging.getLogger(__name__)
 
 
-class Scheduler(Generic[L, W]):
+class Scheduler(LaneMoves[L], Generic[L, W]):
     def __init__(
         self,
         kind: LaneKind[L, W],
@@ -116,6 +117,9 @@ class Scheduler(Generic[L, W]):
         if state.in_flight >= self.kind.max_in_flight(lane):
             return
         now = self.timer.now()
+        if state.held_until > now:
+            self._hold(lane)
+            return
         if state.work is None:
             choice = self.kind.choose(lane, now)
             if choice is None:
@@ -292,6 +296,11 @@ class Scheduler(Generic[L, W]):
             return
         slot, work = state.slot, state.work
         assert slot is not None and work is not None
+        if state.held_until > self.timer.now():  # paused while it booked
+            state.slot = None
+            state.phase = Phase.IDLE
+            self._hold(lane)
+            return
         if not refreshed and self.spacing.needs_refresh(slot.keys):
             # Other workers' real sends on the slot's shared keys are read first.
             task = asyncio.get_running_loop().create_task(self._refresh_then_launch(lane, slot))
@@ -360,30 +369,6 @@ class Scheduler(Generic[L, W]):
             self.stats.internal_errors += 1
         self._arm(lane, at_once=True)
         self._release()
-
-    def rebook(self, lane: L) -> None:
-        """The lane's keys changed (its site moved to another origin): a lane waiting for a
-        key it no longer books on (in that key's line, or for a refusal's ``not_before``)
-        asks again now, on its new keys. A booked slot is kept: it consumed its keys (the
-        site's own among them), so giving it up would only start the lane later."""
-        state = lane.sched
-        if self.stopping or state.phase is not Phase.WAITING:
-            return
-        if state.timer is not None:
-            state.timer.cancel()
-            state.timer = None
-        state.phase = Phase.IDLE
-        self._arm(lane, at_once=False)
-
-    def drop(self, lane: L) -> None:
-        """The lane is no longer this worker's: nothing of it starts any more (its work in
-        flight finishes; its unstarted work stays in ``sched.work`` for the caller)."""
-        state = lane.sched
-        if state.timer is not None:
-            state.timer.cancel()
-            state.timer = None
-        state.slot = None
-        state.phase = Phase.DROPPED
 
     def stop(self, lanes: list[L]) -> None:
         """No new starts: every timer is cancelled, the booker ends."""

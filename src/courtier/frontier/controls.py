@@ -1,0 +1,228 @@
+"""An operator's controls of a running crawl, kept in the store every worker reads.
+
+Rules (the store keeps them; the workers apply them, ``pipeline.lanes.controls``):
+- **One row per site** (``site_controls``): paused (until a time, or until resumed), a rate
+  of its own (until a time, or for good), opted out. A row is the whole present state: a
+  command reads it, changes one part and writes it back with the action, in one transaction.
+- **Every action is logged** (``control_actions``): when, what, on which target, with what
+  detail, by which command line and which machine and process. The log is also how running
+  workers learn of a change: each reads the actions after the last it saw, every
+  ``[control] poll`` seconds, and re-reads the present state of what they name.
+- **Opted out is for good**: the site's state becomes ``opted-out`` (``SiteState.OPTED_OUT``),
+  which no seeding, promotion, ``seed add`` or redirect changes back; no request of any kind
+  (page, robots.txt, media, a render's) goes to its host again.
+- Times are seconds on the wall clock (``time.time()``), as everywhere in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+HELD_FOR_GOOD: Final = math.inf
+"""``SiteControl.held_until`` of a site paused until someone resumes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SiteControl:
+    """The operator's present controls of one site."""
+
+    site: str
+    paused: bool = False
+    paused_until: float | None = None
+    """When a pause ends by itself (None: when resumed)."""
+    rate: float | None = None
+    """Requests per second the site may get, in place of the configured rate."""
+    rate_until: float | None = None
+    """When the rate of its own ends (None: it stays)."""
+    opted_out: bool = False
+    reason: str = ""
+    updated_at: float = 0.0
+
+    def held_until(self, now: float) -> float:
+        """Before when nothing may start on the site (0: no pause in effect)."""
+        if self.opted_out:
+            return HELD_FOR_GOOD
+        if not self.paused:
+            return 0.0
+        if self.paused_until is None:
+            return HELD_FOR_GOOD
+        return self.paused_until if self.paused_until > now else 0.0
+
+    def interval(self, now: float) -> float | None:
+        """The site's own start-to-start interval now (None: the configured one)."""
+        if self.rate is None or (self.rate_until is not None and self.rate_until <= now):
+            return None
+        return 1.0 / self.rate
+
+    def next_change(self, now: float) -> float | None:
+        """When what is in effect changes by itself (a pause or a rate running out)."""
+        ends = [t for t in (self.paused_until, self.rate_until) if t is not None and t > now]
+        return min(ends) if ends else None
+
+    def paused_at(self, now: float, until: float | None, reason: str) -> SiteControl:
+        return replace(self, paused=True, paused_until=until, reason=reason, updated_at=now)
+
+    def resumed_at(self, now: float) -> SiteControl:
+        return replace(self, paused=False, paused_until=None, updated_at=now)
+
+    def limited_at(self, now: float, rate: float | None, until: float | None) -> SiteControl:
+        return replace(self, rate=rate, rate_until=None if rate is None else until, updated_at=now)
+
+    def describe(self, now: float) -> str:
+        """One line: what is in effect (``-`` when nothing is)."""
+        parts = []
+        if self.opted_out:
+            parts.append("opted out")
+        elif self.held_until(now) > now:
+            until = self.paused_until
+            parts.append("paused" + ("" if until is None else f" until {_clock(until)}"))
+        interval = self.interval(now)
+        if interval is not None:
+            until = self.rate_until
+            parts.append(
+                f"rate {1 / interval:g}/s" + ("" if until is None else f" until {_clock(until)}")
+            )
+        if self.reason and parts:
+            parts.append(f"({self.reason})")
+        return " ".join(parts) or "-"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlAction:
+    """One logged action: ``action`` is the command's words (``site pause``, ``seed add``)."""
+
+    action: str
+    target: str
+    detail: Mapping[str, Any]
+    command: str
+    actor: str
+    at: float
+    id: int = 0
+
+    def line(self) -> str:
+        detail = " ".join(f"{k}={v}" for k, v in self.detail.items())
+        return f"{_clock(self.at)} {self.action} {self.target} {detail}".rstrip() + (
+            f"  [{self.actor}]"
+        )
+
+
+def _clock(at: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+# -- the tables, for both stores (SQLite placeholders; ``postgres_sql`` converts) ----------
+
+SQLITE_TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS control_actions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,
+        detail TEXT NOT NULL, command TEXT NOT NULL, actor TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS site_controls (
+        site TEXT PRIMARY KEY, paused INTEGER NOT NULL, paused_until REAL,
+        rate REAL, rate_until REAL, opted_out INTEGER NOT NULL, reason TEXT NOT NULL,
+        updated_at REAL NOT NULL)""",
+)
+POSTGRES_TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS control_actions (
+        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        at float8 NOT NULL, action text NOT NULL, target text NOT NULL,
+        detail text NOT NULL, command text NOT NULL, actor text NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS site_controls (
+        site text PRIMARY KEY, paused boolean NOT NULL, paused_until float8,
+        rate float8, rate_until float8, opted_out boolean NOT NULL, reason text NOT NULL,
+        updated_at float8 NOT NULL)""",
+)
+
+INSERT_ACTION: Final = (
+    "INSERT INTO control_actions (at, action, target, detail, command, actor) "
+    "VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
+)
+UPSERT_CONTROL: Final = (
+    "INSERT INTO site_controls (site, paused, paused_until, rate, rate_until, opted_out, "
+    "reason, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO UPDATE SET "
+    "paused = excluded.paused, paused_until = excluded.paused_until, rate = excluded.rate, "
+    "rate_until = excluded.rate_until, opted_out = excluded.opted_out, "
+    "reason = excluded.reason, updated_at = excluded.updated_at"
+)
+SET_STATE: Final = (
+    "INSERT INTO sites (site, state, added_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (site) DO UPDATE SET state = excluded.state"
+)
+_ACTION_COLUMNS: Final = "id, at, action, target, detail, command, actor"
+ACTIONS_AFTER: Final = (
+    f"SELECT {_ACTION_COLUMNS} FROM control_actions WHERE id > ? ORDER BY id LIMIT ?"
+)
+LAST_ACTIONS: Final = (
+    f"SELECT {_ACTION_COLUMNS} FROM control_actions "
+    "WHERE (? = '' OR target = ?) ORDER BY id DESC LIMIT ?"
+)
+CONTROLS: Final = (
+    "SELECT site, paused, paused_until, rate, rate_until, opted_out, reason, updated_at "
+    "FROM site_controls"
+)
+
+
+def postgres_sql(statement: str) -> str:
+    """A statement above with PostgreSQL's placeholders (none of them holds a literal ?)."""
+    return statement.replace("?", "%s")
+
+
+def action_row(action: ControlAction) -> tuple[Any, ...]:
+    detail = json.dumps(dict(action.detail), sort_keys=True, default=str)
+    return (action.at, action.action, action.target, detail, action.command, action.actor)
+
+
+def control_row(control: SiteControl) -> tuple[Any, ...]:
+    c = control
+    return (
+        c.site, c.paused, c.paused_until, c.rate, c.rate_until, c.opted_out, c.reason,
+        c.updated_at,
+    )  # fmt: skip
+
+
+def actions_from(rows: Iterable[Sequence[Any]]) -> list[ControlAction]:
+    actions = []
+    for id_, at, action, target, detail, command, actor in rows:
+        try:
+            fields = json.loads(detail)
+        except ValueError:
+            fields = {"detail": detail}
+        if not isinstance(fields, dict):
+            fields = {"detail": fields}
+        actions.append(ControlAction(action, target, fields, command, actor, at, int(id_)))
+    return actions
+
+
+def controls_from(rows: Iterable[Sequence[Any]]) -> dict[str, SiteControl]:
+    return {
+        row[0]: SiteControl(
+            row[0], bool(row[1]), row[2], row[3], row[4], bool(row[5]), row[6], row[7]
+        )
+        for row in rows
+    }
+
+
+Execute = Callable[[str, Sequence[Any]], Any]
+
+
+def write_control(
+    execute: Callable[[str, Sequence[Any]], Any],
+    action: ControlAction,
+    control: SiteControl | None,
+    states: Mapping[str, str],
+    convert: Callable[[str], str] = lambda s: s,
+) -> int:
+    """The writes of ``FrontierStore.record_control``, inside the caller's transaction."""
+    cursor = execute(convert(INSERT_ACTION), action_row(action))
+    (action_id,) = cursor.fetchone()
+    if control is not None:
+        execute(convert(UPSERT_CONTROL), control_row(control))
+    for site, state in states.items():
+        execute(convert(SET_STATE), (site, state, action.at))
+    return int(action_id)

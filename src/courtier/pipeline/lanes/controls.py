@@ -1,0 +1,202 @@
+"""An operator's controls as this worker applies them: pauses, rates, drops, opt-outs, new
+seed sites and recrawls, taken from the store while the crawl runs.
+
+Rules (the store's side: ``courtier.frontier.controls``):
+- At the start every site's controls are read before any lane is made, and each lane is
+  made with its site's (``shape``): a paused site never starts, a limited one starts at its
+  own rate, an opted-out one has no lane and its host gets no request (``opted_out``, read
+  by the guarded fetch for every kind of request: pages, robots.txt, media, renders).
+- Every ``[control] poll`` seconds the worker reads the actions logged since the last it saw
+  (one indexed query) and applies them: a site's controls are read again and applied to its
+  lane if this worker has it (in a shared crawl only the worker holding the site's shard
+  has one; every worker keeps the scope and the opt-out list); ``seed add`` and a promotion
+  admit the site (``SeedSites.admit``: a lane here if its shard is held here); ``site drop``
+  and ``seed remove`` take it out of the scope and drop its lane (its leased URLs go back to
+  the store); ``recrawl`` makes the site's lane ask the store for its due work now.
+- A pause holds the lane in the scheduler (``Scheduler.hold``): a slot booked and not
+  started yet is given up; work in flight finishes. A rate of the site's own replaces its
+  base interval (backoff on top, as ever) and its next start is spaced by it at once. A
+  pause or rate that runs out (``--until``) ends on its own: the pause on the scheduler's
+  timer, the rate at the first poll after its end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from courtier.config import Config
+from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.lanes.seeding import SeedSites
+from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.timer import Timer, sleep_until
+from courtier.pipeline.stats import CrawlStats
+from courtier.url import host_of_site
+
+if TYPE_CHECKING:
+    from courtier.pipeline.lanes.pages import SiteLanes
+    from courtier.pipeline.scheduling.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+SITE_ACTIONS = frozenset({"site pause", "site resume", "site limit"})
+DROPS = frozenset({"site drop", "seed remove"})
+ADMITS = frozenset({"seed add", "promote"})
+
+
+class Controls:
+    def __init__(
+        self,
+        config: Config,
+        frontier: FrontierIO,
+        seed: SeedSites,
+        timer: Timer,
+        stats: CrawlStats,
+    ) -> None:
+        self.config = config
+        self.frontier = frontier
+        self.seed = seed
+        self.timer = timer
+        self.stats = stats
+        self.by_site: dict[str, SiteControl] = {}
+        self.opted_out: set[str] = seed.opted_out
+        """Hosts whose owner opted out: the guarded fetch refuses them, the seed admits
+        none of them."""
+        self.last_id = 0
+        self.hold: Callable[[SiteLane, float], None] = lambda lane, until: None
+        """The page scheduler's ``hold`` (``wire``)."""
+        self.drop_lane: Callable[[SiteLane], None] = lambda lane: None
+        """The page scheduler's ``drop``: nothing of the lane starts any more."""
+        self.look_again: Callable[[SiteLane], None] = lambda lane: None
+        self._expiries: float = math.inf
+        self._dropped: list[SiteLane] = []
+        """Lanes dropped whose leased URLs have not gone back to the store yet."""
+        seed.shape = self.shape
+
+    def wire(self, pages: Scheduler[SiteLane, Any], site_lanes: SiteLanes) -> None:
+        self.hold, self.drop_lane, self.look_again = pages.hold, pages.drop, site_lanes.look_again
+
+    # -- the start ----------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read every site's controls and the last action's id (on the store thread)."""
+        store = self.frontier.store
+        self.by_site = store.site_controls()
+        last = store.last_actions(1)
+        self.last_id = last[0].id if last else 0
+        # One set, shared with the seed and the guarded fetch: updated in place.
+        self.opted_out.clear()
+        self.opted_out.update(host_of_site(s) for s, c in self.by_site.items() if c.opted_out)
+        self._expiries = self._next_expiry()
+
+    def shape(self, lane: SiteLane) -> None:
+        """A new lane takes its site's controls (before the scheduler has seen it)."""
+        control = self.by_site.get(lane.site)
+        if control is None:
+            return
+        now = self.timer.now()
+        lane.sched.held_until = control.held_until(now)
+        self._set_interval(lane, control.interval(now))
+
+    # -- while the crawl runs -----------------------------------------------------------
+
+    async def run(self) -> None:
+        poll = self.config.control.poll
+        while True:
+            await sleep_until(self.timer, self.timer.now() + poll)
+            try:
+                await self.poll()
+            except Exception:  # a store error: the next poll tries again
+                log.exception("reading the operator's controls failed; tried again")
+
+    async def poll(self) -> None:
+        store = self.frontier.store
+        actions = await self.frontier.call(store.control_actions, self.last_id)
+        expired = self.timer.now() >= self._expiries
+        if not actions and not expired:
+            return
+        if actions:
+            self.last_id = actions[-1].id
+        if expired or any(a.action in SITE_ACTIONS or a.action in DROPS for a in actions):
+            self.by_site = await self.frontier.call(store.site_controls)
+            self._expiries = self._next_expiry()
+        touched = set(self.by_site) if expired else set()
+        for action in actions:
+            self._take(action)
+            touched.add(action.target)
+        for site in touched:
+            self.apply(site)
+        dropped, self._dropped = self._dropped, []
+        for lane in dropped:
+            # Its URLs leased here go back (to nobody: the site has left the scope).
+            release = functools.partial(store.release_leases, sites=[lane.site], fence=lane.fence)
+            await self.frontier.call(release)
+
+    def _take(self, action: ControlAction) -> None:
+        self.stats.control_actions += 1
+        site = action.target
+        log.info("operator: %s %s (%s)", action.action, site, action.actor)
+        if action.action in ADMITS:
+            control = self.by_site.get(site)
+            if control is None or not control.opted_out:
+                self.seed.admit(site, str(action.detail.get("scheme", "http")))
+        elif action.action in DROPS:
+            self.drop(site)
+        elif action.action == "recrawl":
+            lane = self.seed.lanes.get(site)
+            if lane is not None:
+                self.look_again(lane)
+
+    def apply(self, site: str) -> None:
+        """Bring the site's lane (if this worker has one) in line with its controls."""
+        control = self.by_site.get(site) or SiteControl(site)
+        if control.opted_out:
+            self.opted_out.add(host_of_site(site))
+            self.drop(site)
+            return
+        lane = self.seed.lanes.get(site)
+        if lane is None:
+            return
+        now = self.timer.now()
+        held = control.held_until(now)
+        if held != lane.sched.held_until:
+            self.hold(lane, held)
+        if self._set_interval(lane, control.interval(now)):
+            # Booked at the old spacing: booked again at the new one.
+            self.hold(lane, lane.sched.held_until)
+
+    def drop(self, site: str) -> None:
+        self.seed.scope.discard(site)
+        lane = self.seed.lanes.get(site)
+        if lane is not None:
+            self.drop_lane(lane)
+            self.seed.drop([lane])
+            self._dropped.append(lane)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _set_interval(self, lane: SiteLane, own: float | None) -> bool:
+        """Give the lane ``own`` interval (None: the configured one). Changed?"""
+        base = own if own is not None else self.config.limits.site_interval(lane.site)
+        if base == lane.base_interval:
+            return False
+        default = self.config.site_interval
+        old = lane.base_interval or default
+        new = base or default
+        backoff = lane.backoff
+        # Backing off (above the old base): the backoff stays, never below the new base.
+        interval = new if backoff.interval <= old + 1e-9 else max(new, backoff.interval)
+        lane.backoff = dataclasses.replace(backoff, interval=interval)
+        lane.base_interval = base
+        lane.hold_start(lane.last_sent + lane.interval)
+        return True
+
+    def _next_expiry(self) -> float:
+        now = self.timer.now()
+        ends = [t for c in self.by_site.values() if (t := c.next_change(now)) is not None]
+        return min(ends, default=math.inf)

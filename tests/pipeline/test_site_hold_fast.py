@@ -1,0 +1,70 @@
+"""An operator's pause on fake time: nothing of a held lane starts, a slot booked before the
+pause is given up, and lifting it (or its end) lets the lane start again."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from lane_harness import Lanes, allow_all
+
+from courtier.config import load
+from courtier.pipeline.scheduling.lanes import Phase
+
+FAST = ["limits.origin.rate=1000", "limits.site.rate=1"]
+
+
+async def test_a_held_lane_starts_nothing_until_the_hold_is_lifted(tmp_path: Path) -> None:
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        site = h.site("a.test", [f"/p{n}" for n in range(20)])
+        h.pages.arm(site)
+        await h.timer.advance(2.5)
+        before = len(h.starts("a.test", robots=True))
+        assert before == 3
+        assert site.sched.phase is Phase.BOOKED or site.sched.phase is Phase.WAITING
+        paused_at = h.timer.now()
+        h.pages.hold(site, math.inf)
+        await h.timer.advance(30.0)
+        assert len(h.starts("a.test", robots=True)) == before
+        h.pages.hold(site, 0.0)
+        await h.timer.advance(3.0)
+        after = [t for t in h.starts("a.test", robots=True) if t > paused_at]
+        assert len(after) >= 2 and after[0] >= paused_at + 30.0
+    finally:
+        await h.close()
+
+
+async def test_a_hold_with_an_end_lifts_itself(tmp_path: Path) -> None:
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        site = h.site("a.test", [f"/p{n}" for n in range(20)])
+        began = h.timer.now()
+        h.pages.hold(site, began + 10.0)  # paused before it ever started
+        h.pages.arm(site)
+        await h.timer.advance(9.9)
+        assert h.starts("a.test", robots=True) == []
+        await h.timer.advance(2.5)
+        starts = h.starts("a.test", robots=True)
+        assert len(starts) >= 2 and starts[0] >= began + 10.0
+    finally:
+        await h.close()
+
+
+async def test_a_slot_booked_before_the_pause_is_given_up(tmp_path: Path) -> None:
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        site = h.site("a.test", ["/p"])
+        h.limiter.raise_floor_now({"site:a.test": h.timer.now() + 1.0})  # booked a second out
+        h.pages.arm(site)
+        await h.timer.advance(0.0)
+        assert site.sched.phase is Phase.BOOKED
+        h.pages.hold(site, math.inf)
+        await h.timer.advance(5.0)
+        assert h.starts("a.test", robots=True) == []
+        assert site.sched.phase is Phase.WAITING and site.sched.timer is None
+    finally:
+        await h.close()
