@@ -68,3 +68,45 @@ async def test_a_slot_booked_before_the_pause_is_given_up(tmp_path: Path) -> Non
         assert site.sched.phase is Phase.WAITING and site.sched.timer is None
     finally:
         await h.close()
+
+
+async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
+    tmp_path: Path,
+) -> None:
+    """``Controls.poll`` on fake time: a pause and a rate read from the store's log reach the
+    lane; a rate with an end returns to the configured interval once it has passed; a drop
+    with opt-out takes the lane away and the host joins the refused."""
+    from courtier.frontier.controls import ControlAction, SiteControl
+    from courtier.pipeline.lanes.controls import Controls
+
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        store = h.frontier.store
+        controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
+        await h.frontier.call(controls.load)
+        controls.wire(h.pages, h.site_lanes)
+        a = h.site("a.test", ["/p"])
+        b = h.site("b.test", ["/p"])
+        now = h.timer.now()
+
+        def act(action: str, control: SiteControl, states: dict[str, str] | None = None) -> None:
+            store.record_control(
+                ControlAction(action, control.site, {}, "test", "me", now), control, states
+            )
+
+        act("site pause", SiteControl("a.test").paused_at(now, None, "asked"))
+        act("site limit", SiteControl("b.test").limited_at(now, 0.25, now + 30.0))
+        await controls.poll()
+        assert a.sched.held_until == math.inf
+        assert b.base_interval == 4.0 and b.interval >= 4.0
+        await h.timer.advance(31.0)
+        await controls.poll()  # no new action: the rate ran out on its own
+        assert b.base_interval is None and b.interval < 2.0
+        act("site drop", SiteControl("a.test", opted_out=True), {"a.test": "opted-out"})
+        await controls.poll()
+        assert "a.test" not in h.seed.lanes and "a.test" not in h.seed.scope
+        assert "a.test" in h.seed.opted_out and h.seed.admit("a.test") is None
+        assert h.stats.control_actions == 3
+    finally:
+        await h.close()
