@@ -114,6 +114,9 @@ class CrawlSection:
     """Seconds between looks for newly due work (refresh, fastlane) on idle sites."""
     origin_recheck: float = 60.0
     """Seconds between re-checks of origin evidence whose DNS answers have expired."""
+    store_outage: float = 300.0
+    """Seconds a crawl waits for its store's server to come back (a PostgreSQL restart or
+    failover, a busy SQLite file) before it stops, saying why; meanwhile nothing is booked."""
     limiter: str = "memory"
     """Where the limit keys' clocks live: "memory" (this process; floors saved at a stop) or
     "sqlite" (the store file, written before each request it books)."""
@@ -735,6 +738,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "flush_interval": number(above=0, high=60, unit="seconds"),
         "due_recheck": _SECONDS,
         "origin_recheck": _SECONDS,
+        "store_outage": number(above=0, high=7 * 86_400, unit="seconds"),
         "limiter": one_of("memory", "sqlite"),
         "event_loop": one_of(*EVENT_LOOPS),
     },

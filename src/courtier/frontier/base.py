@@ -62,6 +62,12 @@ class FrontierError(RuntimeError):
     """The store cannot do what was asked (bad file, lost server, malformed argument)."""
 
 
+class FrontierUnavailable(FrontierError):
+    """The store's server cannot be reached now (a restart, a failover, a network blip):
+    what was asked was not done, or its transaction rolled back; the same call may succeed
+    once the server is back (``FrontierIO.call`` waits for it)."""
+
+
 class UrlStatus(IntEnum):
     QUEUED = 0  # known, never fetched
     LEASED = 1  # handed to a fetcher, outcome pending

@@ -50,6 +50,7 @@ from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
     FrontierError,
+    FrontierUnavailable,
     HorizonLink,
     HostEdge,
     Ingested,
@@ -260,6 +261,7 @@ class PostgresFrontier:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise FrontierError(f"schema must be a plain lower-case SQL name, got {schema!r}")
         self._policy = refresh_policy
+        self._conninfo, self._schema, self._sync = conninfo, schema, synchronous_commit
         try:
             self._conn: psycopg.Connection[tuple[Any, ...]] = psycopg.connect(
                 conninfo, autocommit=True
@@ -286,19 +288,43 @@ class PostgresFrontier:
             self._conn.close()
             raise
 
+    def _session(self) -> psycopg.Connection[tuple[Any, ...]]:
+        """The session, opened again when the last one was lost (a server restart, a
+        failover, a network blip): FrontierUnavailable while the server cannot be reached."""
+        if not self._conn.closed:
+            return self._conn
+        try:
+            conn = psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise FrontierUnavailable(f"PostgreSQL frontier unreachable: {exc}") from exc
+        except psycopg.Error as exc:
+            raise FrontierError(f"cannot connect to the PostgreSQL frontier: {exc}") from exc
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self._schema)))
+        if not self._sync:
+            conn.execute("SET synchronous_commit = off")
+        self._conn = conn
+        return conn
+
+    def _failed(self, exc: psycopg.Error) -> FrontierError:
+        if isinstance(exc, psycopg.OperationalError) or self._conn.closed:
+            return FrontierUnavailable(f"PostgreSQL frontier unreachable: {exc}")
+        return FrontierError(f"PostgreSQL frontier error: {exc}")
+
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Cursor[tuple[Any, ...]]]:
+        conn = self._session()
         try:
-            with self._conn.transaction(), self._conn.cursor() as cur:
+            with conn.transaction(), conn.cursor() as cur:
                 yield cur
         except psycopg.Error as exc:
-            raise FrontierError(f"PostgreSQL frontier error: {exc}") from exc
+            raise self._failed(exc) from exc
 
     def _read(self, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+        conn = self._session()
         try:
-            return self._conn.execute(query.encode(), params).fetchall()
+            return conn.execute(query.encode(), params).fetchall()
         except psycopg.Error as exc:
-            raise FrontierError(f"PostgreSQL frontier error: {exc}") from exc
+            raise self._failed(exc) from exc
 
     def close(self) -> None:
         self._conn.close()

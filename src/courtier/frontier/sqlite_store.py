@@ -53,6 +53,7 @@ from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
     FrontierError,
+    FrontierUnavailable,
     HorizonLink,
     HostEdge,
     Ingested,
@@ -264,6 +265,16 @@ copies fewer: the crawl-shaped store load 70-85 -> 65-68 ms of CPU a cycle, for 
 ~55 MB instead of ~18 (docs/frontier-store.md)."""
 
 
+def _failed(exc: sqlite3.Error) -> FrontierError:
+    """A busy or locked file is transient (another process writes it: ``FrontierUnavailable``,
+    waited for); anything else, a full disk included, stops the crawl with what it says. A
+    failed transaction was rolled back: nothing of it is written."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return FrontierUnavailable(f"SQLite frontier busy: {text}")
+    return FrontierError(f"SQLite frontier error: {text}")
+
+
 class SqliteFrontier:
     """The embedded frontier store. ``cache_mib`` sizes SQLite's page cache."""
 
@@ -356,7 +367,7 @@ class SqliteFrontier:
                 raise
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise FrontierError(f"SQLite frontier error: {exc}") from exc
+            raise _failed(exc) from exc
 
     def close(self) -> None:
         self._db.close()

@@ -157,12 +157,11 @@ class Engine:
             limiter=self._limiter,
         )
         self.lock, limiter = backends.lock, backends.limiter
-        self.frontier = FrontierIO(
-            backends.store, queue_per_site=self.config.crawl.queue_per_site, now=self.timer.now
-        )
+        store, crawl = backends.store, self.config.crawl
+        self.frontier = FrontierIO(store, queue_per_site=crawl.queue_per_site, now=self.timer.now)
+        self.frontier.outage = crawl.store_outage
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.controls = Controls(self.config, self.frontier, self.seed, self.timer, self.stats)
-        crawl = self.config.crawl
         self.parser = ParsePool(
             crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
         )

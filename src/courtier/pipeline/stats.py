@@ -47,6 +47,9 @@ class CrawlStats:
     """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
     restored_clocks: int = 0
+    limiter_unavailable: int = 0
+    """Bookings not made because a shared limiter's server could not be reached (each
+    asked again a second later)."""
     control_actions: int = 0
     """An operator's actions (``courtier site``, ``seed add``...) this worker applied."""
     """Limit keys whose floor a previous run left in the future (a quick restart waits)."""

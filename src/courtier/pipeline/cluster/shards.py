@@ -243,11 +243,14 @@ class ShardKeeper:
         # Start the search at a place of our own, so workers joining together rarely race
         # for the same shards.
         offset = zlib.crc32(self.worker_id.encode()) % self.shards
+        # Shards whose rows still name this worker but which it does not hold (its session
+        # was lost: a server restart) are taken again at once, as free ones: its new session
+        # can lock them only if no other worker took them meanwhile.
         cursor = await conn.execute(
-            f"SELECT shard, owner IS NULL OR expires_at < {_NOW} FROM {LEASES} "
+            f"SELECT shard, owner IS NULL OR expires_at < {_NOW} OR owner = %s FROM {LEASES} "
             f"WHERE owner IS NULL OR owner <> %s OR expires_at < {_NOW} "
-            "ORDER BY (shard - %s + %s) %% %s",
-            (self.worker_id, offset, self.shards, self.shards),
+            "OR NOT shard = ANY(%s) ORDER BY (shard - %s + %s) %% %s",
+            (self.worker_id, self.worker_id, list(self.held), offset, self.shards, self.shards),
         )
         renewed = time.monotonic()
         for shard, free in await cursor.fetchall():

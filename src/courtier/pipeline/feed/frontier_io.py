@@ -9,6 +9,12 @@ Rules (one status stream, one writer):
   ``lease_due`` call serves every site that asked since the last one, in serving order
   (fastlane, freshlane, refresh, discovery), with some discovery leased beside a batch full
   of due work so the split has both lanes to choose from.
+- A store whose server cannot be reached (``FrontierUnavailable``: a PostgreSQL restart or
+  failover, a network blip, a busy SQLite file) is waited for: the call is made again, with
+  backoff and jitter, until it succeeds or the outage has lasted ``[crawl] store_outage``
+  seconds (then ``FrontierError`` says so, and the crawl stops). A write whose commit was
+  lost with the connection may run twice: every write is a batch of upserts, outcomes and
+  leases by id, so the second changes nothing or leaves URLs leased until their release.
 - In a scale-out crawl every lease is fenced (``fence_leases``): a site's URLs are leased
   only while this worker's lease of the site's shard holds, checked by the store in the
   leasing transaction; a refill asked for by a site whose shard went meanwhile leases nothing.
@@ -17,13 +23,17 @@ Rules (one status stream, one writer):
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from courtier.frontier.base import (
+    FrontierError,
     FrontierStore,
+    FrontierUnavailable,
     HorizonLink,
     HostEdge,
     LeasedUrl,
@@ -37,6 +47,8 @@ from courtier.politeness.limiter.base import Fence
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 Drain = Callable[[], tuple[list[NewUrl], list[HorizonLink], list[HostEdge], list[tuple[str, int]]]]
 
 
@@ -47,8 +59,13 @@ class FrontierIO:
         *,
         queue_per_site: int,
         now: Callable[[], float] = time.time,
+        outage: float = 300.0,
     ) -> None:
         self.store = store
+        self.outage = outage
+        """Seconds to wait for an unreachable store before giving up."""
+        self.outages = 0
+        """Calls that found the store unreachable and waited for it."""
         self.now = now
         """The engine's clock (``Timer.now``): what outcomes and leases are dated with."""
         self.queue_per_site = queue_per_site
@@ -67,7 +84,30 @@ class FrontierIO:
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, fn, *args)
+        down_since: float | None = None
+        delay = 0.25
+        while True:
+            try:
+                result = await loop.run_in_executor(self._thread, fn, *args)
+            except FrontierUnavailable as exc:
+                waited = 0.0 if down_since is None else time.monotonic() - down_since
+                if down_since is None:
+                    down_since = time.monotonic()
+                    self.outages += 1
+                    log.warning("the frontier store is unreachable; waiting for it: %s", exc)
+                elif waited > self.outage:
+                    raise FrontierError(
+                        f"the frontier store has been unreachable for {waited:.0f} s "
+                        f"([crawl] store_outage): {exc}"
+                    ) from exc
+                await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, 5.0)
+                continue
+            if down_since is not None:
+                log.warning(
+                    "the frontier store is back after %.1f s", time.monotonic() - down_since
+                )
+            return result
 
     async def refresh_lastmod(self, changes: dict[str, float], now: float) -> None:
         """A sitemap's ``<lastmod>`` later than a URL's last fetch makes it due now."""
@@ -108,9 +148,8 @@ class FrontierIO:
         if self._fence_of is not None:
             fence_of = self._fence_of
             fences = {site: fence for site in sites if (fence := fence_of(site)) is not None}
-        loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(
-            self._thread, self._lease_many, sorted(sites), self.queue_per_site, fences
+        job = asyncio.ensure_future(
+            self.call(self._lease_many, sorted(sites), self.queue_per_site, fences)
         )
         try:
             leased = await asyncio.shield(job)

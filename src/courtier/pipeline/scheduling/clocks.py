@@ -22,6 +22,10 @@ Rules:
   of a fleet sees every worker's late sends. In memory it is written and read in this
   thread; a shared limiter is written in coalesced batches a moment after the send and
   read before a start that depends on it (``refresh_sent``).
+- A shared limiter whose server cannot be reached (``LimiterUnavailable``) books nothing,
+  so nothing is sent. A floor or a late charge that could not be written meanwhile is kept
+  here and written before the next booking: no slot is booked past a pause or a charge the
+  limiter has not heard of.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 from courtier.politeness.gcra import Booking, Limit
 from courtier.politeness.keys import KeyType, LimitPolicy
-from courtier.politeness.limiter.base import Fence, Limiter, LimiterError
+from courtier.politeness.limiter.base import Fence, Limiter, LimiterError, LimiterUnavailable
 from courtier.politeness.limiter.memory import MemoryLimiter
 
 log = logging.getLogger(__name__)
@@ -47,7 +51,11 @@ charge (not a limit key: nothing books on it)."""
 
 class KeyClocks:
     def __init__(
-        self, limiter: Limiter, policy: LimitPolicy, *, persist: Persist | None = None
+        self,
+        limiter: Limiter,
+        policy: LimitPolicy,
+        *,
+        persist: Persist | None = None,
     ) -> None:
         """``persist`` makes a floor durable (the store): it is awaited before the floor is
         raised, so a pause survives a crash before any request that depends on it."""
@@ -61,13 +69,39 @@ class KeyClocks:
         """Shared limiter: the latest ready time known per key (own sends and reads)."""
         self._sent_unwritten: dict[str, float] = {}
         self._sent_writer: asyncio.Task[None] | None = None
+        self._floors_unwritten: dict[str, float] = {}
+        self._charges_unwritten: dict[str, tuple[Limit, float]] = {}
+        """Floors and late charges (costs summed per key) a shared limiter could not take
+        while it was unreachable."""
 
     async def book(
         self, limits: Sequence[Limit], cost: float, *, max_lead: float, fence: Fence | None = None
     ) -> Booking:
-        """A slot (or refusal); ``LeaseLost`` when ``fence`` no longer holds (scale-out)."""
+        """A slot (or refusal); ``LeaseLost`` when ``fence`` no longer holds (scale-out);
+        ``LimiterUnavailable`` while a shared limiter cannot be reached."""
+        if self._floors_unwritten or self._charges_unwritten:
+            await self._write_kept()
         self.booked_keys.update(limit.key for limit in limits)
         return await self.limiter.book(limits, cost, max_lead=max_lead, fence=fence)
+
+    async def _write_kept(self) -> None:
+        """What the limiter could not take while it was unreachable, now (or it raises)."""
+        floors, self._floors_unwritten = self._floors_unwritten, {}
+        try:
+            await self.limiter.raise_floor(floors)
+        except LimiterUnavailable:
+            self._keep_floors(floors)
+            raise
+        while self._charges_unwritten:
+            key, (limit, cost) = next(iter(self._charges_unwritten.items()))
+            await self.limiter.charge(limit, cost)  # raises while it is still down
+            del self._charges_unwritten[key]
+        log.warning("floors and charges kept while the limiter was unreachable are written")
+
+    def _keep_floors(self, floors: Mapping[str, float]) -> None:
+        kept = self._floors_unwritten
+        for key, when in floors.items():
+            kept[key] = max(when, kept.get(key, -math.inf))
 
     @property
     def books_now(self) -> bool:
@@ -161,7 +195,10 @@ class KeyClocks:
             if durable and self.persist is not None:
                 await self.persist(wanted)
             self.booked_keys.update(wanted)
-            await self.limiter.raise_floor(wanted)
+            try:
+                await self.limiter.raise_floor(wanted)
+            except LimiterUnavailable:
+                self._keep_floors(wanted)  # written before the next booking
 
     def _burst(self, key: str) -> float:
         try:
@@ -172,7 +209,11 @@ class KeyClocks:
     async def charge(self, limit: Limit, cost: float) -> None:
         """Spend ``cost`` more on ``limit`` after the fact; never credited."""
         self.booked_keys.add(limit.key)
-        await self.limiter.charge(limit, cost)
+        try:
+            await self.limiter.charge(limit, cost)
+        except LimiterUnavailable:
+            _limit, kept = self._charges_unwritten.get(limit.key, (limit, 0.0))
+            self._charges_unwritten[limit.key] = (limit, kept + cost)
 
     async def carry(self, old_key: str, new_key: str, *, cap: float | None = None) -> None:
         """A site moving to another origin brings the old origin's clock along: a fresh key

@@ -64,7 +64,7 @@ from courtier.pipeline.scheduling.start_gate import StartGates
 from courtier.pipeline.scheduling.timer import Handle, Timer
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import Limit, Refusal, Slot
-from courtier.politeness.limiter.base import LeaseLost
+from courtier.politeness.limiter.base import LeaseLost, LimiterUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +189,9 @@ class Scheduler(LaneMoves[L], Generic[L, W]):
                     self.drop(lane)
                     if self.on_lease_lost is not None:
                         self.on_lease_lost(lane)
+                except LimiterUnavailable:  # said once by the limiter; nothing was booked
+                    self.stats.limiter_unavailable += 1
+                    self._wait(lane, self.timer.now() + 1.0)
                 except Exception:
                     log.exception("booking for %s failed; it is tried again", lane.name)
                     self.stats.internal_errors += 1

@@ -61,6 +61,12 @@ class LimiterError(RuntimeError):
     """The limiter's storage failed; nothing was booked."""
 
 
+class LimiterUnavailable(LimiterError):
+    """The limiter's server cannot be reached now (a restart, a failover, a network blip):
+    nothing was booked or written; the same call may succeed once it is back. Until then
+    nothing may be sent on its keys."""
+
+
 class LeaseLost(LimiterError):
     """The booking's fence no longer holds: another worker owns the shard now (or the lease
     expired). Nothing was booked; the caller must stop working on that shard."""

@@ -27,15 +27,22 @@ those keys be booked from a slightly earlier TAT.
 One statement with data-modifying CTEs measured about twice the throughput of the same logic
 in a PL/pgSQL function (three statements) under pgbench on the benchmark machine.
 
-Connections are a small fixed set; concurrent ``book`` calls take turns on them.
+Connections are a small fixed set; concurrent ``book`` calls take turns on them. A session
+lost (a server restart, a failover) is replaced at its next use; while the server cannot be
+reached every call raises ``LimiterUnavailable`` (nothing is booked, so nothing is sent), and
+for a short backoff after each failed attempt calls raise it without trying, so thousands of
+lanes waiting for a booking do not each dial a server that is down.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
+import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
@@ -48,10 +55,13 @@ from courtier.politeness.limiter.base import (
     Fence,
     LeaseLost,
     LimiterError,
+    LimiterUnavailable,
     check_charge,
     check_floors,
     check_time,
 )
+
+log = logging.getLogger(__name__)
 
 TABLE: Final = "courtier_limiter_tat"
 _SCHEMA_LOCK: Final = 0x636F757274696572  # pg_advisory_xact_lock id ("courtier")
@@ -141,6 +151,7 @@ class PostgresLimiter:
         self._cursors: dict[psycopg.AsyncConnection[Any], psycopg.AsyncCursor[Any]] = {}
         for conn in self._all:
             self._idle.put_nowait(conn)
+        self._outage: Outage | None = None
 
     @classmethod
     async def connect(
@@ -254,6 +265,11 @@ class PostgresLimiter:
     async def _fetch_all(
         self, query: str, params: Params, *, rows: bool = True
     ) -> list[tuple[Any, ...]]:
+        outage = self._outage
+        if outage is not None and time.monotonic() < outage.retry_at:
+            # The server was unreachable a moment ago: one caller at a time finds out
+            # whether it is back, not every lane of the crawl each second.
+            raise LimiterUnavailable(f"PostgreSQL limiter unreachable: {outage.error}")
         conn = await self._idle.get()
         try:
             if conn.closed:  # lost earlier: a new session takes its place
@@ -262,11 +278,41 @@ class PostgresLimiter:
             if cursor is None:
                 cursor = self._cursors[conn] = conn.cursor()
             await cursor.execute(query, params, prepare=True)
-            return await cursor.fetchall() if rows else []
+            found = await cursor.fetchall() if rows else []
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError) or conn.closed:
+                self._outage = Outage.after(self._outage, str(exc))
+                raise LimiterUnavailable(f"PostgreSQL limiter unreachable: {exc}") from exc
             raise LimiterError(f"PostgreSQL limiter error: {exc}") from exc
         finally:
             self._idle.put_nowait(conn)
+        if self._outage is not None:
+            log.warning(
+                "the PostgreSQL limiter is back after %.1f s",
+                time.monotonic() - self._outage.since,
+            )
+            self._outage = None
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """The limiter's server unreachable since ``since`` (monotonic); asked again at
+    ``retry_at``, with backoff and jitter."""
+
+    since: float
+    retry_at: float
+    delay: float
+    error: str
+
+    @classmethod
+    def after(cls, last: Outage | None, error: str) -> Outage:
+        now = time.monotonic()
+        if last is None:
+            log.warning("the PostgreSQL limiter is unreachable; nothing is booked: %s", error)
+            return cls(now, now + 0.25, 0.25, error)
+        delay = min(last.delay * 2, 5.0)
+        return cls(last.since, now + delay * random.uniform(0.5, 1.0), delay, error)
 
 
 def _text_array(values: Iterable[str]) -> str:
