@@ -47,7 +47,7 @@ import socket
 import time
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
@@ -99,6 +99,14 @@ class Capture:
     rendered: bool = False
     """The payload is the page's DOM as a browser rendered it: one ``conversion`` record
     (UTF-8 HTML, no HTTP block, no request record)."""
+    ip_address: str | None = None
+    """The address the request was sent to (the guard's pinned one): ``WARC-IP-Address``."""
+    warcinfo_id: str | None = None
+    """The ``WARC-Record-ID`` of the warcinfo record of the file the capture is meant for
+    (``WarcFiles.info_id``): ``WARC-Warcinfo-ID`` on each record."""
+    raw: bool = False
+    """``[warc] payload = "raw"``: the payload is the body as received and the headers are
+    kept as they came (not redacted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +164,8 @@ class EncodedCapture:
     record: str
     seconds: float
     """Time spent encoding."""
+    warcinfo_id: str | None = None
+    """The ``WARC-Warcinfo-ID`` the records carry (None: none)."""
 
 
 FLUSH_BYTES: Final = 1 << 20
@@ -204,7 +214,12 @@ def encode_capture(
     payload = body_bytes(capture.payload)  # a spooled body is read here, in the worker
     headers, redactions = _response_headers(capture, policy)
     date = warc_date(capture.fetched_at)
-    warc = [("WARC-Date", date)]
+    common = [("WARC-Date", date)]
+    if capture.warcinfo_id is not None:
+        common.append(("WARC-Warcinfo-ID", capture.warcinfo_id))
+    warc = list(common)
+    if capture.ip_address is not None and not capture.rendered:
+        warc.append(("WARC-IP-Address", capture.ip_address))
     counts = dict(capture.redactions)
     for kind, n in redactions.items():
         counts[kind] = counts.get(kind, 0) + n
@@ -219,7 +234,8 @@ def encode_capture(
         warc.append(("WARC-Payload-Digest", digest or ""))
         record = _record(warc, "conversion", _record_id(), capture.url, b"", payload)
         converted = (compress_member(record, level),)
-        return EncodedCapture(converted, digest, "conversion", time.perf_counter() - started)
+        took = time.perf_counter() - started
+        return EncodedCapture(converted, digest, "conversion", took, capture.warcinfo_id)
     status_line = f"{capture.status} {_reason(capture.status)}"
     http = _http_block(f"HTTP/1.1 {status_line}", headers)
     record_id = _record_id()
@@ -233,9 +249,10 @@ def encode_capture(
         warc.append(("WARC-Payload-Digest", digest or ""))
         record = _record(warc, "response", record_id, capture.url, http, payload)
         kind = "response"
-    request = _request(capture, record_id, date)
+    request = _request(capture, record_id, common)
     members = (compress_member(record, level), compress_member(request, level))
-    return EncodedCapture(members, digest, kind, time.perf_counter() - started)
+    took = time.perf_counter() - started
+    return EncodedCapture(members, digest, kind, took, capture.warcinfo_id)
 
 
 def warc_date(when: float) -> str:
@@ -278,6 +295,12 @@ class WarcFiles:
         self._pending_records = 0
         self.lost_records = 0
         """Captures whose write failed (see the module rules)."""
+        self.info_id = _record_id()
+        """The warcinfo record id of the current file, or of the next one when none is open:
+        captures are encoded with it (``Capture.warcinfo_id``) before they are appended."""
+        self.rebound = 0
+        """Captures encoded for a file that was finished before they were appended, given
+        the current file's warcinfo id on append (see ``rebind``)."""
 
     # -- files ----------------------------------------------------------------------------
 
@@ -299,7 +322,9 @@ class WarcFiles:
             **self.info,
         }
         assert self._file is not None
-        self._keep(gzip_member(_builder().create_warcinfo_record(name, info), self.level), 0)
+        record = _builder().create_warcinfo_record(name, info)
+        record.rec_headers.replace_header("WARC-Record-ID", self.info_id)
+        self._keep(gzip_member(record, self.level), 0)
         return self._file
 
     def _keep(self, data: bytes, records: int) -> None:
@@ -343,6 +368,7 @@ class WarcFiles:
         (self.directory / f"{self._path.name}.open").rename(self._path)
         self.finished.append(self._path)
         self._file = self._path = None
+        self.info_id = _record_id()  # the next file's
 
     def close(self) -> None:
         """Finish the current file (rename it): a clean stop."""
@@ -352,6 +378,8 @@ class WarcFiles:
 
     def write(self, capture: Capture) -> WarcRef:
         """Encode and append ``capture`` (both here)."""
+        if capture.warcinfo_id is None:
+            capture = replace(capture, warcinfo_id=self.info_id)
         return self.append(encode_capture(capture, self.policy, self.level))
 
     def append(self, encoded: EncodedCapture) -> WarcRef:
@@ -359,9 +387,15 @@ class WarcFiles:
         started = time.perf_counter()
         if self._file is None:
             self._open()
+        members = encoded.members
+        if encoded.warcinfo_id != self.info_id:
+            members = tuple(
+                rebind(m, encoded.warcinfo_id, self.info_id, self.level) for m in members
+            )
+            self.rebound += 1
         offset = self._size
-        self._keep(b"".join(encoded.members), 1)
-        length = len(encoded.members[0])
+        self._keep(b"".join(members), 1)
+        length = len(members[0])
         name = self._path.name if self._path is not None else ""
         if self._size >= self.max_bytes:
             self._finish()
@@ -369,6 +403,23 @@ class WarcFiles:
             self.flush()
         took = encoded.seconds + time.perf_counter() - started
         return WarcRef(name, offset, length, encoded.digest, encoded.record, took)
+
+
+def rebind(member: bytes, old: str | None, new: str, level: int) -> bytes:
+    """A record's gzip member with its ``WARC-Warcinfo-ID`` made ``new`` (added when it had
+    none). For a capture encoded in a worker while the file it was meant for was finished
+    (past ``max_bytes``) before it was appended: no more than the captures in flight at a
+    rotation, once a file. The block and its digests are untouched."""
+    data = zlib.decompress(member, _GZIP_WBITS)
+    end = data.index(b"\r\n\r\n")
+    head, rest = data[:end], data[end:]
+    line = f"WARC-Warcinfo-ID: {new}".encode()
+    if old is not None and f"WARC-Warcinfo-ID: {old}".encode() in head:
+        head = head.replace(f"WARC-Warcinfo-ID: {old}".encode(), line, 1)
+    else:
+        first, _, fields = head.partition(b"\r\n")
+        head = first + b"\r\n" + line + (b"\r\n" + fields if fields else b"")
+    return compress_member(head + rest, level)
 
 
 def _revisit(
@@ -385,12 +436,15 @@ def _revisit(
     return _record(warc, "revisit", record_id, capture.url, http, b"")
 
 
-def _request(capture: Capture, concurrent_to: str, date: str) -> bytes:
+def _request(capture: Capture, concurrent_to: str, common: list[tuple[str, str]]) -> bytes:
     target = _target(capture.url)
     host = capture.url.split("/", 3)[2]
     lines = [("Host", host), *capture.request_headers]
     http = _http_block(f"GET {target} HTTP/1.1", lines)
-    warc = [("WARC-Date", date), ("WARC-Concurrent-To", concurrent_to)]
+    warc = [*common]
+    if capture.ip_address is not None:
+        warc.append(("WARC-IP-Address", capture.ip_address))
+    warc.append(("WARC-Concurrent-To", concurrent_to))
     return _record(warc, "request", _record_id(), capture.url, http, b"")
 
 
@@ -466,19 +520,22 @@ def _record_id() -> str:
 def _response_headers(
     capture: Capture, policy: RedactionPolicy
 ) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """The response's headers as they fit the kept payload, values redacted."""
+    """The response's headers as they fit the kept payload, values redacted (unless the
+    capture is ``raw``)."""
     headers: list[tuple[str, str]] = []
     counts: dict[str, int] = {}
     for raw_name, raw_value in capture.response_headers:
         name, value = _text(raw_name), _text(raw_value)
-        redacted = redact_url(value, policy)
-        for kind, n in redacted.counts.items():
-            counts[kind] = counts.get(kind, 0) + n
+        if not capture.raw:
+            redacted = redact_url(value, policy)
+            for kind, n in redacted.counts.items():
+                counts[kind] = counts.get(kind, 0) + n
+            value = redacted.text
         lower = name.lower()
         if lower in _REPLACED:
-            headers.append((f"X-Courtier-Original-{name}", redacted.text))
+            headers.append((f"X-Courtier-Original-{name}", value))
         else:
-            headers.append((name, redacted.text))
+            headers.append((name, value))
     if not capture.not_modified:
         headers.append(("Content-Length", str(body_size(capture.payload))))
     return headers, counts

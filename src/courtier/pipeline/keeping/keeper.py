@@ -130,6 +130,8 @@ class Keeper:
         self.policy = redaction_policy(config)
         self.token = config.fetch.user_agent_token
         self.config = config
+        self.raw = config.warc.payload == "raw"
+        """``[warc] payload = "raw"``: records keep the body as received, unredacted."""
 
     def context(self, result: FetchResult, site: str) -> ReadContext:
         return ReadContext(
@@ -163,8 +165,10 @@ class Keeper:
             redacted = await self._redact(result, site)
             if redacted is None:
                 self.stats.redaction_failures += 1
-                return Kept(b"")  # not redacted: nothing of it is kept
-            if redacted.payload is not None:
+                if not self.raw:
+                    return Kept(b"")  # not redacted: nothing of it is kept
+                kept = Kept(b"")  # nothing of it in the documents; the raw archive keeps it
+            elif redacted.payload is not None:
                 kept.payload, kept.redactions = redacted.payload, redacted.redactions
         self.stats.redactions.update(kept.redactions)
         if encoded is not None and self.archive is not None:
@@ -172,7 +176,10 @@ class Keeper:
             return kept
         capture = self.capture(result, sent, item)
         if capture is not None and self.archive is not None:
-            capture = replace(capture, payload=kept.payload, redactions=kept.redactions)
+            if self.raw:
+                capture = replace(capture, payload=result.content)
+            else:
+                capture = replace(capture, payload=kept.payload, redactions=kept.redactions)
             kept.ref = await self.archive.write(capture, self.stats, self.encode)
         return kept
 
@@ -195,6 +202,9 @@ class Keeper:
             not_modified=result.status == 304 and bool(sent),
             previous_digest=previous[0],
             previous_date=previous[1],
+            ip_address=result.address,
+            warcinfo_id=self.archive.files.info_id,
+            raw=self.raw,
         )
 
     async def read(

@@ -6,6 +6,10 @@ budget) when the services have one, else in a thread: a 500 KiB file takes prote
 which must not hold the event loop. A small one is parsed in place, cheaper than the round
 trip. A file the pool could not parse in its budget gave no permission: it is taken as
 unreachable (disallow all, asked again after ``robots.retry_unreachable``).
+
+Every robots.txt answer (each redirect hop's too) is archived as a ``response`` record, its
+body redacted as any other text body is (``keeping.keeper``), before its rules are read: the
+archive shows what the crawl obeyed. It gets no ``documents.jsonl`` record.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from courtier.pipeline.answers.robots_fetch import (
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import Archive
+from courtier.pipeline.keeping.keeper import Keeper
 from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.scheduling.timer import Timer
@@ -122,6 +127,11 @@ class LaneKindBase:
         self.save_robots = services.save_robots
         self.parse_robots = services.parse
         self.token = config.fetch.user_agent_token
+        self.robots_keeper = (
+            None
+            if services.archive is None
+            else Keeper(config, services.stats, services.archive, services.parse)
+        )
 
     def follow_robots_redirect(self, location: str, base: str, hops: int) -> Url | None:
         """A robots.txt redirect's target through the intake, on robots.txt's own budget."""
@@ -176,7 +186,12 @@ class LaneKindBase:
         which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
         answer = await fetch_robots(
-            get, self.book_hop, self.follow_robots_redirect, url.fetch_url, url.host, context
+            self._archived(get),
+            self.book_hop,
+            self.follow_robots_redirect,
+            url.fetch_url,
+            url.host,
+            context,
         )
         await self.answered(lane, answer, origin=context.origin, media=media)
         if answer.transient:
@@ -201,6 +216,21 @@ class LaneKindBase:
         )
         self.stats.robots[rules.status.value] += 1
         return self.outcome_of(work.site, rules)
+
+    def _archived(self, get: Get) -> Get:
+        """``get``, each answer it gives archived first (see the module docs)."""
+        keeper = self.robots_keeper
+        if keeper is None:
+            return get
+
+        async def archived(url: str, host: str, context: RequestContext) -> Answer:
+            answer = await get(url, host, context)
+            result = answer.result
+            if result is not None and result.status is not None:
+                await keeper.keep(result, context.site)
+            return answer
+
+        return archived
 
     async def _rules_of(self, answer: Answer, now: float) -> RobotsRules | None:
         """The rules ``answer`` gives, parsed off the event loop when the file is large
