@@ -7,9 +7,11 @@ which must not hold the event loop. A small one is parsed in place, cheaper than
 trip. A file the pool could not parse in its budget gave no permission: it is taken as
 unreachable (disallow all, asked again after ``robots.retry_unreachable``).
 
-Every robots.txt answer (each redirect hop's too) is archived as a ``response`` record, its
-body redacted as any other text body is (``keeping.keeper``), before its rules are read: the
-archive shows what the crawl obeyed. It gets no ``documents.jsonl`` record.
+Every robots.txt answer (each redirect hop's too) is redacted as any other text body is and
+archived as a ``response`` record (``keeping.keeper``) before its rules are read: the
+archive shows what the crawl obeyed. It gets no ``documents.jsonl`` record. The rules come
+from the body as received; the store keeps the redacted body (nothing unredacted is written
+anywhere), which a restart reads its rules from.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, TypeVar
 
 from courtier.config import Config
 from courtier.frontier.base import StoredRobots
+from courtier.net.fetch import FetchResult
+from courtier.net.spool import body_bytes, body_size
 from courtier.pipeline.answers.feedback import Answered, Effects
 from courtier.pipeline.answers.feedback_writer import FeedbackLane, FeedbackWriter
 from courtier.pipeline.answers.fetching import Answer, GuardedFetch
@@ -37,7 +41,7 @@ from courtier.pipeline.answers.robots_fetch import (
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import Archive
-from courtier.pipeline.keeping.keeper import Keeper
+from courtier.pipeline.keeping.keeper import Keeper, Kept
 from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.scheduling.timer import Timer
@@ -127,11 +131,7 @@ class LaneKindBase:
         self.save_robots = services.save_robots
         self.parse_robots = services.parse
         self.token = config.fetch.user_agent_token
-        self.robots_keeper = (
-            None
-            if services.archive is None
-            else Keeper(config, services.stats, services.archive, services.parse)
-        )
+        self.robots_keeper = Keeper(config, services.stats, services.archive, services.parse)
 
     def follow_robots_redirect(self, location: str, base: str, hops: int) -> Url | None:
         """A robots.txt redirect's target through the intake, on robots.txt's own budget."""
@@ -185,8 +185,9 @@ class LaneKindBase:
         the answer, and store the rules for every lane waiting on them. None: DNS trouble,
         which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
+        kept: dict[int, Kept] = {}
         answer = await fetch_robots(
-            self._archived(get),
+            self._kept(get, kept),
             self.book_hop,
             self.follow_robots_redirect,
             url.fetch_url,
@@ -205,32 +206,36 @@ class LaneKindBase:
                 wake()
             return None
         result = answer.result
-        await self.save_robots(
-            StoredRobots(
-                work.site,
-                None if result is None else result.status,
-                b"" if result is None else result.body[: self.config.robots.max_bytes],
-                now,
-                rules.expires_at,
-            )
-        )
+        body = b"" if result is None else self._stored_body(result, kept.get(id(result)))
+        if body is not None:
+            status = None if result is None else result.status
+            await self.save_robots(StoredRobots(work.site, status, body, now, rules.expires_at))
         self.stats.robots[rules.status.value] += 1
         return self.outcome_of(work.site, rules)
 
-    def _archived(self, get: Get) -> Get:
-        """``get``, each answer it gives archived first (see the module docs)."""
+    def _kept(self, get: Get, kept: dict[int, Kept]) -> Get:
+        """``get``, each answer it gives redacted and archived first (see the module docs),
+        what was kept put in ``kept`` by the id of the answer's result."""
         keeper = self.robots_keeper
-        if keeper is None:
-            return get
 
-        async def archived(url: str, host: str, context: RequestContext) -> Answer:
+        async def keeping(url: str, host: str, context: RequestContext) -> Answer:
             answer = await get(url, host, context)
             result = answer.result
             if result is not None and result.status is not None:
-                await keeper.keep(result, context.site)
+                kept[id(result)] = await keeper.keep(result, context.site)
             return answer
 
-        return archived
+        return keeping
+
+    def _stored_body(self, result: FetchResult, kept: Kept | None) -> bytes | None:
+        """The robots.txt body the store keeps: redacted, as everything written is. None:
+        its redaction failed, nothing is stored (the rules hold for this run)."""
+        if kept is None:
+            return b""  # no answer
+        if result.size and not body_size(kept.payload):
+            log.warning("robots.txt of %s not stored: its redaction failed", result.url)
+            return None
+        return body_bytes(kept.payload)[: self.config.robots.max_bytes]
 
     async def _rules_of(self, answer: Answer, now: float) -> RobotsRules | None:
         """The rules ``answer`` gives, parsed off the event loop when the file is large
