@@ -19,14 +19,15 @@ Rules:
   reader never sees half an index.
 - **A damaged file loses only its damaged tail.** A file whose last record is cut short (a
   disk that filled mid-write) keeps the lines of its whole records; the file is reported
-  (each file's gzip members are walked once more for that: reading a file twice costs less
-  than an index that is silently short).
+  (warcio stops at such a record without a word: the gzip members from the last record
+  indexed to the end of the file are walked to tell).
 """
 
 from __future__ import annotations
 
 import heapq
 import io
+import json
 import logging
 import os
 import tempfile
@@ -83,10 +84,16 @@ def index_lines(path: Path) -> tuple[list[str], str | None]:
     return lines, error
 
 
-def _cut_short(path: Path) -> str | None:
+def _offset(line: str) -> int:
+    offset: str = json.loads(line.split(" ", 2)[2])["offset"]
+    return int(offset)
+
+
+def _cut_short(path: Path, last: int) -> str | None:
     """Why ``path`` ends in a record cut short (warcio stops there without a word), if it
-    does."""
-    end, size = whole_members_end(path), path.stat().st_size
+    does; ``last``: the offset of its last record indexed (the members from there are
+    walked)."""
+    end, size = whole_members_end(path, last), path.stat().st_size
     if end < size:
         return f"{size - end} bytes after its last whole record"
     return None
@@ -104,7 +111,7 @@ def write_index(
     for path in finished_warcs(directory):
         lines, error = index_lines(path)
         if error is None:
-            error = _cut_short(path)
+            error = _cut_short(path, max((_offset(line) for line in lines), default=0))
         if error is not None:
             log.warning("%s: read up to a damaged record (%s)", path.name, error)
             result.damaged[path.name] = error

@@ -6,19 +6,27 @@ Rules:
   request and its response stay together) or when the crawl stops cleanly. A crash leaves
   the ``.open`` file, readable up to its last whole record (the next crawl finishes it:
   ``courtier.sinks.warc_orphans``). Each file starts with a
-  ``warcinfo`` record. Every record is its own gzip member (a reader seeks to any offset).
+  ``warcinfo`` record, which every other record of the file names (``WARC-Warcinfo-ID``).
+  Every record is its own gzip member (a reader seeks to any offset).
 - **Records of one fetch.** ``response`` (status line, headers, payload), then ``request``
   (``WARC-Concurrent-To`` the response). A 304 to a conditional request is a ``revisit``
   (profile *server-not-modified*); a 2xx whose payload digest equals the one kept last time
   is a ``revisit`` (profile *identical-payload-digest*, headers only). Both refer to the
-  URL's earlier capture (``WARC-Refers-To-Target-URI``, ``-Date``).
+  URL's earlier capture (``WARC-Refers-To-Target-URI``, ``-Date``). The response and the
+  request carry ``WARC-IP-Address``, the pinned address the request went to.
+- **The warcinfo a record names.** A capture is encoded (in a worker) with the warcinfo id
+  of the file open when it was sent (``WarcFiles.info_id``, chosen before that file is
+  opened); if that file was finished before the capture is appended, ``rebind`` rewrites
+  the one header field on append (the captures in flight at a rotation, no more).
 - **Payload as kept.** The fetcher decodes ``Content-Encoding`` and the crawl redacts secrets
   and personal data, so the payload is what we kept, not the bytes on the wire: the headers
   say so (``Content-Encoding``, ``Transfer-Encoding`` and ``Content-Length`` are replaced by
   the payload's own length, the originals kept as ``X-Courtier-Original-*``), digests are of
   the stored payload, a redacted record carries ``WARC-Courtier-Redactions`` (kind:count),
   and a body cut at the size limit carries ``WARC-Truncated: length``. The request record is
-  the request as the fetcher sends it (its fixed headers plus the conditional ones).
+  the request as the fetcher sends it (its fixed headers plus the conditional ones). A
+  ``raw`` capture (``[warc] payload = "raw"``) holds the body as received and its headers
+  unredacted; only the content coding is still gone (the fetcher decoded it).
 - **Encoding apart from writing.** ``encode_capture`` builds and compresses a capture's
   records (a pure function of the capture: a parse worker runs it, off the crawl's
   process); ``WarcFiles.append`` only writes the members and learns their offset. ``write``

@@ -71,12 +71,14 @@ def finish_orphans(
     return finished
 
 
-def whole_members_end(path: Path) -> int:
-    """The offset just after the last whole gzip member at the start of ``path``'s bytes
-    (0: none); what follows it is a member cut short, or not gzip at all."""
-    end = consumed = 0
+def whole_members_end(path: Path, start: int = 0) -> int:
+    """The offset just after the last whole gzip member of those from ``start`` (a member's
+    first byte) in ``path`` (``start``: none); what follows it is a member cut short, or not
+    gzip at all."""
+    end = consumed = start
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
     with path.open("rb") as file:
+        file.seek(start)
         while chunk := file.read(_CHUNK):
             while chunk:
                 try:

@@ -9,7 +9,10 @@ Rules:
   A text body that cannot be redacted (its worker overran or died) is not archived at all.
 - The fingerprint of an unparsed body is taken after redaction.
 - The capture goes to the archive (``archive.Archive``) when ``[warc] enabled``; the returned
-  reference and the redaction counts become fields of the document.
+  reference and the redaction counts become fields of the document. With ``[warc] payload
+  = "raw"`` the capture holds the body as received (the document still what was redacted);
+  a text body whose redaction failed is then archived all the same (nothing of it reaches
+  the documents).
 - A refresh's validators (``ETag``, ``Last-Modified``) are read from the answer here, by the
   header functions that cannot raise, and go to the store with the outcome.
 """
