@@ -194,3 +194,22 @@ def test_the_index_is_not_taken_for_a_warc_file(tmp_path: Path):
     crawl_files(tmp_path).close()
     write_index(tmp_path)
     assert write_index(tmp_path).files == [p.name for p in tmp_path.glob("*.warc.gz")]
+
+
+def test_an_uncompressed_warc_from_another_tool_is_indexed_too(tmp_path: Path):
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with (tmp_path / "other.warc").open("wb") as stream:
+        writer = WARCWriter(stream, gzip=False)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
+        record = writer.create_warc_record(
+            "http://other.test/", "response", payload=io.BytesIO(b"hi"), length=2, http_headers=http
+        )
+        writer.write_record(record)
+    result = write_index(tmp_path)
+    assert result.files == ["other.warc"] and not result.damaged
+    ((key, _stamp, fields),) = lines(result.path)
+    assert key == "test,other)/" and fields["filename"] == "other.warc"

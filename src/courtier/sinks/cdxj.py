@@ -110,7 +110,7 @@ def write_index(
     per_file: list[list[str]] = []
     for path in finished_warcs(directory):
         lines, error = index_lines(path)
-        if error is None:
+        if error is None and path.name.endswith(".gz"):
             error = _cut_short(path, max((_offset(line) for line in lines), default=0))
         if error is not None:
             log.warning("%s: read up to a damaged record (%s)", path.name, error)
