@@ -125,3 +125,56 @@ def test_a_raw_capture_keeps_the_headers_and_body_as_received(tmp_path: Path):
     redacted, _ = responses["http://b.test/"]
     assert redacted.http_headers.get_header("X-Owner") == "[REDACTED:email]"
     assert redacted.rec_headers.get_header("WARC-Courtier-Redactions") == "email:1"
+
+
+def test_records_with_the_new_fields_are_still_the_ones_warcio_builds():
+    import io
+    import re
+    import zlib
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from courtier.sinks.warc import warc_date
+
+    info = "<urn:uuid:00000000-0000-4000-8000-000000000000>"
+    kept = capture(body=b"<p>x</p>", warcinfo_id=info, ip_address="127.0.0.9", raw=True)
+    ours = [zlib.decompress(m, 31) for m in encode_capture(kept).members]
+    out = io.BytesIO()
+    writer = WARCWriter(out, gzip=False, warc_version="1.1")
+    date = warc_date(kept.fetched_at)
+    common = {"WARC-Date": date, "WARC-Warcinfo-ID": info, "WARC-IP-Address": "127.0.0.9"}
+    http = StatusAndHeaders(
+        "200 OK",
+        [("Content-Type", "text/html"), ("X-Owner", EMAIL), ("Content-Length", "8")],
+        protocol="HTTP/1.1",
+    )
+    response = writer.create_warc_record(
+        "http://a.test/",
+        "response",
+        payload=io.BytesIO(b"<p>x</p>"),
+        length=8,
+        http_headers=http,
+        warc_headers_dict={**common, "WARC-Payload-Digest": payload_digest(b"<p>x</p>")},
+    )
+    writer.write_record(response)
+    first = out.getvalue()
+    out.seek(0)
+    out.truncate()
+    request_http = StatusAndHeaders(
+        "GET / HTTP/1.1",
+        [("Host", "a.test"), ("User-Agent", "courtier-test")],
+        is_http_request=True,
+    )
+    request = writer.create_warc_record(
+        "http://a.test/",
+        "request",
+        http_headers=request_http,
+        warc_headers_dict={**common, "WARC-Concurrent-To": "<id>"},
+    )
+    writer.write_record(request)
+
+    def ids(data: bytes) -> bytes:
+        return re.sub(rb"<urn:uuid:[^>]+>", b"<id>", data)
+
+    assert [ids(m) for m in ours] == [ids(first), ids(out.getvalue())]

@@ -185,7 +185,7 @@ class LaneKindBase:
         the answer, and store the rules for every lane waiting on them. None: DNS trouble,
         which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
-        kept: dict[int, Kept] = {}
+        kept: dict[int, Kept | None] = {}
         answer = await fetch_robots(
             self._kept(get, kept),
             self.book_hop,
@@ -206,36 +206,41 @@ class LaneKindBase:
                 wake()
             return None
         result = answer.result
-        body = b"" if result is None else self._stored_body(result, kept.get(id(result)))
+        body = b"" if result is None else self._stored_body(result, kept)
         if body is not None:
             status = None if result is None else result.status
             await self.save_robots(StoredRobots(work.site, status, body, now, rules.expires_at))
         self.stats.robots[rules.status.value] += 1
         return self.outcome_of(work.site, rules)
 
-    def _kept(self, get: Get, kept: dict[int, Kept]) -> Get:
+    def _kept(self, get: Get, kept: dict[int, Kept | None]) -> Get:
         """``get``, each answer it gives redacted and archived first (see the module docs),
-        what was kept put in ``kept`` by the id of the answer's result."""
+        what was kept put in ``kept`` by the id of the answer's result (None: the parse
+        pool closed under it, the crawl is stopping)."""
         keeper = self.robots_keeper
 
         async def keeping(url: str, host: str, context: RequestContext) -> Answer:
             answer = await get(url, host, context)
             result = answer.result
             if result is not None and result.status is not None:
-                kept[id(result)] = await keeper.keep(result, context.site)
+                try:
+                    kept[id(result)] = await keeper.keep(result, context.site)
+                except PoolClosed:
+                    kept[id(result)] = None
             return answer
 
         return keeping
 
-    def _stored_body(self, result: FetchResult, kept: Kept | None) -> bytes | None:
+    def _stored_body(self, result: FetchResult, kept: dict[int, Kept | None]) -> bytes | None:
         """The robots.txt body the store keeps: redacted, as everything written is. None:
-        its redaction failed, nothing is stored (the rules hold for this run)."""
-        if kept is None:
+        it could not be redacted, nothing is stored (the rules hold for this run)."""
+        if id(result) not in kept:
             return b""  # no answer
-        if result.size and not body_size(kept.payload):
-            log.warning("robots.txt of %s not stored: its redaction failed", result.url)
+        done = kept[id(result)]
+        if done is None or (result.size and not body_size(done.payload)):
+            log.warning("robots.txt of %s not stored: it could not be redacted", result.url)
             return None
-        return body_bytes(kept.payload)[: self.config.robots.max_bytes]
+        return body_bytes(done.payload)[: self.config.robots.max_bytes]
 
     async def _rules_of(self, answer: Answer, now: float) -> RobotsRules | None:
         """The rules ``answer`` gives, parsed off the event loop when the file is large
