@@ -51,7 +51,8 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
         return 0
     print(result.path)
-    print(f"{result.lines} records from {len(result.files)} WARC files")
+    files = len(result.files)
+    print(f"{result.lines} records from {files} WARC file{'' if files == 1 else 's'}")
     for name in result.skipped:
         print(f"left out {name}: a crawl is still writing it")
     for name, why in result.damaged.items():
