@@ -464,6 +464,11 @@ class WarcSection:
     compression_level: int = 2
     """gzip level of each record: 1-3 are ISA-L's igzip levels (fast), 4-9 zlib's (9
     smallest; warcio's own writer uses 9)."""
+    payload: str = "redacted"
+    """``redacted``: records hold the body and headers as kept, secrets and personal data
+    removed. ``raw``: the bytes received (after the fetcher's Content-Encoding decoding),
+    unredacted, for archives that must replay exactly (docs/archive.md: the trade-off); the
+    documents, links and logs are redacted all the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -843,6 +848,7 @@ RULES: dict[type, dict[str, Rule]] = {
             _matching(re.compile(r"[A-Za-z0-9_-]{1,64}"), ""),
         ),
         "compression_level": whole(1, 9),
+        "payload": one_of("redacted", "raw"),
     },
     ScopeSection: {
         "include": each("regular expressions searched in URLs", _regex),

@@ -207,9 +207,16 @@ def test_the_crawl_is_archived_as_warc_that_standard_tools_read_back(demo_run):
             digest = "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
             assert record.rec_headers.get_header("WARC-Payload-Digest") == digest
             assert ref["digest"] == digest
-    kinds = [record.rec_type for record, _body in records.values()]
+
+    def is_robots(record) -> bool:
+        return (record.rec_headers.get_header("WARC-Target-URI") or "").endswith("/robots.txt")
+
+    # robots.txt answers are archived too, with no document
+    kinds = [record.rec_type for record, _body in records.values() if not is_robots(record)]
+    robots = [record.rec_type for record, _body in records.values() if is_robots(record)]
     assert kinds.count("response") + kinds.count("revisit") == len(fetched)
     assert kinds.count("request") == len(fetched) and kinds.count("warcinfo") == len(files)
+    assert robots and robots.count("response") == robots.count("request")
     assert result["crawl"]["warc_records"].get("response", 0) > 100
     index = subprocess.run(
         [sys.executable, "-m", "warcio.cli", "index", *map(str, files)],

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection
+from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection, WarcSection
 from courtier.frontier.base import NewUrl
 from courtier.frontier.refresh import RefreshPolicy
 from courtier.frontier.sqlite_store import SqliteFrontier
@@ -75,6 +75,8 @@ async def loopback_web() -> AsyncIterator[Web]:
         path = request.raw_path
         state.hits.append((time.monotonic(), host, path, dict(request.headers)))
         if path == "/robots.txt":
+            if host == "keys.test":  # archived, and redacted as pages are
+                return web.Response(text=f"# Ask {EMAIL}\nUser-agent: *\nAllow: /\n")
             raise web.HTTPNotFound()
         port = state.port
         if host == "latin.test":
@@ -117,9 +119,12 @@ HOSTS = ("latin.test", "cyr.test", "sjis.test", "bare.test", "www.bare.test", "e
 HOSTS += ("keys.test",)
 
 
-def engine(out: Path, web_: Web, seeds: tuple[str, ...], duration: float) -> Engine:
+def engine(
+    out: Path, web_: Web, seeds: tuple[str, ...], duration: float, payload: str = "redacted"
+) -> Engine:
     config = Config(
         crawl=replace(CrawlSection(), flush_interval=0.05),
+        warc=replace(WarcSection(), payload=payload),
         limits=replace(
             LimitsSection(),
             site=KeyLimits(1.0 / INTERVAL, slot_width=0.05),
@@ -317,6 +322,26 @@ async def test_no_secret_and_no_personal_datum_reaches_any_file_of_the_output(
     assert home["redacted"]["google-api-key"] >= 1
     responses = [r for r in warc_records(tmp_path) if r[0] == "response" and r[1] == home["url"]]
     assert responses[0][2].rec_headers.get_header("WARC-Courtier-Redactions")
+    robots = [r for r in warc_records(tmp_path) if r[1] == f"{keys}/robots.txt"]
+    assert [r[0] for r in robots] == ["response", "request"]
+    assert b"# Ask [REDACTED:email]" in robots[0][3]
+
+
+async def test_a_raw_archive_keeps_what_the_server_sent_and_the_documents_stay_redacted(
+    tmp_path, loopback_web
+):
+    keys = f"http://keys.test:{loopback_web.port}"
+    pages = {f"{keys}/", f"{keys}/more", f"{keys}/api.json"}
+    crawl = engine(tmp_path, loopback_web, ("keys.test",), LIMIT_S, payload="raw")
+    await run_until(crawl, lambda: pages <= urls_written(tmp_path))
+    records = {(r[0], r[1]): r for r in warc_records(tmp_path)}
+    home = records["response", f"{keys}/"]
+    assert home[3] == _secrets_page().encode()  # the bytes the server sent
+    assert home[2].rec_headers.get_header("WARC-Courtier-Redactions") is None
+    assert EMAIL.encode() in records["response", f"{keys}/robots.txt"][3]
+    assert EMAIL.encode() in records["response", f"{keys}/api.json"][3]
+    text = (tmp_path / "documents.jsonl").read_text()
+    assert EMAIL not in text and "[REDACTED:email]" in text
 
 
 async def test_every_document_names_its_warc_record_and_digests_match(tmp_path, loopback_web):

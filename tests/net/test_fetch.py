@@ -290,3 +290,15 @@ async def test_a_failed_fetch_still_has_its_total():
         result = await fetcher.fetch("http://closed.test:9/", "closed.test", ("127.0.0.1",))
     assert result.status is None and result.error
     assert result.phases.total > 0 and result.phases.first_byte is None
+
+
+async def test_the_result_names_the_address_the_request_went_to(server):
+    # 127.0.0.2 refuses (the server listens on 127.0.0.1 only): the next address answers,
+    # and that one is the address of the result (the WARC's WARC-IP-Address), kept-alive too.
+    port, _seen = server
+    url = f"http://pinned.test:{port}/page"
+    async with Fetcher(settings(), lambda address: True) as fetcher:
+        first = await fetcher.fetch(url, "pinned.test", ("127.0.0.2", "127.0.0.1"))
+        again = await fetcher.fetch(url, "pinned.test", ("127.0.0.1",))
+    assert first.status == 200 and first.address == "127.0.0.1"
+    assert again.phases.reused and again.address == "127.0.0.1"

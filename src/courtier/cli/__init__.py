@@ -58,6 +58,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("status", "courtier.cli.status", "a crawl's workers, leases, frontier and rates"),
     Command("query", "courtier.cli.query", "run SQL over a crawl's request log (DuckDB)"),
     Command("report", "courtier.cli.report", "write OUT/report.html: charts from the request log"),
+    Command("index", "courtier.cli.index", "write a CDXJ index of a crawl's WARC files (replay)"),
 )
 
 COMMAND_MODULES: tuple[str, ...] = tuple(command.name for command in COMMANDS)

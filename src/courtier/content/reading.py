@@ -104,8 +104,11 @@ def read_and_capture(
     the crawl's process with the page (``payload`` None)."""
     body = body_bytes(content)
     page = read_page(body, url, context)
-    payload = page.payload if page.payload is not None else body
-    kept = replace(capture, payload=payload, redactions=page.redactions)
+    if capture.raw:  # [warc] payload = "raw": the record keeps the body as received
+        kept = replace(capture, payload=body)
+    else:
+        payload = page.payload if page.payload is not None else body
+        kept = replace(capture, payload=payload, redactions=page.redactions)
     encoded = encode_capture(kept, context.policy, level)
     page.payload = None
     return page, encoded

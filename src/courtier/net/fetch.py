@@ -153,6 +153,8 @@ class FetchResult:
     peercert: dict[str, Any] | None = None
     """An https server's certificate as ``ssl`` decodes it (verified), for origin evidence."""
     peercert_der: bytes | None = None
+    address: str | None = None
+    """The address the request went to: one the guard checked and pinned (``WARC-IP-Address``)."""
     phases: Phases = Phases()
     """Where the request's time went: DNS, connect, TLS, first byte, total."""
 
@@ -373,6 +375,7 @@ class Fetcher:
                 headers=response.headers,
                 peercert=connection.peercert,
                 peercert_der=connection.peercert_der,
+                address=connection.address,
                 phases=Phases(
                     dns,
                     connect,

@@ -6,19 +6,27 @@ Rules:
   request and its response stay together) or when the crawl stops cleanly. A crash leaves
   the ``.open`` file, readable up to its last whole record (the next crawl finishes it:
   ``courtier.sinks.warc_orphans``). Each file starts with a
-  ``warcinfo`` record. Every record is its own gzip member (a reader seeks to any offset).
+  ``warcinfo`` record, which every other record of the file names (``WARC-Warcinfo-ID``).
+  Every record is its own gzip member (a reader seeks to any offset).
 - **Records of one fetch.** ``response`` (status line, headers, payload), then ``request``
   (``WARC-Concurrent-To`` the response). A 304 to a conditional request is a ``revisit``
   (profile *server-not-modified*); a 2xx whose payload digest equals the one kept last time
   is a ``revisit`` (profile *identical-payload-digest*, headers only). Both refer to the
-  URL's earlier capture (``WARC-Refers-To-Target-URI``, ``-Date``).
+  URL's earlier capture (``WARC-Refers-To-Target-URI``, ``-Date``). The response and the
+  request carry ``WARC-IP-Address``, the pinned address the request went to.
+- **The warcinfo a record names.** A capture is encoded (in a worker) with the warcinfo id
+  of the file open when it was sent (``WarcFiles.info_id``, chosen before that file is
+  opened); if that file was finished before the capture is appended, ``rebind`` rewrites
+  the one header field on append (the captures in flight at a rotation, no more).
 - **Payload as kept.** The fetcher decodes ``Content-Encoding`` and the crawl redacts secrets
   and personal data, so the payload is what we kept, not the bytes on the wire: the headers
   say so (``Content-Encoding``, ``Transfer-Encoding`` and ``Content-Length`` are replaced by
   the payload's own length, the originals kept as ``X-Courtier-Original-*``), digests are of
   the stored payload, a redacted record carries ``WARC-Courtier-Redactions`` (kind:count),
   and a body cut at the size limit carries ``WARC-Truncated: length``. The request record is
-  the request as the fetcher sends it (its fixed headers plus the conditional ones).
+  the request as the fetcher sends it (its fixed headers plus the conditional ones). A
+  ``raw`` capture (``[warc] payload = "raw"``) holds the body as received and its headers
+  unredacted; only the content coding is still gone (the fetcher decoded it).
 - **Encoding apart from writing.** ``encode_capture`` builds and compresses a capture's
   records (a pure function of the capture: a parse worker runs it, off the crawl's
   process); ``WarcFiles.append`` only writes the members and learns their offset. ``write``
@@ -47,7 +55,7 @@ import socket
 import time
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
@@ -99,6 +107,14 @@ class Capture:
     rendered: bool = False
     """The payload is the page's DOM as a browser rendered it: one ``conversion`` record
     (UTF-8 HTML, no HTTP block, no request record)."""
+    ip_address: str | None = None
+    """The address the request was sent to (the guard's pinned one): ``WARC-IP-Address``."""
+    warcinfo_id: str | None = None
+    """The ``WARC-Record-ID`` of the warcinfo record of the file the capture is meant for
+    (``WarcFiles.info_id``): ``WARC-Warcinfo-ID`` on each record."""
+    raw: bool = False
+    """``[warc] payload = "raw"``: the payload is the body as received and the headers are
+    kept as they came (not redacted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +172,8 @@ class EncodedCapture:
     record: str
     seconds: float
     """Time spent encoding."""
+    warcinfo_id: str | None = None
+    """The ``WARC-Warcinfo-ID`` the records carry (None: none)."""
 
 
 FLUSH_BYTES: Final = 1 << 20
@@ -204,7 +222,12 @@ def encode_capture(
     payload = body_bytes(capture.payload)  # a spooled body is read here, in the worker
     headers, redactions = _response_headers(capture, policy)
     date = warc_date(capture.fetched_at)
-    warc = [("WARC-Date", date)]
+    common = [("WARC-Date", date)]
+    if capture.warcinfo_id is not None:
+        common.append(("WARC-Warcinfo-ID", capture.warcinfo_id))
+    warc = list(common)
+    if capture.ip_address is not None and not capture.rendered:
+        warc.append(("WARC-IP-Address", capture.ip_address))
     counts = dict(capture.redactions)
     for kind, n in redactions.items():
         counts[kind] = counts.get(kind, 0) + n
@@ -219,7 +242,8 @@ def encode_capture(
         warc.append(("WARC-Payload-Digest", digest or ""))
         record = _record(warc, "conversion", _record_id(), capture.url, b"", payload)
         converted = (compress_member(record, level),)
-        return EncodedCapture(converted, digest, "conversion", time.perf_counter() - started)
+        took = time.perf_counter() - started
+        return EncodedCapture(converted, digest, "conversion", took, capture.warcinfo_id)
     status_line = f"{capture.status} {_reason(capture.status)}"
     http = _http_block(f"HTTP/1.1 {status_line}", headers)
     record_id = _record_id()
@@ -233,9 +257,10 @@ def encode_capture(
         warc.append(("WARC-Payload-Digest", digest or ""))
         record = _record(warc, "response", record_id, capture.url, http, payload)
         kind = "response"
-    request = _request(capture, record_id, date)
+    request = _request(capture, record_id, common)
     members = (compress_member(record, level), compress_member(request, level))
-    return EncodedCapture(members, digest, kind, time.perf_counter() - started)
+    took = time.perf_counter() - started
+    return EncodedCapture(members, digest, kind, took, capture.warcinfo_id)
 
 
 def warc_date(when: float) -> str:
@@ -278,6 +303,12 @@ class WarcFiles:
         self._pending_records = 0
         self.lost_records = 0
         """Captures whose write failed (see the module rules)."""
+        self.info_id = _record_id()
+        """The warcinfo record id of the current file, or of the next one when none is open:
+        captures are encoded with it (``Capture.warcinfo_id``) before they are appended."""
+        self.rebound = 0
+        """Captures encoded for a file that was finished before they were appended, given
+        the current file's warcinfo id on append (see ``rebind``)."""
 
     # -- files ----------------------------------------------------------------------------
 
@@ -299,7 +330,9 @@ class WarcFiles:
             **self.info,
         }
         assert self._file is not None
-        self._keep(gzip_member(_builder().create_warcinfo_record(name, info), self.level), 0)
+        record = _builder().create_warcinfo_record(name, info)
+        record.rec_headers.replace_header("WARC-Record-ID", self.info_id)
+        self._keep(gzip_member(record, self.level), 0)
         return self._file
 
     def _keep(self, data: bytes, records: int) -> None:
@@ -343,6 +376,7 @@ class WarcFiles:
         (self.directory / f"{self._path.name}.open").rename(self._path)
         self.finished.append(self._path)
         self._file = self._path = None
+        self.info_id = _record_id()  # the next file's
 
     def close(self) -> None:
         """Finish the current file (rename it): a clean stop."""
@@ -352,6 +386,8 @@ class WarcFiles:
 
     def write(self, capture: Capture) -> WarcRef:
         """Encode and append ``capture`` (both here)."""
+        if capture.warcinfo_id is None:
+            capture = replace(capture, warcinfo_id=self.info_id)
         return self.append(encode_capture(capture, self.policy, self.level))
 
     def append(self, encoded: EncodedCapture) -> WarcRef:
@@ -359,9 +395,15 @@ class WarcFiles:
         started = time.perf_counter()
         if self._file is None:
             self._open()
+        members = encoded.members
+        if encoded.warcinfo_id != self.info_id:
+            members = tuple(
+                rebind(m, encoded.warcinfo_id, self.info_id, self.level) for m in members
+            )
+            self.rebound += 1
         offset = self._size
-        self._keep(b"".join(encoded.members), 1)
-        length = len(encoded.members[0])
+        self._keep(b"".join(members), 1)
+        length = len(members[0])
         name = self._path.name if self._path is not None else ""
         if self._size >= self.max_bytes:
             self._finish()
@@ -369,6 +411,23 @@ class WarcFiles:
             self.flush()
         took = encoded.seconds + time.perf_counter() - started
         return WarcRef(name, offset, length, encoded.digest, encoded.record, took)
+
+
+def rebind(member: bytes, old: str | None, new: str, level: int) -> bytes:
+    """A record's gzip member with its ``WARC-Warcinfo-ID`` made ``new`` (added when it had
+    none). For a capture encoded in a worker while the file it was meant for was finished
+    (past ``max_bytes``) before it was appended: no more than the captures in flight at a
+    rotation, once a file. The block and its digests are untouched."""
+    data = zlib.decompress(member, _GZIP_WBITS)
+    end = data.index(b"\r\n\r\n")
+    head, rest = data[:end], data[end:]
+    line = f"WARC-Warcinfo-ID: {new}".encode()
+    if old is not None and f"WARC-Warcinfo-ID: {old}".encode() in head:
+        head = head.replace(f"WARC-Warcinfo-ID: {old}".encode(), line, 1)
+    else:
+        first, _, fields = head.partition(b"\r\n")
+        head = first + b"\r\n" + line + (b"\r\n" + fields if fields else b"")
+    return compress_member(head + rest, level)
 
 
 def _revisit(
@@ -385,12 +444,15 @@ def _revisit(
     return _record(warc, "revisit", record_id, capture.url, http, b"")
 
 
-def _request(capture: Capture, concurrent_to: str, date: str) -> bytes:
+def _request(capture: Capture, concurrent_to: str, common: list[tuple[str, str]]) -> bytes:
     target = _target(capture.url)
     host = capture.url.split("/", 3)[2]
     lines = [("Host", host), *capture.request_headers]
     http = _http_block(f"GET {target} HTTP/1.1", lines)
-    warc = [("WARC-Date", date), ("WARC-Concurrent-To", concurrent_to)]
+    warc = [*common]
+    if capture.ip_address is not None:
+        warc.append(("WARC-IP-Address", capture.ip_address))
+    warc.append(("WARC-Concurrent-To", concurrent_to))
     return _record(warc, "request", _record_id(), capture.url, http, b"")
 
 
@@ -466,19 +528,22 @@ def _record_id() -> str:
 def _response_headers(
     capture: Capture, policy: RedactionPolicy
 ) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """The response's headers as they fit the kept payload, values redacted."""
+    """The response's headers as they fit the kept payload, values redacted (unless the
+    capture is ``raw``)."""
     headers: list[tuple[str, str]] = []
     counts: dict[str, int] = {}
     for raw_name, raw_value in capture.response_headers:
         name, value = _text(raw_name), _text(raw_value)
-        redacted = redact_url(value, policy)
-        for kind, n in redacted.counts.items():
-            counts[kind] = counts.get(kind, 0) + n
+        if not capture.raw:
+            redacted = redact_url(value, policy)
+            for kind, n in redacted.counts.items():
+                counts[kind] = counts.get(kind, 0) + n
+            value = redacted.text
         lower = name.lower()
         if lower in _REPLACED:
-            headers.append((f"X-Courtier-Original-{name}", redacted.text))
+            headers.append((f"X-Courtier-Original-{name}", value))
         else:
-            headers.append((name, redacted.text))
+            headers.append((name, value))
     if not capture.not_modified:
         headers.append(("Content-Length", str(body_size(capture.payload))))
     return headers, counts

@@ -30,10 +30,13 @@ _OPEN_NAME: Final = re.compile(r".+-(\d{5})-(?:([^-]+)-)?(\d+)\.warc\.gz\.open")
 _CHUNK: Final = 1 << 20
 
 
-def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = running) -> list[Path]:
+def finish_orphans(
+    directory: Path, *, alive: Callable[[int], bool] = running, writing: bool = False
+) -> list[Path]:
     """Finish the ``.open`` WARC files in ``directory`` whose writer is gone; the files
     finished. Call it before this process opens a file there (its own PID is not a writer
-    yet, so a file naming it was left by an earlier process that had the same PID)."""
+    yet, so a file naming it was left by an earlier process that had the same PID), or with
+    ``writing``: this process may be writing there, its own files are left alone."""
     finished: list[Path] = []
     if not directory.is_dir():
         return finished
@@ -42,6 +45,8 @@ def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = running) -
         if match is None:
             continue
         host, pid = match.group(2), int(match.group(3))
+        if writing and pid == os.getpid():
+            continue
         if not left_by_us(host, pid, alive=alive):
             continue
         target = path.with_name(path.name.removesuffix(".open"))
@@ -66,12 +71,14 @@ def finish_orphans(directory: Path, *, alive: Callable[[int], bool] = running) -
     return finished
 
 
-def whole_members_end(path: Path) -> int:
-    """The offset just after the last whole gzip member at the start of ``path``'s bytes
-    (0: none); what follows it is a member cut short, or not gzip at all."""
-    end = consumed = 0
+def whole_members_end(path: Path, start: int = 0) -> int:
+    """The offset just after the last whole gzip member of those from ``start`` (a member's
+    first byte) in ``path`` (``start``: none); what follows it is a member cut short, or not
+    gzip at all."""
+    end = consumed = start
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
     with path.open("rb") as file:
+        file.seek(start)
         while chunk := file.read(_CHUNK):
             while chunk:
                 try:

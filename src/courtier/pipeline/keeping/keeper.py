@@ -9,7 +9,10 @@ Rules:
   A text body that cannot be redacted (its worker overran or died) is not archived at all.
 - The fingerprint of an unparsed body is taken after redaction.
 - The capture goes to the archive (``archive.Archive``) when ``[warc] enabled``; the returned
-  reference and the redaction counts become fields of the document.
+  reference and the redaction counts become fields of the document. With ``[warc] payload
+  = "raw"`` the capture holds the body as received (the document still what was redacted);
+  a text body whose redaction failed is then archived all the same (nothing of it reaches
+  the documents).
 - A refresh's validators (``ETag``, ``Last-Modified``) are read from the answer here, by the
   header functions that cannot raise, and go to the store with the outcome.
 """
@@ -130,6 +133,8 @@ class Keeper:
         self.policy = redaction_policy(config)
         self.token = config.fetch.user_agent_token
         self.config = config
+        self.raw = config.warc.payload == "raw"
+        """``[warc] payload = "raw"``: records keep the body as received, unredacted."""
 
     def context(self, result: FetchResult, site: str) -> ReadContext:
         return ReadContext(
@@ -163,8 +168,10 @@ class Keeper:
             redacted = await self._redact(result, site)
             if redacted is None:
                 self.stats.redaction_failures += 1
-                return Kept(b"")  # not redacted: nothing of it is kept
-            if redacted.payload is not None:
+                if not self.raw:
+                    return Kept(b"")  # not redacted: nothing of it is kept
+                kept = Kept(b"")  # nothing of it in the documents; the raw archive keeps it
+            elif redacted.payload is not None:
                 kept.payload, kept.redactions = redacted.payload, redacted.redactions
         self.stats.redactions.update(kept.redactions)
         if encoded is not None and self.archive is not None:
@@ -172,7 +179,10 @@ class Keeper:
             return kept
         capture = self.capture(result, sent, item)
         if capture is not None and self.archive is not None:
-            capture = replace(capture, payload=kept.payload, redactions=kept.redactions)
+            if self.raw:
+                capture = replace(capture, payload=result.content)
+            else:
+                capture = replace(capture, payload=kept.payload, redactions=kept.redactions)
             kept.ref = await self.archive.write(capture, self.stats, self.encode)
         return kept
 
@@ -195,6 +205,9 @@ class Keeper:
             not_modified=result.status == 304 and bool(sent),
             previous_digest=previous[0],
             previous_date=previous[1],
+            ip_address=result.address,
+            warcinfo_id=self.archive.files.info_id,
+            raw=self.raw,
         )
 
     async def read(

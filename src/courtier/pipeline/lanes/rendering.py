@@ -167,8 +167,11 @@ class Rendering:
         page.shell = None
         capture = self.keeper.capture(dom, None, None)
         if capture is not None and self.archive is not None:
-            payload = page.payload if page.payload is not None else dom.body
-            capture = replace(capture, payload=payload, redactions=page.redactions, rendered=True)
+            if capture.raw or page.payload is None:  # raw: the DOM as the browser gave it
+                capture = replace(capture, payload=dom.body, rendered=True)
+            else:
+                payload, redactions = page.payload, page.redactions
+                capture = replace(capture, payload=payload, redactions=redactions, rendered=True)
             await self.archive.write(capture, self.stats, self.keeper.encode)
         page.payload = None
         return page, None

@@ -6,6 +6,12 @@ budget) when the services have one, else in a thread: a 500 KiB file takes prote
 which must not hold the event loop. A small one is parsed in place, cheaper than the round
 trip. A file the pool could not parse in its budget gave no permission: it is taken as
 unreachable (disallow all, asked again after ``robots.retry_unreachable``).
+
+Every robots.txt answer (each redirect hop's too) is redacted as any other text body is and
+archived as a ``response`` record (``keeping.keeper``) before its rules are read: the
+archive shows what the crawl obeyed. It gets no ``documents.jsonl`` record. The rules come
+from the body as received; the store keeps the redacted body (nothing unredacted is written
+anywhere), which a restart reads its rules from.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from typing import Any, TypeVar
 
 from courtier.config import Config
 from courtier.frontier.base import StoredRobots
+from courtier.net.fetch import FetchResult
+from courtier.net.spool import body_bytes, body_size
 from courtier.pipeline.answers.feedback import Answered, Effects
 from courtier.pipeline.answers.feedback_writer import FeedbackLane, FeedbackWriter
 from courtier.pipeline.answers.fetching import Answer, GuardedFetch
@@ -33,6 +41,7 @@ from courtier.pipeline.answers.robots_fetch import (
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import Archive
+from courtier.pipeline.keeping.keeper import Keeper, Kept
 from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.scheduling.timer import Timer
@@ -122,6 +131,7 @@ class LaneKindBase:
         self.save_robots = services.save_robots
         self.parse_robots = services.parse
         self.token = config.fetch.user_agent_token
+        self.robots_keeper = Keeper(config, services.stats, services.archive, services.parse)
 
     def follow_robots_redirect(self, location: str, base: str, hops: int) -> Url | None:
         """A robots.txt redirect's target through the intake, on robots.txt's own budget."""
@@ -175,8 +185,14 @@ class LaneKindBase:
         the answer, and store the rules for every lane waiting on them. None: DNS trouble,
         which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
+        kept: dict[int, Kept | None] = {}
         answer = await fetch_robots(
-            get, self.book_hop, self.follow_robots_redirect, url.fetch_url, url.host, context
+            self._kept(get, kept),
+            self.book_hop,
+            self.follow_robots_redirect,
+            url.fetch_url,
+            url.host,
+            context,
         )
         await self.answered(lane, answer, origin=context.origin, media=media)
         if answer.transient:
@@ -190,17 +206,41 @@ class LaneKindBase:
                 wake()
             return None
         result = answer.result
-        await self.save_robots(
-            StoredRobots(
-                work.site,
-                None if result is None else result.status,
-                b"" if result is None else result.body[: self.config.robots.max_bytes],
-                now,
-                rules.expires_at,
-            )
-        )
+        body = b"" if result is None else self._stored_body(result, kept)
+        if body is not None:
+            status = None if result is None else result.status
+            await self.save_robots(StoredRobots(work.site, status, body, now, rules.expires_at))
         self.stats.robots[rules.status.value] += 1
         return self.outcome_of(work.site, rules)
+
+    def _kept(self, get: Get, kept: dict[int, Kept | None]) -> Get:
+        """``get``, each answer it gives redacted and archived first (see the module docs),
+        what was kept put in ``kept`` by the id of the answer's result (None: the parse
+        pool closed under it, the crawl is stopping)."""
+        keeper = self.robots_keeper
+
+        async def keeping(url: str, host: str, context: RequestContext) -> Answer:
+            answer = await get(url, host, context)
+            result = answer.result
+            if result is not None and result.status is not None:
+                try:
+                    kept[id(result)] = await keeper.keep(result, context.site)
+                except PoolClosed:
+                    kept[id(result)] = None
+            return answer
+
+        return keeping
+
+    def _stored_body(self, result: FetchResult, kept: dict[int, Kept | None]) -> bytes | None:
+        """The robots.txt body the store keeps: redacted, as everything written is. None:
+        it could not be redacted, nothing is stored (the rules hold for this run)."""
+        if id(result) not in kept:
+            return b""  # no answer
+        done = kept[id(result)]
+        if done is None or (result.size and not body_size(done.payload)):
+            log.warning("robots.txt of %s not stored: it could not be redacted", result.url)
+            return None
+        return body_bytes(done.payload)[: self.config.robots.max_bytes]
 
     async def _rules_of(self, answer: Answer, now: float) -> RobotsRules | None:
         """The rules ``answer`` gives, parsed off the event loop when the file is large
