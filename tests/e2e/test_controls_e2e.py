@@ -19,7 +19,7 @@ from courtier.cli import main
 from courtier.simweb.audit import audit
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
-from courtier.simweb.world import World, WorldParams
+from courtier.simweb.world import World, WorldParams, request_cost
 from pg import fresh_database
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ TAKEN_WITHIN_S = 5.0
 """The issue's promise: a pause or an opt-out holds from 5 s after the command."""
 PARAMS = WorldParams(
     seed=11,
-    n_standalone=15,
+    n_standalone=17,
     n_cname_tenants=0,
     n_header_tenants=0,
     n_horizon=2,
@@ -94,7 +94,7 @@ def test_controls_reach_a_running_crawl_from_the_store(
     )
     with SimWebProcess(tmp_path / "web", PARAMS) as web:
         world = web.world
-        paused, limited, opted, added, *_rest = _plain_sites(world)
+        paused, limited, opted, added, *pinned = _plain_sites(world)
         seeds = tmp_path / "seeds.txt"
         lines = web.seeds_path.read_text().splitlines()
         seeds.write_text("\n".join(line for line in lines if added not in line) + "\n")
@@ -115,6 +115,7 @@ def test_controls_reach_a_running_crawl_from_the_store(
             assert _cli("site", "pause", paused, "--store", store, "--reason", "asked") == 0
             assert _cli("site", "limit", limited, "--rate", "0.2", "--store", store) == 0
             assert _cli("site", "drop", opted, "--opt-out", "--store", store) == 0
+            assert _cli("origins", "pin", "pair", *pinned, "--store", store) == 0
             time.sleep(12.0)
             resumed = time.time()
             assert _cli("site", "resume", paused, "--store", store) == 0
@@ -144,5 +145,18 @@ def test_controls_reach_a_running_crawl_from_the_store(
     assert not [t for t in _starts(records, opted) if t >= acted + TAKEN_WITHIN_S]
     robots = [r.start for r in records if _host(r) == added and r.target == "/robots.txt"]
     assert robots and min(robots) - added_at <= 10.0, (robots, added_at)
+    # The pinned pair (two servers of their own) got one origin's budget between them.
+    pair = sorted(
+        (r.start, request_cost(world.sites[_host(r)], r.target.partition("?")[0]))
+        for r in records
+        if _host(r) in pinned and r.start >= acted + TAKEN_WITHIN_S
+    )
+    assert len(pair) >= 10, pair
+    largest = max(cost for _start, cost in pair)
+    for window in (1.0, 5.0):
+        most = max(
+            sum(cost for start, cost in pair if t <= start < t + window) for t, _cost in pair
+        )
+        assert most <= PARAMS.origin_budget * window + largest, (window, most)
     report = audit(web.log_path, world, site_interval=1.0, allow_media=True)
     assert report.ok, [c for c in report.criteria if not c.ok]

@@ -70,6 +70,17 @@ async def test_a_slot_booked_before_the_pause_is_given_up(tmp_path: Path) -> Non
         await h.close()
 
 
+class PinnedOrigins:
+    """Live origins as far as the controls see them: who asks to be placed again."""
+
+    def __init__(self) -> None:
+        self.repinned: list[str] = []
+        self.manual: object = None
+
+    async def repin(self, lane: object) -> None:
+        self.repinned.append(lane.site)  # type: ignore[attr-defined]
+
+
 async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
     tmp_path: Path,
 ) -> None:
@@ -85,7 +96,8 @@ async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
         store = h.frontier.store
         controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
         await h.frontier.call(controls.load)
-        controls.wire(h.pages, h.site_lanes)
+        origins = PinnedOrigins()
+        controls.wire(h.pages, h.site_lanes, origins)  # type: ignore[arg-type]
         a = h.site("a.test", ["/p"])
         b = h.site("b.test", ["/p"])
         now = h.timer.now()
@@ -107,6 +119,9 @@ async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
         await controls.poll()
         assert "a.test" not in h.seed.lanes and "a.test" not in h.seed.scope
         assert "a.test" in h.seed.opted_out and h.seed.admit("a.test") is None
-        assert h.stats.control_actions == 3
+        act("origins pin", SiteControl("b.test").pinned_at(now, "pin:shared"))
+        await controls.poll()
+        assert origins.manual("b.test") == "pin:shared" and origins.repinned == ["b.test"]
+        assert h.stats.control_actions == 4
     finally:
         await h.close()

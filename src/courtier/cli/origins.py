@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -18,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from courtier.cli import origin_pins
 from courtier.cli.options import (
     add_config_arguments,
     add_network_arguments,
@@ -76,6 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="DNS queries in flight (default 64)",
     )
     add_config_arguments(infer)
+    origin_pins.register(actions)
     for sub in (listing, explain, infer):
         sub.add_argument(
             "--store",
@@ -109,7 +112,7 @@ def handle(args: argparse.Namespace) -> int:
         try:
             if args.origins_action == "list":
                 return _list(store, args.json)
-            return _explain(store, args.host, args.json)
+            return _explain(store, args.host, args.json, path)
         except OriginStoreError as exc:
             print(f"courtier origins: {exc}", file=sys.stderr)
             return 2
@@ -131,7 +134,23 @@ def _list(store: OriginStore, as_json: bool) -> int:
     return 0
 
 
-def _explain(store: OriginStore, raw: str, as_json: bool) -> int:
+def operators_origin(path: Path, host: str) -> str | None:
+    """The origin an operator placed ``host``'s site on (``origins pin|split``), if any."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            row = db.execute(
+                "SELECT origin FROM site_controls WHERE (site = ? OR site LIKE ?) "
+                "AND origin IS NOT NULL",
+                (host, f"{host}:%"),
+            ).fetchone()
+    except sqlite3.Error:  # a store from before the operator's controls
+        return None
+    return None if row is None else str(row[0])
+
+
+def _explain(store: OriginStore, raw: str, as_json: bool, path: Path) -> int:
     try:
         host = canonical_host(raw)
     except UrlError as exc:
@@ -145,8 +164,10 @@ def _explain(store: OriginStore, raw: str, as_json: bool) -> int:
     peers = [s.assignment.site for s in store.all() if s.assignment.origin == a.origin]
     peers = [p for p in peers if p != host]
     changes = store.changes(host)
+    pinned = operators_origin(path, host)
     if as_json:
         record = a.to_json()
+        record["operators_origin"] = pinned
         record["checked_at"] = stored.checked_at
         record["recheck_at"] = stored.recheck_at
         record["sites_in_origin"] = len(peers) + 1
@@ -156,6 +177,8 @@ def _explain(store: OriginStore, raw: str, as_json: bool) -> int:
         print(json.dumps(record))
         return 0
     _print_explanation(stored, peers, [(c.change.describe(), c.changed_at) for c in changes])
+    if pinned is not None:
+        print(f"operator:   books on {pinned} (origins pin/split), over the inference above")
     return 0
 
 

@@ -8,6 +8,8 @@ Rules (the store keeps them; the workers apply them, ``pipeline.lanes.controls``
   detail, by which command line and which machine and process. The log is also how running
   workers learn of a change: each reads the actions after the last it saw, every
   ``[control] poll`` seconds, and re-reads the present state of what they name.
+- **An operator's origin** (``origins pin``/``split``) places a site on an origin of the
+  operator's naming, over inference, until ``origins unpin``.
 - **Opted out is for good**: the site's state becomes ``opted-out`` (``SiteState.OPTED_OUT``),
   which no seeding, promotion, ``seed add`` or redirect changes back; no request of any kind
   (page, robots.txt, media, a render's) goes to its host again.
@@ -41,6 +43,9 @@ class SiteControl:
     opted_out: bool = False
     reason: str = ""
     updated_at: float = 0.0
+    origin: str | None = None
+    """The origin the operator placed the site on (``courtier origins pin|split``), over
+    what inference says; None: inference decides."""
 
     def held_until(self, now: float) -> float:
         """Before when nothing may start on the site (0: no pause in effect)."""
@@ -72,9 +77,12 @@ class SiteControl:
     def limited_at(self, now: float, rate: float | None, until: float | None) -> SiteControl:
         return replace(self, rate=rate, rate_until=None if rate is None else until, updated_at=now)
 
+    def pinned_at(self, now: float, origin: str | None) -> SiteControl:
+        return replace(self, origin=origin, updated_at=now)
+
     def describe(self, now: float) -> str:
         """One line: what is in effect (``-`` when nothing is)."""
-        parts = []
+        parts = [] if self.origin is None else [f"origin {self.origin} (operator's)"]
         if self.opted_out:
             parts.append("opted out")
         elif self.held_until(now) > now:
@@ -126,7 +134,7 @@ SQLITE_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS site_controls (
         site TEXT PRIMARY KEY, paused INTEGER NOT NULL, paused_until REAL,
         rate REAL, rate_until REAL, opted_out INTEGER NOT NULL, reason TEXT NOT NULL,
-        updated_at REAL NOT NULL)""",
+        updated_at REAL NOT NULL, origin TEXT)""",
 )
 POSTGRES_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS control_actions (
@@ -136,7 +144,7 @@ POSTGRES_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS site_controls (
         site text PRIMARY KEY, paused boolean NOT NULL, paused_until float8,
         rate float8, rate_until float8, opted_out boolean NOT NULL, reason text NOT NULL,
-        updated_at float8 NOT NULL)""",
+        updated_at float8 NOT NULL, origin text)""",
 )
 
 INSERT_ACTION: Final = (
@@ -145,10 +153,10 @@ INSERT_ACTION: Final = (
 )
 UPSERT_CONTROL: Final = (
     "INSERT INTO site_controls (site, paused, paused_until, rate, rate_until, opted_out, "
-    "reason, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO UPDATE SET "
-    "paused = excluded.paused, paused_until = excluded.paused_until, rate = excluded.rate, "
-    "rate_until = excluded.rate_until, opted_out = excluded.opted_out, "
-    "reason = excluded.reason, updated_at = excluded.updated_at"
+    "reason, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO "
+    "UPDATE SET paused = excluded.paused, paused_until = excluded.paused_until, "
+    "rate = excluded.rate, rate_until = excluded.rate_until, opted_out = excluded.opted_out, "
+    "reason = excluded.reason, updated_at = excluded.updated_at, origin = excluded.origin"
 )
 SET_STATE: Final = (
     "INSERT INTO sites (site, state, added_at) VALUES (?, ?, ?) "
@@ -163,8 +171,8 @@ LAST_ACTIONS: Final = (
     "WHERE (? = '' OR target = ?) ORDER BY id DESC LIMIT ?"
 )
 CONTROLS: Final = (
-    "SELECT site, paused, paused_until, rate, rate_until, opted_out, reason, updated_at "
-    "FROM site_controls"
+    "SELECT site, paused, paused_until, rate, rate_until, opted_out, reason, updated_at, "
+    "origin FROM site_controls"
 )
 
 
@@ -182,7 +190,7 @@ def control_row(control: SiteControl) -> tuple[Any, ...]:
     c = control
     return (
         c.site, c.paused, c.paused_until, c.rate, c.rate_until, c.opted_out, c.reason,
-        c.updated_at,
+        c.updated_at, c.origin,
     )  # fmt: skip
 
 
@@ -202,7 +210,7 @@ def actions_from(rows: Iterable[Sequence[Any]]) -> list[ControlAction]:
 def controls_from(rows: Iterable[Sequence[Any]]) -> dict[str, SiteControl]:
     return {
         row[0]: SiteControl(
-            row[0], bool(row[1]), row[2], row[3], row[4], bool(row[5]), row[6], row[7]
+            row[0], bool(row[1]), row[2], row[3], row[4], bool(row[5]), row[6], row[7], row[8]
         )
         for row in rows
     }

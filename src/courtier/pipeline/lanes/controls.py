@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from courtier.config import Config
@@ -39,14 +39,21 @@ from courtier.pipeline.stats import CrawlStats
 from courtier.url import host_of_site
 
 if TYPE_CHECKING:
+    from courtier.pipeline.lanes.origins_live import LiveOrigins
     from courtier.pipeline.lanes.pages import SiteLanes
     from courtier.pipeline.scheduling.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
-SITE_ACTIONS = frozenset({"site pause", "site resume", "site limit"})
+SITE_ACTIONS = frozenset(
+    {"site pause", "site resume", "site limit", "origins pin", "origins split", "origins unpin"}
+)
 DROPS = frozenset({"site drop", "seed remove"})
 ADMITS = frozenset({"seed add", "promote"})
+
+
+async def _nothing(_lane: SiteLane) -> None:
+    pass
 
 
 class Controls:
@@ -74,12 +81,25 @@ class Controls:
         """The page scheduler's ``drop``: nothing of the lane starts any more."""
         self.look_again: Callable[[SiteLane], None] = lambda lane: None
         self._expiries: float = math.inf
+        self.repin: Callable[[SiteLane], Awaitable[None]] = _nothing
+        """Live origins' ``repin``: the lane books on its operator's origin (``wire``)."""
+        self._pinned: dict[str, str | None] = {}
+        """The operator's origin each lane was last placed on here."""
         self._dropped: list[SiteLane] = []
         """Lanes dropped whose leased URLs have not gone back to the store yet."""
         seed.shape = self.shape
 
-    def wire(self, pages: Scheduler[SiteLane, Any], site_lanes: SiteLanes) -> None:
+    def wire(
+        self, pages: Scheduler[SiteLane, Any], site_lanes: SiteLanes, origins: LiveOrigins
+    ) -> None:
         self.hold, self.drop_lane, self.look_again = pages.hold, pages.drop, site_lanes.look_again
+        self.repin = origins.repin
+        origins.manual = self.origin_of
+
+    def origin_of(self, site: str) -> str | None:
+        """The origin the operator placed ``site`` on (None: inference decides)."""
+        control = self.by_site.get(site)
+        return None if control is None else control.origin
 
     # -- the start ----------------------------------------------------------------------
 
@@ -131,6 +151,10 @@ class Controls:
             touched.add(action.target)
         for site in touched:
             self.apply(site)
+            lane = self.seed.lanes.get(site)
+            if lane is not None and self._pinned.get(site) != self.origin_of(site):
+                self._pinned[site] = self.origin_of(site)
+                await self.repin(lane)
         dropped, self._dropped = self._dropped, []
         for lane in dropped:
             # Its URLs leased here go back (to nobody: the site has left the scope).

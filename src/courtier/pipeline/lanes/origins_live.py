@@ -129,6 +129,8 @@ class LiveOrigins:
         self.per_unit = per_unit
         self.rebook = rebook
         """Asks a lane that waits for its old origin's key to book again on its new one."""
+        self.manual: Callable[[str], str | None] = lambda _site: None
+        """The origin an operator placed a site on (``controls``): over inference."""
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -222,7 +224,9 @@ class LiveOrigins:
         return guess_origin(None, resolution.addresses)
 
     def _resolved(self, lane: SiteLane, origin: str | None) -> None:
-        lane.origin, lane.origin_status = origin, OriginStatus.RESOLVED
+        manual = self.manual(lane.site)
+        lane.origin = manual if manual is not None else origin
+        lane.origin_status = OriginStatus.RESOLVED
         lane.provisional = self.inference is not None and self.inference.provisional(lane.host)
         self.arm(lane)
 
@@ -330,6 +334,8 @@ class LiveOrigins:
                 cap = self._cap(moving, now_origin) if alone else None
                 await self.clocks.carry(origin_key(old_origin), origin_key(now_origin), cap=cap)
             for lane in moving:
+                if self.manual(lane.site) is not None:
+                    continue  # the operator's origin, whatever inference says
                 if lane.origin_status is OriginStatus.RESOLVED and lane.origin != now_origin:
                     lane.origin = now_origin
                     self._rebook(lane)
@@ -340,6 +346,28 @@ class LiveOrigins:
                         if lane.provisional:
                             lane.provisional = False  # told apart: it books as far as any
                             self._rebook(lane)
+
+    async def repin(self, lane: SiteLane) -> None:
+        """An operator placed the site on an origin, or gave it back to inference: it books
+        there from now on, the new key's clock raised to what its own requests spent on the
+        old one (as a site split off alone)."""
+        if lane.origin_status is not OriginStatus.RESOLVED:
+            return  # placed when it resolves (``_resolved`` asks ``manual``)
+        manual = self.manual(lane.site)
+        if manual is None and self.inference is not None and not self.inference.failed(lane.host):
+            manual = self.inference.origin_of(lane.host)
+        if manual is None:  # nothing inferred: look it up again, as at its start
+            lane.origin_status = OriginStatus.UNRESOLVED
+            self._rebook(lane)
+            return
+        old = lane.origin
+        if old == manual:
+            return
+        if old is not None:
+            cap = self._cap([lane], manual)
+            await self.clocks.carry(origin_key(old), origin_key(manual), cap=cap)
+        lane.origin = manual
+        self._rebook(lane)
 
     def _rebook(self, lane: SiteLane) -> None:
         if self.rebook is not None:
