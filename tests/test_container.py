@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parent.parent
 
@@ -26,6 +27,33 @@ def test_compose_starts_postgresql_beside_the_workers() -> None:
     assert "image: postgres:15" in text
     assert "--store=postgresql://courtier:courtier@postgres/crawl" in text
     assert "condition: service_healthy" in text
+
+
+def test_compose_requires_a_contact_url_and_serves_metrics_to_prometheus_and_grafana() -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    services = compose["services"]
+    worker = services["worker"]
+    contact = worker["environment"]["COURTIER_FETCH__CONTACT_URL"]
+    assert contact.startswith("${CONTACT_URL:?")  # compose refuses to start without it
+    assert worker["environment"]["COURTIER_OBSERVE__METRICS_PORT"] == "9464"
+    assert worker["environment"]["COURTIER_OBSERVE__METRICS_HOST"] == "0.0.0.0"
+    assert "9464" in worker["expose"]
+    # Monitoring is optional (a profile), Prometheus finds every replica, Grafana is given
+    # the Prometheus data source and the shipped dashboard.
+    assert services["prometheus"]["profiles"] == services["grafana"]["profiles"] == ["monitoring"]
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
+    (job,) = prometheus["scrape_configs"]
+    assert job["dns_sd_configs"] == [
+        {"names": ["worker"], "type": "A", "port": 9464, "refresh_interval": "15s"}
+    ]
+    mounts = services["grafana"]["volumes"]
+    assert "./dashboards:/var/lib/grafana/dashboards:ro" in mounts
+    provisioning = ROOT / "deploy" / "grafana" / "provisioning"
+    sources = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())
+    assert sources["datasources"][0]["url"] == "http://prometheus:9090"
+    boards = yaml.safe_load((provisioning / "dashboards" / "courtier.yml").read_text())
+    assert boards["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards"
+    assert (ROOT / "dashboards" / "grafana-courtier.json").is_file()
 
 
 def _engine() -> str | None:
