@@ -929,3 +929,25 @@ def test_controls_and_their_actions_are_kept_and_read_in_order(open_store: Opene
     other.add_sites(["b.test"], SiteState.REQUESTED, T0 + 1)
     assert other.site_states()["b.test"] == SiteState.OPTED_OUT
     assert "b.test" not in other.sites_in_state(SiteState.SEED, SiteState.REQUESTED)
+
+
+def test_origin_evidence_one_worker_saw_is_read_by_the_others(open_store: Opener) -> None:
+    from courtier.frontier.observations import Observation
+    from courtier.origins.header_evidence import ProbeResponse
+    from courtier.origins.tls_evidence import TlsFacts
+
+    home = ProbeResponse(200, (("Server", "plat"), ("X-Platform", "b")), "ab" * 32)
+    tls = TlsFacts("f" * 64, "01", "Test CA", ("*.plat.test",))
+    store = open_store()
+    store.save_observations(
+        [Observation("a.test", "w1", home=home), Observation("b.test", "w1", tls=tls)], T0
+    )
+    store.save_observations([Observation("c.test", "w2", missing=home)], T0 + 1)
+    other = open_store()
+    seen = other.observations_after(0, "w2")  # w2 reads what w1 saw, not its own
+    assert [(o.host, o.home, o.tls) for o in seen] == [
+        ("a.test", home, None),
+        ("b.test", None, tls),
+    ]
+    assert other.observations_after(seen[-1].id, "w2") == []
+    assert [o.host for o in other.observations_after(0, "w1")] == ["c.test"]

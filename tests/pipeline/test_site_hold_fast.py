@@ -125,3 +125,21 @@ async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
         assert h.stats.control_actions == 4
     finally:
         await h.close()
+
+
+async def test_a_fleets_site_that_moved_origin_books_its_old_one_too_for_a_while(
+    tmp_path: Path,
+) -> None:
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        site = h.site("a.test", ["/p"], origin="addr:1")
+        site.moved(h.timer.now() + 8.0)
+        site.origin = "hdr:platform"
+        keys = [limit.key for limit in h.site_lanes.booking(site, site.queue[0])[0]]
+        assert keys == ["site:a.test", "origin:hdr:platform", "origin:addr:1"]
+        await h.timer.advance(8.5)
+        keys = [limit.key for limit in h.site_lanes.booking(site, site.queue[0])[0]]
+        assert keys == ["site:a.test", "origin:hdr:platform"]
+    finally:
+        await h.close()

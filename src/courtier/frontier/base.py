@@ -51,6 +51,7 @@ from enum import IntEnum
 from typing import Any, Final, Protocol
 
 from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.observations import Observation
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.politeness.limiter.base import Fence
@@ -495,6 +496,14 @@ class FrontierStore(Protocol):
 
     def site_controls(self) -> dict[str, SiteControl]:
         """Every site's controls."""
+        ...
+
+    def save_observations(self, observations: Sequence[Observation], now: float) -> None:
+        """Origin evidence this worker's fetches showed, for the fleet (``observations``)."""
+        ...
+
+    def observations_after(self, after: int, worker: str, limit: int = 1000) -> list[Observation]:
+        """Evidence other workers than ``worker`` wrote after id ``after``, oldest first."""
         ...
 
     def write_batch(

@@ -45,7 +45,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
-from courtier.frontier import controls
+from courtier.frontier import controls, observations
 from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
@@ -284,6 +284,7 @@ class PostgresFrontier:
                         cur.execute(statement.encode())
                 for statement in controls.POSTGRES_TABLES:
                     cur.execute(statement.encode())
+                cur.execute(observations.POSTGRES_TABLE.encode())
         except BaseException:
             self._conn.close()
             raise
@@ -382,6 +383,19 @@ class PostgresFrontier:
 
     def site_controls(self) -> dict[str, controls.SiteControl]:
         return controls.controls_from(self._read(controls.CONTROLS))
+
+    def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
+        with self._transaction() as cur:
+            observations.write(
+                lambda q, p: cur.execute(q.encode(), p), found, now, controls.postgres_sql
+            )
+
+    def observations_after(
+        self, after: int, worker: str, limit: int = 1000
+    ) -> list[observations.Observation]:
+        check_limit(limit)
+        query = controls.postgres_sql(observations.AFTER)
+        return observations.observations_from(self._read(query, (after, worker, limit)))
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from courtier.frontier import controls
+from courtier.frontier import controls, observations
 from courtier.frontier.base import (
     DEFAULT_REFRESH_POLICY,
     DueUrl,
@@ -313,6 +313,7 @@ class SqliteFrontier:
         origin_tables.create_tables(self._db)
         for statement in controls.SQLITE_TABLES:
             self._db.execute(statement)
+        self._db.execute(observations.SQLITE_TABLE)
 
     def _upgrade(self) -> None:
         with self._transaction():
@@ -417,6 +418,17 @@ class SqliteFrontier:
 
     def site_controls(self) -> dict[str, controls.SiteControl]:
         return controls.controls_from(self._db.execute(controls.CONTROLS))
+
+    def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
+        with self._transaction():
+            observations.write(self._db.execute, found, now)
+
+    def observations_after(
+        self, after: int, worker: str, limit: int = 1000
+    ) -> list[observations.Observation]:
+        check_limit(limit)
+        rows = self._db.execute(observations.AFTER, (after, worker, limit))
+        return observations.observations_from(rows)
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -47,6 +47,8 @@ class CrawlStats:
     """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
     restored_clocks: int = 0
+    shared_evidence: int = 0
+    """Origin evidence other workers of a fleet observed, taken by this one's inference."""
     limiter_unavailable: int = 0
     """Bookings not made because a shared limiter's server could not be reached (each
     asked again a second later)."""

@@ -42,6 +42,7 @@ from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.lanes.rendering import Renderer
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.services import LaneServices
+from courtier.pipeline.lanes.shared_evidence import SharedEvidence
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.hops import HopBooker
@@ -53,6 +54,7 @@ from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.workers.pool import ParsePool
 from courtier.render.browser import find_chromium
 from courtier.render.renderer import Renderer as ChromiumRenderer
+from courtier.runtime.processes import process_tag
 from courtier.url import host_of_site
 
 log = logging.getLogger(__name__)
@@ -180,6 +182,10 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         per_unit=feedback.origin_interval,
         rebook=rebook,
     )
+    if seed.shared and parts.inference is not None:  # a fleet shares what its fetches show
+        origins.sharing = SharedEvidence(
+            process_tag(), parts.inference, parts.frontier, timer, stats
+        )
     services = LaneServices(
         config,
         timer,

@@ -38,12 +38,14 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from courtier.frontier.base import FrontierStore
+from courtier.frontier.observations import Observation
 from courtier.origins.header_evidence import probe_response
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.tls_evidence import tls_facts
 from courtier.pipeline.answers.fetching import TRANSIENT_REFUSALS, Answer, Resolver
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.media_places import HostFacts
+from courtier.pipeline.lanes.shared_evidence import TRANSITION, SharedEvidence
 from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.timer import Timer, sleep_until, wait_until
@@ -108,15 +110,13 @@ class LiveOrigins:
         agree on the origins of the sites they share)."""
         self.sites = sites
         self.arm = arm
-        self.unresolved = unresolved
-        """Backs a lane off whose host could not be resolved for now (``FeedbackWriter``)."""
+        self.unresolved = unresolved  # backs off a lane whose host did not resolve for now
         self.timer = timer
         self.recheck_every = recheck_every
         self.tasks = tasks
         self.early = early
         """Inference of the seed hosts, started before the store opened (or None)."""
-        self.started = time.monotonic() if started is None else started
-        """When the crawl began (``time.monotonic``), for the log."""
+        self.started = time.monotonic() if started is None else started  # for the log
         self.ready = asyncio.Event()
         self._before_ready: list[SiteLane] = []
         """Sites that asked for their origin before inference was done, in order."""
@@ -131,6 +131,8 @@ class LiveOrigins:
         """Asks a lane that waits for its old origin's key to book again on its new one."""
         self.manual: Callable[[str], str | None] = lambda _site: None
         """The origin an operator placed a site on (``controls``): over inference."""
+        self.sharing: SharedEvidence | None = None
+        """A fleet's evidence exchange (``shared_evidence``); None: not shared."""
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -271,11 +273,15 @@ class LiveOrigins:
         if self.inference.observe(lane.host, home, missing):
             self.stats.header_evidence += 1
             self._new_evidence.set()
-        if result.peercert is not None and self.inference.observe_tls(
-            lane.host, tls_facts(result.peercert, result.peercert_der)
-        ):
-            self.stats.tls_evidence += 1
-            self._new_evidence.set()
+            if self.sharing is not None:
+                self.sharing.mine(Observation(lane.host, "", home, missing))
+        if result.peercert is not None:
+            tls = tls_facts(result.peercert, result.peercert_der)
+            if self.inference.observe_tls(lane.host, tls):
+                self.stats.tls_evidence += 1
+                self._new_evidence.set()
+                if self.sharing is not None:
+                    self.sharing.mine(Observation(lane.host, "", tls=tls))
 
     async def run(self) -> None:
         """Infer the seed sites' origins, then keep them fresh (a background task)."""
@@ -284,6 +290,8 @@ class LiveOrigins:
             return
         hosts = sorted(self.hosts())
         started = self.started
+        if self.sharing is not None:
+            self._spawn(self.sharing.run(self._observed, self._new_evidence))
         try:
             if self.early is not None:
                 await self.early  # then only hosts the store added are looked up below
@@ -337,6 +345,8 @@ class LiveOrigins:
                 if self.manual(lane.site) is not None:
                     continue  # the operator's origin, whatever inference says
                 if lane.origin_status is OriginStatus.RESOLVED and lane.origin != now_origin:
+                    if self.sharing is not None:
+                        lane.moved(self.timer.now() + TRANSITION)
                     lane.origin = now_origin
                     self._rebook(lane)
         if inference is not None:
@@ -349,8 +359,7 @@ class LiveOrigins:
 
     async def repin(self, lane: SiteLane) -> None:
         """An operator placed the site on an origin, or gave it back to inference: it books
-        there from now on, the new key's clock raised to what its own requests spent on the
-        old one (as a site split off alone)."""
+        there, its new key's clock raised to what it spent on the old (as a site alone)."""
         if lane.origin_status is not OriginStatus.RESOLVED:
             return  # placed when it resolves (``_resolved`` asks ``manual``)
         manual = self.manual(lane.site)
@@ -358,12 +367,9 @@ class LiveOrigins:
             manual = self.inference.origin_of(lane.host)
         if manual is None:  # nothing inferred: look it up again, as at its start
             lane.origin_status = OriginStatus.UNRESOLVED
-            self._rebook(lane)
-            return
+            return self._rebook(lane)
         old = lane.origin
-        if old == manual:
-            return
-        if old is not None:
+        if old is not None and old != manual:
             cap = self._cap([lane], manual)
             await self.clocks.carry(origin_key(old), origin_key(manual), cap=cap)
         lane.origin = manual

@@ -7,19 +7,18 @@ Rules:
 - Next URL: ``next_url``; URLs robots.txt refuses cost no request.
 - Keys: the site (start-to-start, its own interval: Crawl-delay, backoff and latency on top
   of ``[limits.site]``, one request per booking whatever it costs) and its origin (cost
-  weighted, slowed by the origin's latency feedback).
+  weighted, slowed by the origin's latency feedback); in a fleet, for a few seconds after
+  its origin changed, its old origin too (``SiteLane.moved``).
 - Spacing is anchored on the moment a request's headers go out, so a late start never lets
   the next one come early. A site asking for a Crawl-delay longer than
   ``robots.max_crawl_delay`` is suspended for the run with that reason, not frozen.
 - One owner, one clock: ``www.example.org`` books on ``site:example.org`` when both are in
-  the seed (``scope.site_owner``), unless origin inference places them on two origins (two
-  servers, two clocks: ``site.booked_site_key``); a seed's redirect to its own registrable domain
-  brings the target host into the seed (``Discovery.adopt``).
+  the seed (``scope.site_owner``), unless inference places them on two origins
+  (``site.booked_site_key``); a seed's redirect into its registrable domain adopts the target.
 - A refresh of a URL with validators is conditional (If-None-Match, If-Modified-Since) and
   booked at the image cost: a 304 is unchanged and cheap, and a changed page is charged the
   difference after the answer, as any response dearer than its URL looked.
-- What is kept of an answer is redacted and archived first (``keeping.Keeper``); its
-  document then names the WARC record.
+- What is kept of an answer is redacted and archived (``keeping.Keeper``) before its document.
 """
 
 from __future__ import annotations
@@ -188,6 +187,8 @@ class SiteLanes(LaneKindBase):
         origin = lane.booked_origin
         if origin is not None:
             limits += (self.feedback.origin_limit(origin),)
+        if (old := lane.old_origin(self.timer.now())) is not None:
+            limits += (self.feedback.origin_limit(old),)
         return limits, cost
 
     def started(self, lane: SiteLane, work: PageWork, now: float) -> None:

@@ -88,6 +88,9 @@ class SiteLane:
     margin: float = 0.0
     origin_status: OriginStatus = OriginStatus.UNRESOLVED
     origin: str | None = None
+    also_origin: tuple[str, float] | None = None
+    """(old origin, until when): a fleet's site that moved to another origin books on its old
+    one too for a while (``shared_evidence.TRANSITION``)."""
     provisional: bool = False
     """Its origin groups it on a shared name whose first answers have not told a CDN edge
     from a platform yet (``Assignment.provisional``): it books little ahead there."""
@@ -128,6 +131,22 @@ class SiteLane:
     @property
     def booked_origin(self) -> str | None:
         return self.origin if self.origin_status is OriginStatus.RESOLVED else None
+
+    def moved(self, until: float) -> None:
+        """Its origin changes now, in a fleet: it books its old one too until ``until``, as
+        another worker may book it there until the evidence reaches it."""
+        if self.origin is not None:
+            self.also_origin = (self.origin, until)
+
+    def old_origin(self, now: float) -> str | None:
+        """The origin it moved from, while it books there too (``moved``)."""
+        if self.also_origin is None:
+            return None
+        old, until = self.also_origin
+        if until <= now or old == self.booked_origin:
+            self.also_origin = None
+            return None
+        return old
 
     def hold_start(self, until: float) -> None:
         """The site's next request starts no sooner than ``until`` (a start, a real send, a
