@@ -31,6 +31,9 @@ class Frontier:
     async def next_refill(self) -> dict[str, list[LeasedUrl]]:
         return await self.refills.get()
 
+    def take_urgent(self) -> set[str]:
+        return set()
+
     async def flush(self, _drain: Any) -> tuple[int, list[str]]:
         self.flushes += 1
         self.flushed.set()

@@ -97,7 +97,7 @@ async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
         controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
         await h.frontier.call(controls.load)
         origins = PinnedOrigins()
-        controls.wire(h.pages, h.site_lanes, origins)  # type: ignore[arg-type]
+        controls.wire(h.pages, h.site_lanes, origins)  # type: ignore[arg-type]  # no feeder here
         a = h.site("a.test", ["/p"])
         b = h.site("b.test", ["/p"])
         now = h.timer.now()

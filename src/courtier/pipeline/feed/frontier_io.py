@@ -75,6 +75,7 @@ class FrontierIO:
         self._want_event = asyncio.Event()
         self._fence_of: Callable[[str], Fence | None] | None = None
         self._adopted: list[str] = []
+        self._urgent: set[str] = set()
         self.evicted = 0
 
     def fence_leases(self, fence_of: Callable[[str], Fence | None]) -> None:
@@ -183,12 +184,19 @@ class FrontierIO:
     async def flush(self, drain: Drain) -> tuple[int, list[str]]:
         """Write what was gathered; (new URLs written, sites that received new work)."""
         new_urls, horizon, edges, evictions = drain()
+        self._urgent.update(u.site for u in new_urls if u.lane < UrlLane.DISCOVERY)
         outcomes, self._outcomes = self._outcomes, []
         adopted, self._adopted = self._adopted, []
         if not (new_urls or outcomes or horizon or evictions or adopted):
             return 0, []
         fed = await self.call(self._write, new_urls, outcomes, horizon, evictions, edges, adopted)
         return len(new_urls), fed
+
+    def take_urgent(self) -> set[str]:
+        """Sites that received fastlane or freshlane URLs in the flushes since the last call
+        (written by now): the priority path leases them at once."""
+        urgent, self._urgent = self._urgent, set()
+        return urgent
 
     def _write(
         self,

@@ -12,7 +12,7 @@ Rules (the store's side: ``courtier.frontier.controls``):
   has one; every worker keeps the scope and the opt-out list); ``seed add`` and a promotion
   admit the site (``SeedSites.admit``: a lane here if its shard is held here); ``site drop``
   and ``seed remove`` take it out of the scope and drop its lane (its leased URLs go back to
-  the store); ``recrawl`` makes the site's lane ask the store for its due work now.
+  the store); ``recrawl`` leases the site's fastlane URLs now, ahead of what it holds.
 - A pause holds the lane in the scheduler (``Scheduler.hold``): a slot booked and not
   started yet is given up; work in flight finishes. A rate of the site's own replaces its
   base interval (backoff on top, as ever) and its next start is spaced by it at once. A
@@ -39,8 +39,8 @@ from courtier.pipeline.stats import CrawlStats
 from courtier.url import host_of_site
 
 if TYPE_CHECKING:
+    from courtier.pipeline.lanes.feeding import Feeder
     from courtier.pipeline.lanes.origins_live import LiveOrigins
-    from courtier.pipeline.lanes.pages import SiteLanes
     from courtier.pipeline.scheduling.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ class Controls:
         self.drop_lane: Callable[[SiteLane], None] = lambda lane: None
         """The page scheduler's ``drop``: nothing of the lane starts any more."""
         self.look_again: Callable[[SiteLane], None] = lambda lane: None
+        """The feeder's priority path: a recrawl's URLs are leased at once."""
         self._expiries: float = math.inf
         self.repin: Callable[[SiteLane], Awaitable[None]] = _nothing
         """Live origins' ``repin``: the lane books on its operator's origin (``wire``)."""
@@ -89,10 +90,9 @@ class Controls:
         """Lanes dropped whose leased URLs have not gone back to the store yet."""
         seed.shape = self.shape
 
-    def wire(
-        self, pages: Scheduler[SiteLane, Any], site_lanes: SiteLanes, origins: LiveOrigins
-    ) -> None:
-        self.hold, self.drop_lane, self.look_again = pages.hold, pages.drop, site_lanes.look_again
+    def wire(self, pages: Scheduler[SiteLane, Any], feeder: Feeder, origins: LiveOrigins) -> None:
+        self.hold, self.drop_lane = pages.hold, pages.drop
+        self.look_again = feeder.lease_urgent  # a recrawl overtakes what the site holds
         self.repin = origins.repin
         origins.manual = self.origin_of
 

@@ -12,6 +12,11 @@ Rules:
   waits up to a whole interval for its links to reach the store.
 - Every ``crawl.due_recheck`` seconds, sites whose store had nothing due look again: refresh
   work falls due with time, and ``courtier recrawl`` (fastlane) adds work from outside.
+- The priority path: a site that received fastlane or freshlane URLs (a fast source's fresh
+  links, an operator's recrawl) leases them at once, even while it holds other URLs; the
+  lease serves them first and ``next_url`` takes them before anything the site held. So
+  fresh work overtakes a backlog in memory (priority changes the order, never the spacing).
+  A site holds at most twice ``crawl.queue_per_site`` URLs this way.
 """
 
 from __future__ import annotations
@@ -83,6 +88,16 @@ class Feeder:
                 if lane.store_empty:
                     self.site_lanes.look_again(lane)
 
+    def lease_urgent(self, lane: SiteLane) -> None:
+        """Urgent URLs of ``lane``'s site are in the store: lease them now (the priority
+        path), unless a refill is out already or the site holds two queues' worth."""
+        if lane.refill_requested:
+            lane.fed_while_refilling = True
+            return
+        if len(lane.queue) < 2 * self.config.crawl.queue_per_site:
+            lane.store_empty = False
+            self.site_lanes.request_refill(lane)
+
     def hurry(self) -> None:
         """A site waits for URLs a page just found: flush within ``HURRY_GAP``."""
         self._hurried.set()
@@ -104,6 +119,10 @@ class Feeder:
         written, fed = await self.frontier.flush(self.discovery.drain)
         self.sink.flush()
         self.stats.new_urls += written
+        for site in self.frontier.take_urgent():
+            lane = self.sites.get(site)
+            if lane is not None:
+                self.lease_urgent(lane)
         for site in fed:
             lane = self.sites.get(site)
             if lane is None:

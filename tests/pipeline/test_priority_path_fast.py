@@ -1,0 +1,89 @@
+"""The priority path on fake time: a fast source's fresh link (or an operator's recrawl)
+reaches a site holding a long backlog, and it is fetched next, not after the URLs the site
+already holds; priority changes the order, never the spacing."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from lane_harness import Lanes, allow_all
+
+from courtier.config import load
+from courtier.frontier.base import NewUrl, SiteState, UrlLane
+from courtier.pipeline.lanes.feeding import Feeder
+from courtier.pipeline.lanes.seeding import new_lane
+from courtier.pipeline.lanes.site import OriginStatus
+
+FAST = ["limits.origin.rate=1000", "limits.site.rate=1"]
+
+
+class NoSink:
+    def flush(self) -> None:
+        pass
+
+
+async def _store_turns() -> None:
+    """Real time for the store's thread (leases, writes) between fake-time steps."""
+    for _ in range(10):
+        await asyncio.sleep(0.02)
+
+
+def _url(path: str, lane: UrlLane = UrlLane.DISCOVERY) -> NewUrl:
+    return NewUrl(f"http://a.test{path}", f"http://a.test{path}", "a.test", 1, 0, lane)
+
+
+async def test_a_fresh_link_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    feeder = Feeder(
+        h.config,
+        frontier=h.frontier,
+        sites=h.sites,
+        site_lanes=h.site_lanes,
+        pages=h.pages,
+        discovery=h.discovery,
+        sink=NoSink(),  # type: ignore[arg-type]
+        stats=h.stats,
+        timer=h.timer,
+    )
+    refills = asyncio.create_task(feeder.refill_loop())
+    try:
+        store = h.frontier.store
+        store.add_sites(["a.test"], SiteState.SEED, h.timer.now())
+        store.write_batch([_url(f"/old/{n}") for n in range(500)], [], [], h.timer.now())
+        lane = new_lane("a.test", h.config, start=h.timer.now())
+        lane.origin_status = OriginStatus.RESOLVED
+        h.sites["a.test"] = lane
+        h.discovery.scope.add("a.test")
+        h.site_lanes.request_refill(lane)
+        await _store_turns()
+        held = h.config.crawl.queue_per_site
+        assert len(lane.queue) == held
+        for _ in range(5):  # robots.txt, then the backlog at one request a second
+            await h.timer.advance(1.0)
+            await _store_turns()
+        assert len(h.starts("a.test")) >= 3
+        # A fast source's page revealed a fresh link: written with the next flush.
+        h.discovery.new_urls.append(_url("/fresh", UrlLane.FRESHLANE))
+        found = h.timer.now()
+        await feeder.flush()
+        await _store_turns()
+        for _ in range(4):
+            await h.timer.advance(1.0)
+            await _store_turns()
+        pages = [(t, url) for t, url in h.fetcher.started if url.startswith("http://a.test/")]
+        fresh = [t for t, url in pages if url.endswith("/fresh")]
+        assert fresh, pages
+        # Fetched next (one request may have been booked already), long before the URLs the
+        # site held ran out, and still one interval after the request before it.
+        old_after = [t for t, url in pages if "/old/" in url and found <= t < fresh[0]]
+        assert len(old_after) <= 1, old_after
+        assert len(lane.queue) >= held - 10  # the backlog it held is still there, behind
+        starts = [t for t, _url in pages]
+        assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))
+    finally:
+        refills.cancel()
+        await asyncio.gather(refills, return_exceptions=True)
+        await h.close()
