@@ -70,6 +70,13 @@ async def test_a_slot_booked_before_the_pause_is_given_up(tmp_path: Path) -> Non
         await h.close()
 
 
+class Feeding:
+    """The feeder as far as the controls see it: its priority path."""
+
+    def __init__(self, lease_urgent: object) -> None:
+        self.lease_urgent = lease_urgent
+
+
 class PinnedOrigins:
     """Live origins as far as the controls see them: who asks to be placed again."""
 
@@ -97,7 +104,7 @@ async def test_the_stores_controls_reach_the_lanes_and_run_out_on_their_own(
         controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
         await h.frontier.call(controls.load)
         origins = PinnedOrigins()
-        controls.wire(h.pages, h.site_lanes, origins)  # type: ignore[arg-type]  # no feeder here
+        controls.wire(h.pages, Feeding(h.site_lanes.look_again), origins)  # type: ignore[arg-type]
         a = h.site("a.test", ["/p"])
         b = h.site("b.test", ["/p"])
         now = h.timer.now()
