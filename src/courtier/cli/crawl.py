@@ -145,6 +145,13 @@ def make_crawler(
     ``InputError`` (one line naming the input) on bad input. ``store`` is the spec from
     ``parse_store`` (a path or a URL is parsed here); None: ``OUT/frontier.sqlite3``."""
     seeds, errors = read_seed_file(seeds_path)
+    if config.parse.hook:
+        from courtier.content.hook import HookError, load_hook
+
+        try:
+            load_hook(config.parse.hook)  # imported here first: a bad hook fails at start
+        except HookError as exc:
+            raise InputError(str(exc)) from None
     if store is None:
         spec: StoreSpec = SqliteStore(out / "frontier.sqlite3")
     elif isinstance(store, SqliteStore | PostgresStore):
@@ -287,6 +294,15 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
         (
             "robots meta: nofollow pages / links, noindex",
             f"{data['nofollow_pages']} / {data['nofollow_links']}, {data['noindex_pages']}",
+        ),
+        (
+            "PDFs and feeds read (unreadable)",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["formats"].items())) or "none",
+        ),
+        (
+            "parse hook: pages with fields / errors",
+            f"{data['hook_fields']} / "
+            + (", ".join(f"{k} {v}" for k, v in sorted(data["hook_errors"].items())) or "none"),
         ),
         ("frontier", ", ".join(f"{k} {v}" for k, v in data["store"].items())),
     ]
