@@ -116,15 +116,15 @@ def test_feed_entry_links_are_found_and_go_to_the_intake(run: Run) -> None:
     assert {depth for _site, depth in rows} == {2}
 
 
-def test_sitemap_xml_is_tried_on_sites_whose_robots_txt_names_none(run: Run) -> None:
-    asked = {r.host for r in run.records if r.target == "/sitemap.xml"}
+def test_sitemap_xml_is_tried_after_the_home_page_where_robots_txt_names_none(run: Run) -> None:
     seeds = {site.host for site in _seed_sites(run)}
-    assert seeds <= asked
-    robots_first = {}
-    for record in run.records:
-        if record.host in seeds and record.host not in robots_first:
-            robots_first[record.host] = record.target
-    assert set(robots_first.values()) == {"/robots.txt"}
+    asked = {r.host for r in run.records if r.target == "/sitemap.xml"}
+    assert asked and asked <= seeds
+    for host in asked:
+        paths = [r.target for r in sorted(run.records, key=lambda r: r.start) if r.host == host]
+        assert paths[0] == "/robots.txt"  # booked like any request, robots.txt first
+        assert paths.index("/") < paths.index("/sitemap.xml")  # after the home page was read
+        assert paths.count("/sitemap.xml") == 1
 
 
 def test_the_hooks_fields_are_in_every_parsed_documents(run: Run) -> None:

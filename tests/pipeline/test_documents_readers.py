@@ -15,6 +15,7 @@ from courtier.content.feeds import read_feed
 from courtier.content.parse import parse_page
 from courtier.content.pdf import read_pdf
 from courtier.content.reading import ReadContext, read_page
+from courtier.frontier.base import LeasedUrl
 from courtier.frontier.surface import SurfacePolicy
 from courtier.net.fetch import FetchResult
 from courtier.net.policy import AddressPolicy
@@ -209,19 +210,34 @@ def _discovery(fallback: bool) -> tuple[Discovery, SiteLane]:
     return discovery, lane
 
 
-def test_sitemap_xml_is_queued_only_when_robots_txt_names_none() -> None:
+def test_sitemap_xml_is_queued_after_the_home_pages_links_only_when_robots_txt_names_none() -> None:
+    home = parse_page(b"<a href='/a'>a</a><a href='/b'>b</a>", "http://docs.test/")
+    root = LeasedUrl(1, "http://docs.test/", "docs.test", 0, 0)
+    deeper = LeasedUrl(2, "http://docs.test/a", "docs.test", 1, 0)
     discovery, lane = _discovery(True)
     discovery.queue_sitemaps(lane, [])
-    assert [(u.fetch_url, u.depth) for u in discovery.new_urls] == [
-        ("http://docs.test/sitemap.xml", 1)
-    ]
-    assert "http://docs.test/sitemap.xml" in discovery.sitemaps
+    assert discovery.new_urls == []  # not before the home page is read
+    discovery.page(lane, deeper, home)
+    assert "http://docs.test/sitemap.xml" not in [u.fetch_url for u in discovery.new_urls]
+    discovery.new_urls.clear()
+    discovery.page(lane, root, home)
+    assert [(u.fetch_url, u.depth) for u in discovery.new_urls][-1] == (
+        "http://docs.test/sitemap.xml",
+        1,
+    )
+    assert "http://docs.test/sitemap.xml" in discovery.sitemaps  # read as a sitemap
+    discovery.new_urls.clear()
+    discovery.page(lane, root, home)  # once
+    assert discovery.new_urls == []
     discovery, lane = _discovery(True)
     discovery.queue_sitemaps(lane, ["http://docs.test/map.xml"])
-    assert [u.fetch_url for u in discovery.new_urls] == ["http://docs.test/map.xml"]
+    discovery.page(lane, root, home)
+    urls = [u.fetch_url for u in discovery.new_urls]
+    assert urls[0] == "http://docs.test/map.xml" and "http://docs.test/sitemap.xml" not in urls
     discovery, lane = _discovery(False)
     discovery.queue_sitemaps(lane, [])
-    assert discovery.new_urls == [] and discovery.sitemaps == {}
+    discovery.page(lane, root, home)
+    assert "http://docs.test/sitemap.xml" not in [u.fetch_url for u in discovery.new_urls]
 
 
 def test_a_page_with_bytes_its_encoding_cannot_read_is_still_redacted_and_parsed() -> None:

@@ -113,8 +113,14 @@ def _to_stdout(con: duckdb.DuckDBPyConnection, query: str, fmt: str) -> int:
     with tempfile.TemporaryDirectory(prefix="courtier-export-") as folder:
         partial = str(Path(folder) / f"documents.{fmt}")
         con.execute(f"COPY ({query}) TO {_literal(partial)} {FORMATS[fmt]}")
+        binary = getattr(sys.stdout, "buffer", None)  # None: a text stream stands in for it
         with open(partial, "rb") as source:
-            shutil.copyfileobj(source, sys.stdout.buffer)
-        sys.stdout.flush()
+            if binary is not None:
+                sys.stdout.flush()
+                shutil.copyfileobj(source, binary)
+                binary.flush()
+            else:
+                for line in source:
+                    sys.stdout.write(line.decode("utf-8", "replace"))
         written = con.execute(f"SELECT count(*) FROM ({query})").fetchone()
     return int(written[0]) if written else 0

@@ -47,7 +47,7 @@ def create_document_views(con: duckdb.DuckDBPyConnection, out_dir: Path) -> None
             "CREATE VIEW documents AS SELECT * FROM read_json("
             f"{_literal(str(path))}, format = 'newline_delimited', sample_size = -1, "
             f"ignore_errors = true, maximum_object_size = {MAX_RECORD_BYTES}, "
-            "union_by_name = true)"
+            "union_by_name = true) WHERE url IS NOT NULL"  # a line it skipped: all NULL
         )
     else:
         columns = ", ".join(f"NULL::{kind} AS {name}" for name, kind in CORE_COLUMNS.items())

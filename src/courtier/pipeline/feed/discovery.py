@@ -12,7 +12,8 @@ Rules:
   robots.txt names it: one site cannot fill another's frontier through its sitemap.
 - A site whose robots.txt names no sitemap gets ``/sitemap.xml`` tried
   (``[frontier] sitemap_fallback``): a link of the site like any other (robots.txt rules,
-  booking, scope, depth 1), queued after its home page.
+  booking, scope, depth 1), queued once its home page is read, after the home page's own
+  links: most such sites have none, so the guess waits behind the links a site surely has.
 - Links that point at a blocked address literal are counted (SSRF bait), not fetched.
 - Images on media hosts (object stores, CDNs, image services) go to the media crawl
   (``media.py``) when it runs, not to the horizon: they are requisites of seed pages.
@@ -98,6 +99,8 @@ class Discovery:
         (the media lanes, built after discovery, connect it when the crawl fetches media)."""
         self.intake = intake or UrlIntake(stats.refused)
         self.sitemap_fallback = sitemap_fallback
+        self.fallback_due: set[str] = set()
+        """Sites whose ``/sitemap.xml`` is tried once their home page is read."""
 
     def drain(
         self,
@@ -111,7 +114,7 @@ class Discovery:
         """Sitemaps robots.txt lists on seed sites become ordinary (booked) work; none
         listed: ``/sitemap.xml``, with ``sitemap_fallback``."""
         if not sitemaps and self.sitemap_fallback:
-            sitemaps = ["/sitemap.xml"]
+            self.fallback_due.add(rt.site)
         for raw in sitemaps[:MAX_SITEMAPS]:
             try:
                 url = parse_url(raw.strip(), f"{rt.scheme}://{rt.site}/robots.txt")
@@ -157,6 +160,9 @@ class Discovery:
                     self.stats.nofollow_links += 1  # recorded in the document: no vote
                     continue
                 self.add_link(rt, link, item.depth + 1, 0, lane)
+        if item.depth == 0 and rt.site in self.fallback_due:
+            self.fallback_due.discard(rt.site)
+            self.queue_sitemaps(rt, ["/sitemap.xml"])
         for image in page.images:
             if not self.intake.admits(image.fetch_url):
                 continue
