@@ -2,9 +2,10 @@
 
 Rules:
 - A PDF is read from its bytes (never a path or a URL): pypdf in non-strict mode, so a file
-  with a damaged cross-reference table is recovered where pypdf can; one cut at
-  ``[fetch] max_body_bytes`` (the document says ``truncated``) gives what its readable
-  pages hold.
+  with a damaged cross-reference table is recovered where pypdf can. One cut at
+  ``[fetch] max_body_bytes`` (its document says ``truncated``) has usually lost the
+  cross-reference table and trailer at its end, and gets ``pdf_error``: raise the limit
+  for sites of large PDFs.
 - A PDF that cannot be read gives a document with ``pdf_error`` saying why (``encrypted``:
   a password is needed; ``unreadable: ...``: what pypdf said) and no text; it never raises,
   so a hostile file costs its own document and nothing else. The pool's time budget
