@@ -250,3 +250,11 @@ def test_a_page_with_bytes_its_encoding_cannot_read_is_still_redacted_and_parsed
     assert [link.fetch_url for link in page.links] == ["http://docs.test/x"]
     assert page.payload is not None and secret.encode() not in page.payload
     assert b"caf\xe9" in page.payload  # the unreadable byte is kept as it came
+
+
+def test_x_robots_tag_applies_to_a_pdf() -> None:
+    context = ReadContext("application/pdf", "courtier", ("noindex, nofollow",))
+    page = read_page(PDF, URL, context)
+    assert page.robots >= {"noindex", "nofollow"}
+    record = document(_result("application/pdf", PDF), url=URL, site="docs.test", page=page)
+    assert record["noindex"] is True and record["format"] == "pdf"

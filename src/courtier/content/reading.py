@@ -83,10 +83,13 @@ def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     region = region_of(context.host, context.policy.region)
     media_type = context.content_type.partition(";")[0].strip().lower()
     html: bytes | None = None
-    if media_type == PDF_TYPE:
-        page = read_pdf(body, base_url, context.policy, region)
-    elif media_type in FEED_TYPES:
-        page = read_feed(body, base_url, context.content_type, context.policy, region)
+    if media_type == PDF_TYPE or media_type in FEED_TYPES:
+        if media_type == PDF_TYPE:
+            page = read_pdf(body, base_url, context.policy, region)
+        else:
+            page = read_feed(body, base_url, context.content_type, context.policy, region)
+        # X-Robots-Tag is how a PDF says noindex or nofollow (it has no meta tags)
+        page.robots |= header_directives(context.x_robots, context.token)
     else:
         page, html = _read_html(body, base_url, context, region)
     if context.hook:
