@@ -150,3 +150,12 @@ def test_a_hook_that_cannot_be_loaded_is_a_one_line_error_at_start(
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and message in lines[0], lines
     assert not (tmp_path / "out" / "documents.jsonl").exists()
+
+
+def test_a_crawl_from_python_refuses_a_hook_that_cannot_be_loaded(tmp_path: Path) -> None:
+    from courtier import CrawlConfig, Crawler, InputError
+
+    config = CrawlConfig.from_mapping({"parse": {"hook": "courtier_no_such_module_here:fn"}})
+    with pytest.raises(InputError, match="cannot import courtier_no_such_module_here"):
+        Crawler(seeds=["http://hook.test/"], store=tmp_path / "frontier.sqlite3", config=config)
+    assert not (tmp_path / "frontier.sqlite3").exists()

@@ -145,13 +145,6 @@ def make_crawler(
     ``InputError`` (one line naming the input) on bad input. ``store`` is the spec from
     ``parse_store`` (a path or a URL is parsed here); None: ``OUT/frontier.sqlite3``."""
     seeds, errors = read_seed_file(seeds_path)
-    if config.parse.hook:
-        from courtier.content.hook import HookError, load_hook
-
-        try:
-            load_hook(config.parse.hook)  # imported here first: a bad hook fails at start
-        except HookError as exc:
-            raise InputError(str(exc)) from None
     if store is None:
         spec: StoreSpec = SqliteStore(out / "frontier.sqlite3")
     elif isinstance(store, SqliteStore | PostgresStore):
