@@ -258,3 +258,17 @@ def test_x_robots_tag_applies_to_a_pdf() -> None:
     assert page.robots >= {"noindex", "nofollow"}
     record = document(_result("application/pdf", PDF), url=URL, site="docs.test", page=page)
     assert record["noindex"] is True and record["format"] == "pdf"
+
+
+async def test_a_pdf_or_a_feed_is_never_a_render_candidate() -> None:
+    from courtier.content.parse import ParsedPage
+    from courtier.pipeline.lanes.rendering import Rendering
+
+    # Even with [render] mode = "always": the guard comes before the rules (and anything
+    # else the lane holds), so a bare instance is enough to show it.
+    rendering = Rendering.__new__(Rendering)
+    for kind in ("pdf", "feed"):
+        page = ParsedPage()
+        page.fields["format"] = kind
+        result = await rendering.consider(None, None, None, page, lambda: None)  # type: ignore[arg-type]
+        assert result == (page, None)
