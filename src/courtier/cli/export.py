@@ -46,7 +46,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--out", type=Path, default=Path("crawl-out"), help="the crawl's output directory"
     )
-    parser.add_argument("--format", choices=sorted(FORMATS), default="parquet")
+    parser.add_argument(
+        "--format", choices=sorted(FORMATS), default="parquet", help="default parquet"
+    )
     parser.add_argument(
         "--where", help='SQL condition on the documents\' columns, e.g. "status = 200"'
     )
