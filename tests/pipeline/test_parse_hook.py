@@ -22,6 +22,11 @@ from courtier.pipeline.workers.worker import warm_up_parse
 HOOKS = textwrap.dedent(
     """
     import math
+    import os
+    import pathlib
+
+    with (pathlib.Path(__file__).parent / "imported.txt").open("a") as log:
+        log.write(f"{os.getpid()}\\n")  # each import of this module, by process
 
     def fine(page):
         return {"h1": page.tree.css_first("h1").text(), "url": page.url,
@@ -100,9 +105,10 @@ def test_every_failure_is_its_kind_and_the_page_is_kept(
 
 
 async def test_the_pool_survives_every_failure_and_imports_the_hook_once_per_worker(
-    hooks: str,
+    hooks: str, tmp_path: Path
 ) -> None:
     pool = ParsePool(1, timeout=10.0, warm_up=partial(warm_up_parse, f"{hooks}:fine"))
+    imported = tmp_path / "imported.txt"
     try:
         for function in ("raises", "endless", "not_json", "fine"):
             page = await pool.run(read_page, PAGE, URL, _context(f"{hooks}:{function}", 0.2))
@@ -110,6 +116,7 @@ async def test_the_pool_survives_every_failure_and_imports_the_hook_once_per_wor
             assert page.title == "T"
     finally:
         await pool.close()
+    assert len(imported.read_text().splitlines()) == 1  # in the warm-up, once
 
 
 def test_a_bad_spec_is_refused_with_the_other_settings() -> None:
