@@ -29,6 +29,8 @@ PAGES = 30
 FAST = {
     "crawl": {"flush_interval": 0.05},
     "limits": {"site": {"rate": 20, "slot_width": 0.05}, "origin": {"rate": 1000}},
+    # The sites serve their pages and nothing else; the tests count those pages' documents.
+    "frontier": {"sitemap_fallback": False},
 }
 
 

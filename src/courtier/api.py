@@ -74,6 +74,18 @@ CrawlConfig = Config
 Record = dict[str, Any]
 
 
+def _check_hook(spec: str) -> None:
+    """The parse hook imported here first: a bad one is an input error before anything
+    starts, never a parse worker failing its warm-up mid-crawl."""
+    if spec:
+        from courtier.content.hook import HookError, load_hook
+
+        try:
+            load_hook(spec)
+        except HookError as exc:
+            raise InputError(str(exc)) from None
+
+
 def build_engine(
     config: Config,
     *,
@@ -95,6 +107,7 @@ def build_engine(
         raise InputError(f"{flag('duration')} {duration}: must be a number of seconds above 0")
     policy = parse_networks(list(allow_net), name=flag("allow_net"))
     dns = parse_nameserver_arg(dns, name=flag("dns"))
+    _check_hook(config.parse.hook)
     cluster = None
     if isinstance(store, PostgresStore):
         # A worker of a shared crawl: frontier, origins and every limit key in PostgreSQL.

@@ -167,6 +167,7 @@ class FetchSection:
         "application/x-javascript",
         "application/gzip",
         "application/x-gzip",
+        "application/pdf",  # text extracted in the parse workers (``content.pdf``)
         "image/",
     )
     """Media types (or prefixes ending in '/') whose bodies are read; others are not downloaded."""
@@ -202,6 +203,9 @@ class FrontierSection:
     between floor and ceiling."""
     sitemaps: bool = True
     """Fetch the sitemaps robots.txt lists (booked like any request) to discover URLs."""
+    sitemap_fallback: bool = True
+    """... and ``/sitemap.xml`` of a site whose robots.txt lists none (one request more per
+    site, booked like any other, robots.txt rules applied)."""
     promote: int = 0
     """Horizon hosts the crawl itself promotes into the seed per ranking cycle (0: only
     'courtier rank --promote K' promotes) ..."""
@@ -556,6 +560,18 @@ class ControlSection:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseSection:
+    """User code run on each parsed page in the parse workers (``courtier.content.hook``)."""
+
+    hook: str = ""
+    """"module:function" called with each page (URL, headers, parsed tree, text); the dict it
+    returns goes into the page's document under ``hook`` ("": no hook)."""
+    hook_timeout: float = 2.0
+    """Seconds the hook may take on one page; past it the page is kept without its fields
+    (``hook_error: hook-timeout``). Keep it below ``[crawl] parse_timeout``."""
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlSection = field(default_factory=CrawlSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -571,6 +587,7 @@ class Config:
     render: RenderSection = field(default_factory=RenderSection)
     observe: ObserveSection = field(default_factory=ObserveSection)
     control: ControlSection = field(default_factory=ControlSection)
+    parse: ParseSection = field(default_factory=ParseSection)
 
     @property
     def site_interval(self) -> float:
@@ -609,6 +626,12 @@ def _contact(url: str) -> str | None:
     if parts.scheme == "mailto" and "@" in parts.path:
         return None
     return ""
+
+
+def _hook_spec(spec: str) -> str | None:
+    from courtier.content.hook import check_spec
+
+    return None if check_spec(spec) is None else ""  # the rule's description says it all
 
 
 def _ca_file(path: str) -> str | None:
@@ -781,6 +804,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "split_ceiling": _FRACTION,
         "split_half_drain": _SECONDS,
         "sitemaps": Rule("true or false"),
+        "sitemap_fallback": Rule("true or false"),
         "promote": whole(0, 1_000_000),
         "rank_every": _SECONDS,
     },
@@ -910,6 +934,10 @@ RULES: dict[type, dict[str, Rule]] = {
     },
     ControlSection: {
         "poll": number(above=0, high=3600, unit="seconds"),
+    },
+    ParseSection: {
+        "hook": text('"module:function" (e.g. "myhooks:extract"), or "" for none', _hook_spec),
+        "hook_timeout": number(above=0, high=600, unit="seconds"),
     },
 }
 

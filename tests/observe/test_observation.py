@@ -76,6 +76,8 @@ async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
     stats.bait_links["private"] += 4
     stats.renders["timeout"] += 2
     stats.render_requests["aborted:third-party"] += 3
+    stats.hook_errors["hook-timeout"] += 6
+    stats.formats["pdf-error"] += 1
 
     def probe() -> CrawlSample:
         return CrawlSample(T0, stats_probe(stats)().stats, {"pages": 7}, {"pages": 12}, {"idle": 3})
@@ -93,6 +95,8 @@ async def test_samples_feed_gauges_counters_and_samples_jsonl(tmp_path: Path):
         assert total(metrics, "courtier_blocked_links_total", reason="private") == 4
         assert total(metrics, "courtier_renders_total", outcome="timeout") == 2
         assert total(metrics, "courtier_render_requests_total", outcome="aborted:third-party") == 3
+        assert total(metrics, "courtier_parse_hook_errors_total", kind="hook-timeout") == 6
+        assert total(metrics, "courtier_documents_read_total", format="pdf-error") == 1
         assert total(metrics, "courtier_in_flight_requests", scheduler="pages") == 7
         assert total(metrics, "courtier_queue_depth", queue="pages") == 12
         assert total(metrics, "courtier_lanes", phase="idle") == 3

@@ -56,7 +56,12 @@ COMMANDS: tuple[Command, ...] = (
         "recrawl", "courtier.cli.recrawl", "fetch these URLs again as soon as politeness allows"
     ),
     Command("status", "courtier.cli.status", "a crawl's workers, leases, frontier and rates"),
-    Command("query", "courtier.cli.query", "run SQL over a crawl's request log (DuckDB)"),
+    Command(
+        "query", "courtier.cli.query", "run SQL over a crawl's request log and documents (DuckDB)"
+    ),
+    Command(
+        "export", "courtier.cli.export", "write a crawl's documents as Parquet, CSV or JSON Lines"
+    ),
     Command("report", "courtier.cli.report", "write OUT/report.html: charts from the request log"),
     Command("index", "courtier.cli.index", "write a CDXJ index of a crawl's WARC files (replay)"),
 )

@@ -288,6 +288,15 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
             "robots meta: nofollow pages / links, noindex",
             f"{data['nofollow_pages']} / {data['nofollow_links']}, {data['noindex_pages']}",
         ),
+        (
+            "PDFs and feeds read (unreadable)",
+            ", ".join(f"{k} {v}" for k, v in sorted(data["formats"].items())) or "none",
+        ),
+        (
+            "parse hook: pages with fields / errors",
+            f"{data['hook_fields']} / "
+            + (", ".join(f"{k} {v}" for k, v in sorted(data["hook_errors"].items())) or "none"),
+        ),
         ("frontier", ", ".join(f"{k} {v}" for k, v in data["store"].items())),
     ]
     for name, value in rows:

@@ -1,10 +1,12 @@
 """``courtier query --out OUT "SQL" [--json]``: SQL over a run's request log (DuckDB).
 
 Views: ``requests`` (one row per request, ``OUT/requests/*.parquet``), ``anomalies``
-(``OUT/anomalies.jsonl``) and ``samples`` (``OUT/samples.jsonl``: the crawl's counters and
-gauges over time). Instead of SQL, a named query (``courtier query --list``), e.g.
-``origin-units`` (cost units per second per origin per minute) or ``p95-rise`` (sites whose
-p95 time to first byte rose most between the first and second half of the run).
+(``OUT/anomalies.jsonl``), ``samples`` (``OUT/samples.jsonl``: the crawl's counters and
+gauges over time), ``documents`` (``OUT/documents.jsonl``: one row per document) and
+``texts`` (the documents that carry a ``text``). Instead of SQL, a named query
+(``courtier query --list``), e.g. ``origin-units`` (cost units per second per origin per
+minute) or ``p95-rise`` (sites whose p95 time to first byte rose most between the first
+and second half of the run).
 
 Output: a table on stdout, or with ``--json`` one JSON object per row (times in ISO 8601).
 Exit status: 0 done; 2 bad input: no output directory, no SQL, or SQL DuckDB refused (its
@@ -27,9 +29,10 @@ from courtier.observe.query import NAMED_QUERIES, QueryError, json_lines, jsonab
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "query",
-        help="run SQL over a crawl's request log (DuckDB)",
-        description="Run SQL with DuckDB over the request log of a crawl's output directory: "
-        "the views requests, anomalies and samples. A name from --list runs that query.",
+        help="run SQL over a crawl's request log and documents (DuckDB)",
+        description="Run SQL with DuckDB over the request log and documents of a crawl's "
+        "output directory: the views requests, anomalies, samples, documents and texts. A "
+        "name from --list runs that query.",
     )
     parser.add_argument(
         "--out", type=Path, default=Path("crawl-out"), help="the crawl's output directory"

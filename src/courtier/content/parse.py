@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from courtier.content.decode import encode_query
+from courtier.content.feed_links import feed_references
 from courtier.content.nesting import nesting_cut
 from courtier.content.shell import shell_reason
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
@@ -98,6 +99,7 @@ class ParsedPage:
     shell: str | None = None
     """Why the page looks like an application shell whose content a script loads
     (``shell.shell_reason``); None when it does not."""
+    fields: dict[str, Any] = field(default_factory=dict)  # more of its document: ``reading``
 
     def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
         # Links travel as plain tuples (pickled in C) and become Links again on arrival.
@@ -115,6 +117,7 @@ class ParsedPage:
             self.payload,
             self.redactions,
             self.shell,
+            self.fields,
         )
 
 
@@ -136,6 +139,7 @@ def _rebuild_page(
         page.payload,
         page.redactions,
         page.shell,
+        page.fields,
     ) = rest  # type: ignore[assignment]
     return page
 
@@ -223,6 +227,8 @@ def parse_page(
             rel = attributes.get("rel")
             if link is not None and rel and "nofollow" in rel.lower().split():
                 page.nofollow.add(link.canonical)
+    for href in feed_references(tree, body):  # feeds a page names in its <head>
+        _resolve_cached(encode_query(href, encoding), keys, resolved, seen, page.links, page)
     for node in images[:_MAX_REFERENCES]:
         src = node.attrs.get("src")
         if src:

@@ -9,6 +9,10 @@ never decodes, searches or rewrites a body. Order matters, and is the issue's ru
    fingerprint for change detection is taken after redaction;
 4. the body to keep (WARC) is the redacted text encoded back in the page's encoding, or the
    original bytes when nothing was redacted.
+A PDF (``pdf.read_pdf``) and an RSS or Atom feed (``feeds.read_feed``) are read by their own
+readers, chosen by the response's type, into the same ``ParsedPage``, whose ``fields`` are
+more fields of its document (a PDF's text, a feed's version); then the parse hook
+(``hook``), when one is set, adds its ``hook`` (or ``hook_error``) there.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from courtier.content.decode import decode, encode_back, parse_text
+from courtier.content.feeds import FEED_TYPES, read_feed
+from courtier.content.hook import hook_page, run_hook
 from courtier.content.parse import ParsedPage, parse_page
+from courtier.content.pdf import PDF_TYPE, read_pdf
 from courtier.net.spool import Body, body_bytes
 from courtier.politeness.robots_meta import header_directives
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
@@ -54,6 +61,11 @@ class ReadContext:
     policy: RedactionPolicy = DEFAULT_POLICY
     host: str = ""
     """The page's host: its country-code domain names the phone region."""
+    hook: str = ""
+    """The parse hook ("module:function"; "": none) and its budget in seconds."""
+    hook_timeout: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+    """The response's headers (only sent when a hook is set: the hook is given them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +77,46 @@ class RedactedBody:
 
 def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     """The parsed page (``parse.ParsedPage``) of an HTML body (or its spool file), read in
-    its own encoding, with what must not be kept redacted first."""
+    its own encoding, with what must not be kept redacted first; a PDF's or a feed's by its
+    own reader. The parse hook, if any, runs last."""
     body = body_bytes(content)
-    decoded = decode(body, context.content_type)
     region = region_of(context.host, context.policy.region)
+    media_type = context.content_type.partition(";")[0].strip().lower()
+    html: bytes | None = None
+    if media_type == PDF_TYPE or media_type in FEED_TYPES:
+        if media_type == PDF_TYPE:
+            page = read_pdf(body, base_url, context.policy, region)
+        else:
+            page = read_feed(body, base_url, context.content_type, context.policy, region)
+        # X-Robots-Tag is how a PDF says noindex or nofollow (it has no meta tags)
+        page.robots |= header_directives(context.x_robots, context.token)
+    else:
+        page, html = _read_html(body, base_url, context, region)
+    if context.hook:
+        text = getattr(page, "text", None) or page.fields.get("text")
+        seen = hook_page(base_url, context.headers, html, text, page.title, context.content_type)
+        fields, error = run_hook(context.hook, seen, context.hook_timeout)
+        if fields is not None:
+            page.fields["hook"] = fields
+        else:
+            page.fields["hook_error"] = error
+    return page
+
+
+def _read_html(
+    body: bytes, base_url: str, context: ReadContext, region: str
+) -> tuple[ParsedPage, bytes]:
+    """An HTML page's ``ParsedPage`` and the redacted UTF-8 text it was parsed from."""
+    decoded = decode(body, context.content_type)
     redacted = redact(decoded.text, context.policy, region)
-    page = parse_page(
-        parse_text(redacted.text), base_url, encoding=decoded.encoding, token=context.token
-    )
+    html = parse_text(redacted.text)
+    page = parse_page(html, base_url, encoding=decoded.encoding, token=context.token)
     page.encoding_source = decoded.source
     page.robots |= header_directives(context.x_robots, context.token)
     if redacted.changed:
         page.payload = encode_back(redacted.text, decoded, body)
         page.redactions = dict(redacted.counts)
-    return page
+    return page, html
 
 
 def redact_body(content: Body, context: ReadContext) -> RedactedBody:

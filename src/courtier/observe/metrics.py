@@ -141,6 +141,20 @@ class _Sampled(Collector):
             _by(sample.stats.get("render_requests")),
             ["outcome"],
         )
+        yield _counter(
+            "courtier_parse_hook_errors",
+            "Pages the parse hook gave no fields, by kind (hook-error, hook-timeout, "
+            "hook-not-dict, hook-not-json, hook-too-large)",
+            _by(sample.stats.get("hook_errors")),
+            ["kind"],
+        )
+        yield _counter(
+            "courtier_documents_read",
+            "PDFs and feeds read by their own readers, by format (pdf-error, feed-error: "
+            "unreadable)",
+            _by(sample.stats.get("formats")),
+            ["format"],
+        )
         yield _gauge("courtier_seed_sites", "Sites in the seed", [((), c("seed_sites"))])
         yield _gauge("courtier_origins", "Distinct origins of the seed sites", [((), c("origins"))])
         yield _gauge(

@@ -1,4 +1,5 @@
-"""SQL over a run's request log with DuckDB: the views ``requests``, ``anomalies``, ``samples``.
+"""SQL over a run's request log with DuckDB: the views ``requests``, ``anomalies``, ``samples``,
+and its documents: ``documents`` and ``texts`` (``observe.documents``).
 
 Rules:
 - DuckDB never fetches anything: extension auto-install and auto-load are off (the Parquet
@@ -22,6 +23,7 @@ from typing import Any, Final
 import duckdb
 import pyarrow as pa
 
+from courtier.observe.documents import create_document_views
 from courtier.observe.observation import ANOMALIES_FILE, SAMPLES_FILE
 from courtier.observe.requestlog import REQUESTS_DIR
 from courtier.observe.rows import SCHEMA
@@ -162,6 +164,7 @@ def connect(out_dir: Path) -> duckdb.DuckDBPyConnection:
             "CREATE VIEW samples AS SELECT * FROM read_json_auto("
             f"{_literal(str(samples))}, format = 'newline_delimited')"
         )
+    create_document_views(con, out_dir)
     return con
 
 

@@ -57,7 +57,7 @@ from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.timer import LoopTimer, Timer
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
 from courtier.pipeline.wiring import Parts, Stages, open_renderer, wire
-from courtier.pipeline.workers.pool import ParsePool
+from courtier.pipeline.workers.crawl_pool import crawl_parse_pool
 from courtier.politeness.limiter.base import Limiter
 from courtier.runtime.gc_pacing import GcPacing
 from courtier.sinks.documents import DocumentSink, Sink
@@ -126,6 +126,7 @@ class Engine:
             self.intake,
             rules=ScopeRules(config.scope),
             adopt=self._adopt,
+            sitemap_fallback=config.frontier.sitemap_fallback,
         )
         self.stages: Stages | None = None
         """The wired stages (``wiring``), once the backends are open."""
@@ -162,9 +163,7 @@ class Engine:
         self.frontier.outage = crawl.store_outage
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.controls = Controls(self.config, self.frontier, self.seed, self.timer, self.stats)
-        self.parser = ParsePool(
-            crawl.parse_workers or None, timeout=crawl.parse_timeout, nice=crawl.parse_nice
-        )
+        self.parser = crawl_parse_pool(self.config)
         self.sink = archived(
             self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats
         )

@@ -92,6 +92,12 @@ class CrawlStats:
     """Shard leases taken and given back or lost (scale-out crawls)."""
     parse_failures: Counter[str] = field(default_factory=Counter)
     """Pages kept unparsed: parse-timeout, parse-crash, parse-memory, parse-error."""
+    formats: Counter[str] = field(default_factory=Counter)
+    """Documents read by their own reader: pdf, feed; pdf-error, feed-error when unreadable."""
+    hook_errors: Counter[str] = field(default_factory=Counter)
+    """Pages the parse hook gave no fields, by kind (``content.hook.HOOK_ERRORS``)."""
+    hook_fields: int = 0
+    """Pages the parse hook gave fields."""
     elapsed: float = 0.0
     store_counts: dict[str, int] = field(default_factory=dict)
     top_horizon: list[tuple[str, int]] = field(default_factory=list)
@@ -221,6 +227,9 @@ class CrawlStats:
             "suspended_sites": self.suspended_sites,
             "internal_errors": self.internal_errors,
             "parse_failures": dict(self.parse_failures),
+            "formats": dict(self.formats),
+            "hook_fields": self.hook_fields,
+            "hook_errors": dict(self.hook_errors),
             "shards_taken": self.shards_taken,
             "shards_given": self.shards_given,
             "store": self.store_counts,

@@ -9,6 +9,8 @@ Rules:
 - Links deliberately spell one host many ways (case, trailing dot, `:80` when the port is 80,
   Unicode and punycode), repeat URLs with reordered queries and fragments, and lead outside the
   seed (horizon hosts, a link farm) and to the canary (IP literals, DNS aliases, a redirect).
+- With `documents` (off by default), seed sites serve PDFs and RSS/Atom feeds
+  (`courtier.simweb.documents`).
 - Pages are padded to `page_bytes` with pre-built paragraphs, so large pages cost a slice.
 - Single-page apps, their plain-HTML twin and the third-party script host answer what
   `courtier.simweb.spa` renders (robots.txt aside); their catalogue is numbered as here.
@@ -31,6 +33,7 @@ from courtier.simweb.catalogue import (
     listing_of,
     related_items,
 )
+from courtier.simweb.documents import FEED_HEAD, document_page, home_links
 from courtier.simweb.network import Network
 from courtier.simweb.spa import SPA_PAGE_KINDS, SpaPages
 from courtier.simweb.stacks import PLATFORM_C_404, stack_not_found
@@ -155,6 +158,8 @@ class PageRenderer:
         if path == "/go/elsewhere" and Behaviour.REDIRECT_TO_CANARY in site.behaviours:
             location = f"http://{self.network.canary_spellings()[0]}/landing"
             return Page(302, b"", TEXT, (("Location", location),))
+        if self.params.documents and (document := document_page(site, self.params, path)):
+            return document
         return not_found(site)
 
     def _numbered(self, site: Site, kind: str, number: str) -> Page:
@@ -195,7 +200,16 @@ class PageRenderer:
             # First on the page: a short crawl (whose origin budget also pays for the
             # pages' images) still reaches the redirect it must refuse.
             links.insert(0, ("/go/elsewhere", "Partner offers"))
-        return self._html(site, f"Welcome to {site.host}", links, "/", images=self._images(site, 1))
+        extra = self.params.documents
+        links += home_links(self.params) if extra else []
+        return self._html(
+            site,
+            f"Welcome to {site.host}",
+            links,
+            "/",
+            images=self._images(site, 1),
+            in_head=FEED_HEAD if extra else "",
+        )
 
     def _listing(self, site: Site, n: int) -> Page:
         p = self.params
@@ -399,6 +413,7 @@ class PageRenderer:
         links: list[tuple[str, str]],
         salt: str,
         images: list[str] | None = None,
+        in_head: str = "",
     ) -> Page:
         items = "".join(
             f'<li><a href="{_attr(href)}">{_text(text)}</a></li>' for href, text in links
@@ -406,7 +421,7 @@ class PageRenderer:
         imgs = "".join(f'<img src="{_attr(src)}" alt="">' for src in images or ())
         head = (
             f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_text(title)}'
-            f"</title></head><body><header><h1>{_text(title)}</h1></header>"
+            f"</title>{in_head}</head><body><header><h1>{_text(title)}</h1></header>"
             f"<nav><ul>{items}</ul></nav><main>{imgs}"
         ).encode()
         tail = b"</main></body></html>\n"

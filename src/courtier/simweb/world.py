@@ -195,6 +195,9 @@ class WorldParams:
     n_spa: int = 0  # single-page-app seed sites, each its own origin
     spa_twin: int = 0  # 1: the first SPA site gets a plain-HTML twin with the same catalogue
     spa_hang: int = 0  # how many SPA sites (the last ones) hang the browser that renders them
+    # Documents besides HTML (simweb.documents); 0 leaves a world as it was before they existed.
+    documents: int = 0  # 1: seed sites' home pages link PDFs and name RSS and Atom feeds
+    n_documents: int = 2  # PDFs per site, with documents=1
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)

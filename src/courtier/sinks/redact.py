@@ -318,6 +318,12 @@ class _Rules:
     def occurring(self, text: str, lower: str, start: int) -> tuple[list[int], set[str]]:
         """The rules from ``start`` on one of whose anchors occurs, in table order, and the
         anchors of context rules that occur (``_apply`` looks only for those)."""
+        try:
+            return self._occurring(text, lower, start)
+        except UnicodeEncodeError:  # lone surrogates: bytes the page's encoding could not read
+            return self._occurring(_scannable(text), _scannable(lower), start)
+
+    def _occurring(self, text: str, lower: str, start: int) -> tuple[list[int], set[str]]:
         found: set[int] = set()
         folded: set[str] = set()
         if self.exact_scan is not None:
@@ -345,6 +351,16 @@ def _rules_of(skip: frozenset[str]) -> _Rules:
         AhoCorasick(list(exact)) if exact else None,
         AhoCorasick(list(folded)) if folded else None,
     )
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scannable(text: str) -> str:
+    """``text`` as the anchor scan can take it: bytes a page's encoding could not read are
+    lone surrogates (``decode``), which the scanner refuses (it encodes to UTF-8); each
+    becomes U+FFFD (one character for one: what the scan returns is anchors, not places)."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _keys(rules: _Rules, text: str, lower: str, counts: Counter[str]) -> tuple[str, str]:

@@ -8,7 +8,8 @@ Rules, in order:
 - A 304 to a conditional request (a refresh that sent its validators) is unchanged.
 - A redirect (``fetching.REDIRECTS`` with a Location) is new work: the target goes through
   scope, robots.txt, booking and the guard again, with a hop budget.
-- 2xx HTML is parsed for links (and fingerprinted); a 2xx body of a URL known to be a
+- 2xx HTML is parsed for links (and fingerprinted), and so are a 2xx PDF and RSS or Atom
+  feed (their own readers: ``reading.read_page``); a 2xx body of a URL known to be a
   sitemap is read as one; any other 2xx body is fingerprinted by its bytes.
 - Everything else is done: the status is recorded and the URL falls due again later.
 
@@ -27,7 +28,13 @@ from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import MAX_ATTEMPTS, Answer
 from courtier.sinks.redact import redact_url
 
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_PARSED_TYPES = (
+    "text/html",
+    "application/xhtml+xml",
+    "application/pdf",
+    "application/rss+xml",
+    "application/atom+xml",
+)
 
 
 class Verdict(enum.Enum):
@@ -60,7 +67,7 @@ def decide(
         return Verdict.REDIRECT
     if answer.ok and sitemap:
         return Verdict.PARSE_SITEMAP
-    if answer.ok and result.content_type.lower().startswith(_HTML_TYPES):
+    if answer.ok and result.content_type.lower().startswith(_PARSED_TYPES):
         return Verdict.PARSE_PAGE
     return Verdict.DONE
 
@@ -105,4 +112,5 @@ def document(
         cut = getattr(page, "truncated", None)
         if cut:
             record["parse_truncated"] = cut
+        record.update(page.fields)  # a PDF's text, a feed's version, the hook's fields
     return record

@@ -10,6 +10,10 @@ Rules:
   source's links take the freshlane once.
 - A sitemap speaks only for its own host (the sitemaps protocol), or for a site whose
   robots.txt names it: one site cannot fill another's frontier through its sitemap.
+- A site whose robots.txt names no sitemap gets ``/sitemap.xml`` tried
+  (``[frontier] sitemap_fallback``): a link of the site like any other (robots.txt rules,
+  booking, scope, depth 1), queued once its home page is read, after the home page's own
+  links: most such sites have none, so the guess waits behind the links a site surely has.
 - Links that point at a blocked address literal are counted (SSRF bait), not fetched.
 - Images on media hosts (object stores, CDNs, image services) go to the media crawl
   (``media.py``) when it runs, not to the horizon: they are requisites of seed pages.
@@ -66,6 +70,7 @@ class Discovery:
         *,
         rules: ScopeRules | None = None,
         adopt: Callable[[str, str, str, str], None] | None = None,
+        sitemap_fallback: bool = False,
     ) -> None:
         """``rules``: ``[scope]``'s patterns, redirect and subdomain adoption (None: the seed
         as is); ``adopt`` takes (site, scheme, adopting site, why): the site joins the seed."""
@@ -93,6 +98,9 @@ class Discovery:
         """Takes (image URL, embedding site); True when it queued it as a media requisite
         (the media lanes, built after discovery, connect it when the crawl fetches media)."""
         self.intake = intake or UrlIntake(stats.refused)
+        self.sitemap_fallback = sitemap_fallback
+        self.fallback_due: set[str] = set()
+        """Sites whose ``/sitemap.xml`` is tried once their home page is read."""
 
     def drain(
         self,
@@ -103,7 +111,10 @@ class Discovery:
         return drained
 
     def queue_sitemaps(self, rt: SiteLane, sitemaps: list[str]) -> None:
-        """Sitemaps robots.txt lists on seed sites become ordinary (booked) work."""
+        """Sitemaps robots.txt lists on seed sites become ordinary (booked) work; none
+        listed: ``/sitemap.xml``, with ``sitemap_fallback``."""
+        if not sitemaps and self.sitemap_fallback:
+            self.fallback_due.add(rt.site)
         for raw in sitemaps[:MAX_SITEMAPS]:
             try:
                 url = parse_url(raw.strip(), f"{rt.scheme}://{rt.site}/robots.txt")
@@ -137,6 +148,7 @@ class Discovery:
         self.stats.links_found += len(page.links) + len(page.images)
         self.stats.bad_links += page.bad_links
         self.stats.noindex_pages += NOINDEX in page.robots
+        self._count_readers(page)
         # Links a fast source reveals take the priority path (the freshlane, once).
         lane = UrlLane.FRESHLANE if item.lane is UrlLane.FRESHLANE else UrlLane.DISCOVERY
         if NOFOLLOW in page.robots:
@@ -148,6 +160,9 @@ class Discovery:
                     self.stats.nofollow_links += 1  # recorded in the document: no vote
                     continue
                 self.add_link(rt, link, item.depth + 1, 0, lane)
+        if item.depth == 0 and rt.site in self.fallback_due:
+            self.fallback_due.discard(rt.site)
+            self.queue_sitemaps(rt, ["/sitemap.xml"])
         for image in page.images:
             if not self.intake.admits(image.fetch_url):
                 continue
@@ -156,6 +171,17 @@ class Discovery:
             media = self.media
             if image.site in self.scope or media is None or not media(image.url(), rt.site):
                 self.add_link(rt, image, item.depth + 1, 0, lane)
+
+    def _count_readers(self, page: ParsedPage) -> None:
+        """A PDF's or a feed's reader, and the parse hook: what they made of the page."""
+        kind = page.fields.get("format")
+        if kind is not None:
+            self.stats.formats[f"{kind}-error" if f"{kind}_error" in page.fields else kind] += 1
+        error = page.fields.get("hook_error")
+        if error:
+            self.stats.hook_errors[str(error).partition(":")[0]] += 1
+        elif "hook" in page.fields:
+            self.stats.hook_fields += 1
 
     def sitemap(self, rt: SiteLane, url: str, sitemap: ParsedSitemap) -> None:
         """``sitemap`` was fetched from ``url``, a URL of ``rt``'s site."""

@@ -137,12 +137,16 @@ class Keeper:
         """``[warc] payload = "raw"``: records keep the body as received, unredacted."""
 
     def context(self, result: FetchResult, site: str) -> ReadContext:
+        hook = self.config.parse.hook
         return ReadContext(
             result.content_type,
             self.token,
             x_robots_of(result.headers),
             self.policy,
             host_of_site(site),
+            hook,
+            self.config.parse.hook_timeout,
+            tuple(result.headers) if hook else (),
         )
 
     async def keep(

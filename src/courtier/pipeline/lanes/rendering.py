@@ -116,6 +116,8 @@ class Rendering:
     ) -> tuple[ParsedPage, dict[str, Any] | None]:
         """The page to take links from (the rendered one, or ``page``) and the document's
         ``render`` notes (None: nothing to say, the page was not a candidate)."""
+        if "format" in page.fields:  # a PDF or a feed (``content.reading``): no page to render
+            return page, None
         decision = self.rules.decide(
             lane.site, item.fetch_url, page.shell, available=self.renderer is not None
         )

@@ -99,8 +99,16 @@ def _limit_address_space(budget: int) -> None:
         pass
 
 
-def warm_up_parse() -> None:
-    """The default warm-up: import the reader (decoding, redaction, parser), read a page."""
+def warm_up_parse(hook: str = "") -> None:
+    """The default warm-up: import the readers (decoding, redaction, parser, PDF, feeds) and
+    the parse hook (``[parse] hook``), read a page."""
+    import feedparser  # noqa: F401
+    import pypdf  # noqa: F401
+
     from courtier.content.reading import ReadContext, read_page
 
     read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
+    if hook:
+        from courtier.content.hook import load_hook
+
+        load_hook(hook)
