@@ -464,6 +464,19 @@ class WarcSection:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseSection:
+    """What is read of a page in the parse worker besides its links (``content.text``)."""
+
+    text: bool = True
+    """Each HTML page's main text, Markdown, language and SimHash in its document."""
+    near_distance: int = 3
+    """Bits (of 64) within which two pages' SimHashes make the later a near-duplicate of the
+    earlier (``near_duplicate_of``); 0: exact duplicates only."""
+    remember: int = 200_000
+    """Texts remembered for duplicate detection in a run (the oldest are forgotten)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeSection:
     """Which URLs of the seed are crawled, and which hosts join it (``pipeline.scope``)."""
 
@@ -549,6 +562,7 @@ class Config:
     frontier: FrontierSection = field(default_factory=FrontierSection)
     media: MediaSection = field(default_factory=MediaSection)
     warc: WarcSection = field(default_factory=WarcSection)
+    parse: ParseSection = field(default_factory=ParseSection)
     scope: ScopeSection = field(default_factory=ScopeSection)
     redact: RedactSection = field(default_factory=RedactSection)
     render: RenderSection = field(default_factory=RenderSection)
@@ -829,6 +843,11 @@ RULES: dict[type, dict[str, Rule]] = {
             _matching(re.compile(r"[A-Za-z0-9_-]{1,64}"), ""),
         ),
         "compression_level": whole(1, 9),
+    },
+    ParseSection: {
+        "text": Rule("true or false"),
+        "near_distance": whole(0, 16, unit="bits"),
+        "remember": whole(0, 100_000_000, unit="texts"),
     },
     ScopeSection: {
         "include": each("regular expressions searched in URLs", _regex),

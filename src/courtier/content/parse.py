@@ -25,9 +25,11 @@ from typing import Final, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from courtier.content.canonical import declared_in_markup
 from courtier.content.decode import encode_query
 from courtier.content.nesting import nesting_cut
 from courtier.content.shell import shell_reason
+from courtier.content.text import PageText
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.traps import clear_pattern_caches, pattern_of
 from courtier.politeness.robots_meta import directives, meta_applies
@@ -98,6 +100,11 @@ class ParsedPage:
     shell: str | None = None
     """Why the page looks like an application shell whose content a script loads
     (``shell.shell_reason``); None when it does not."""
+    canonical: Link | None = None
+    """The canonical URL the page declares (``canonical``: its Link header, else its markup)."""
+    text: PageText | None = None
+    """Its main content: text, Markdown, language, SimHash (``text.page_text``); None when
+    ``[parse] text`` is off."""
 
     def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
         # Links travel as plain tuples (pickled in C) and become Links again on arrival.
@@ -115,6 +122,8 @@ class ParsedPage:
             self.payload,
             self.redactions,
             self.shell,
+            self.canonical,
+            self.text,
         )
 
 
@@ -136,6 +145,8 @@ def _rebuild_page(
         page.payload,
         page.redactions,
         page.shell,
+        page.canonical,
+        page.text,
     ) = rest  # type: ignore[assignment]
     return page
 
@@ -228,6 +239,7 @@ def parse_page(
         if src:
             _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
     page.shell = shell_reason(tree, len(page.links))
+    page.canonical = declared_in_markup(tree, base)
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
     page.fingerprint = tree_fingerprint(tree)
     return page

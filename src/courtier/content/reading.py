@@ -4,9 +4,10 @@
 never decodes, searches or rewrites a body. Order matters, and is the issue's rule:
 1. decode with the page's encoding (``decode``: BOM, header, meta, detection);
 2. redact secrets and personal data from the text (``courtier.sinks.redact``), so that
-   3. the title, the links and the content fingerprint come from the redacted text: a link
-   carrying a key (``?key=AIza...``) keeps its placeholder and is never fetched, and the
-   fingerprint for change detection is taken after redaction;
+   3. the title, the links, the content fingerprint and the main text (``text.page_text``)
+   come from the redacted text: a link carrying a key (``?key=AIza...``) keeps its
+   placeholder and is never fetched, and the fingerprint for change detection is taken
+   after redaction;
 4. the body to keep (WARC) is the redacted text encoded back in the page's encoding, or the
    original bytes when nothing was redacted.
 """
@@ -16,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from courtier.content.canonical import declared_in_headers
 from courtier.content.decode import decode, encode_back, parse_text
 from courtier.content.parse import ParsedPage, parse_page
+from courtier.content.text import page_text
 from courtier.net.spool import Body, body_bytes
 from courtier.politeness.robots_meta import header_directives
 from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
@@ -54,6 +57,10 @@ class ReadContext:
     policy: RedactionPolicy = DEFAULT_POLICY
     host: str = ""
     """The page's host: its country-code domain names the phone region."""
+    text: bool = True
+    """Extract the main text, language and SimHash (``[parse] text``; ``text.page_text``)."""
+    link_headers: tuple[str, ...] = ()
+    """The response's Link values (a canonical may be declared there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +77,14 @@ def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     decoded = decode(body, context.content_type)
     region = region_of(context.host, context.policy.region)
     redacted = redact(decoded.text, context.policy, region)
-    page = parse_page(
-        parse_text(redacted.text), base_url, encoding=decoded.encoding, token=context.token
-    )
+    utf8 = parse_text(redacted.text)
+    page = parse_page(utf8, base_url, encoding=decoded.encoding, token=context.token)
     page.encoding_source = decoded.source
     page.robots |= header_directives(context.x_robots, context.token)
+    if context.link_headers:
+        page.canonical = declared_in_headers(context.link_headers, base_url) or page.canonical
+    if context.text:
+        page.text = page_text(utf8, truncated=page.truncated == "depth")
     if redacted.changed:
         page.payload = encode_back(redacted.text, decoded, body)
         page.redactions = dict(redacted.counts)
@@ -93,6 +103,10 @@ def redact_body(content: Body, context: ReadContext) -> RedactedBody:
 
 def x_robots_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(value for name, value in headers if name.lower() == "x-robots-tag")
+
+
+def links_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    return tuple(value for name, value in headers if name.lower() == "link")
 
 
 def read_and_capture(

@@ -24,11 +24,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from courtier.config import Config
-from courtier.content.parse import ParsedPage
+from courtier.content.duplicates import DuplicateIndex, duplicate_fields
+from courtier.content.parse import ParsedPage, canonical_link
 from courtier.content.reading import (
     ReadContext,
     RedactedBody,
     is_text,
+    links_of,
     read_and_capture,
     read_page,
     redact_body,
@@ -55,12 +57,15 @@ class Kept:
     """The body as kept (redacted where it had to be), or its spool file."""
     redactions: dict[str, int] = field(default_factory=dict)
     ref: WarcRef | None = None
+    duplicates: dict[str, Any] = field(default_factory=dict)
+    """The page's canonical and the earlier URLs it copies (``duplicates.duplicate_fields``)."""
 
     def fields(self) -> dict[str, Any]:
-        """The document's fields: where the capture is, what was redacted."""
+        """The document's fields: where the capture is, what was redacted, what it copies."""
         fields = warc_fields(self.ref)
         if self.redactions:
             fields["redacted"] = dict(sorted(self.redactions.items()))
+        fields.update(self.duplicates)
         return fields
 
     async def fingerprint(self, result: FetchResult) -> str | None:
@@ -130,6 +135,9 @@ class Keeper:
         self.policy = redaction_policy(config)
         self.token = config.fetch.user_agent_token
         self.config = config
+        self.text = config.parse.text
+        self.duplicates = DuplicateIndex(config.parse.near_distance, config.parse.remember)
+        """Texts seen this run, by URL: a page's document names the earlier URL it copies."""
 
     def context(self, result: FetchResult, site: str) -> ReadContext:
         return ReadContext(
@@ -138,6 +146,8 @@ class Keeper:
             x_robots_of(result.headers),
             self.policy,
             host_of_site(site),
+            self.text,
+            links_of(result.headers),
         )
 
     async def keep(
@@ -159,6 +169,7 @@ class Keeper:
             if page.payload is not None:
                 kept.payload = page.payload
             kept.redactions = page.redactions
+            kept.duplicates = self.copied(item.fetch_url if item else result.url, page)
         elif result.size and self.policy.enabled and is_text(result.content_type):
             redacted = await self._redact(result, site)
             if redacted is None:
@@ -212,6 +223,15 @@ class Keeper:
             parse, self.stats, read_and_capture, result, context, capture, self.level
         )
         return (None, None, error) if both is None else (both[0], both[1], None)
+
+    def copied(self, url: str, page: ParsedPage) -> dict[str, Any]:
+        """The document's fields naming what ``page``, fetched from ``url``, copies: its
+        declared canonical, an earlier URL with the same or a near text."""
+        found = None if page.text is None else self.duplicates.see(url, page.text)
+        if page.canonical is None and found is None:
+            return {}
+        own = canonical_link(url, None)
+        return duplicate_fields(page.canonical, url if own is None else own.canonical, found)
 
     @property
     def level(self) -> int:

@@ -1,0 +1,37 @@
+"""The language of a page's main text: py3langid's bundled model, offline, in the worker.
+
+py3langid (a maintained fork of langid.py: 97 languages, a naive Bayes model over byte
+n-grams, shipped inside the package) was chosen over lingua (more accurate on short texts,
+slower and far larger in memory) and fasttext-predict (fast, but its model is a separate
+download). Its time grows with the text, so only the first ``LANGUAGE_CHARS`` characters are
+read: a paragraph names a language as surely as a page does. The model loads once a worker
+(about a second, in the pool's warm-up).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Final
+
+from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+LANGUAGE_CHARS: Final = 512
+MIN_LETTERS: Final = 20
+"""Texts with fewer letters than this name no language (a title, a menu)."""
+MIN_SCORE: Final = 0.5
+"""The identifier's normalised probability below which it is unsure: no language."""
+
+
+@cache
+def _identifier() -> LanguageIdentifier:
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def identify(text: str) -> tuple[str | None, float]:
+    """(ISO 639-1 code, probability) of ``text``; (None, p) when too short or unsure."""
+    sample = text[:LANGUAGE_CHARS]
+    if sum(ch.isalpha() for ch in sample) < MIN_LETTERS:
+        return None, 0.0
+    language, score = _identifier().classify(sample)
+    score = round(float(score), 3)
+    return (str(language) if score >= MIN_SCORE else None), score
