@@ -94,7 +94,9 @@ class DuplicateIndex:
                 if other.seq >= entry.seq or not other.near:
                     continue
                 bits = distance(entry.simhash, other.simhash)
-                if bits < best_distance or (bits == best_distance and best and other.seq < best.seq):
+                if bits < best_distance or (
+                    bits == best_distance and best and other.seq < best.seq
+                ):
                     best, best_distance = other, bits
         return None if best is None else Duplicate(best.url, False, best_distance)
 

@@ -227,7 +227,10 @@ class Keeper:
     def copied(self, url: str, page: ParsedPage) -> dict[str, Any]:
         """The document's fields naming what ``page``, fetched from ``url``, copies: its
         declared canonical, an earlier URL with the same or a near text."""
-        found = None if page.text is None else self.duplicates.see(url, page.text)
+        # A copy that names its canonical speaks for it: its text is remembered under the
+        # canonical's URL, so the canonical, fetched later, is no copy of its own copy.
+        key = url if page.canonical is None else page.canonical.fetch_url
+        found = None if page.text is None else self.duplicates.see(key, page.text)
         if page.canonical is None and found is None:
             return {}
         own = canonical_link(url, None)
