@@ -79,7 +79,10 @@ class DuplicateIndex:
         elif entry.digest != text.digest or entry.simhash != text.simhash:
             self._drop(entry)
             entry = self._add(url, text, entry.seq)
-        return self._earlier(entry)
+        found = self._earlier(entry)
+        while len(self._urls) > self.remember and self._order:
+            self._drop(self._order.popleft())
+        return found
 
     def _earlier(self, entry: _Entry) -> Duplicate | None:
         same = self._digests.get(entry.digest)
@@ -113,8 +116,6 @@ class DuplicateIndex:
             for table, (shift, mask) in zip(self._tables, self._blocks, strict=True):
                 table.setdefault((text.simhash >> shift) & mask, []).append(entry)
         self._order.append(entry)
-        while len(self._urls) > self.remember and self._order:
-            self._drop(self._order.popleft())
         return entry
 
     def _drop(self, entry: _Entry) -> None:

@@ -74,8 +74,8 @@ def page_text(body: bytes, *, truncated: bool = False) -> PageText:
         comments=False,
         noscript=False,
     )
-    markdown = to_markdown(extract)[:MAX_TEXT_CHARS]
-    text = to_text(extract)[:MAX_TEXT_CHARS]
+    markdown, text = convert(extract)
+    markdown, text = markdown[:MAX_TEXT_CHARS], text[:MAX_TEXT_CHARS]
     language, score = identify(text)
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     return PageText(text, markdown, language, score, simhash(text), digest)
@@ -84,65 +84,83 @@ def page_text(body: bytes, *, truncated: bool = False) -> PageText:
 # -- from resiliparse's minimal HTML ----------------------------------------------------------
 #
 # Its output holds only h1-h6, p, ul, ol, li, pre, br (and a, when links are asked for: they
-# are not), one block a line, text escaped as HTML. So a few patterns read it exactly; nothing
-# here has to parse arbitrary HTML.
+# are not), one block a line, text escaped as HTML. So one split on those tags reads it
+# exactly, and writes the Markdown and the plain text in the same pass; nothing here has to
+# parse arbitrary HTML.
 
 _BLOCK: Final = re.compile(r"<(/?)(h[1-6]|p|ul|ol|li|pre|br)\b[^>]*>", re.IGNORECASE)
 _TAG: Final = re.compile(r"<[^>]*>")
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
-_SPACES: Final = re.compile(r"[ \t]+")
+_SPACES: Final = re.compile(r"\s+")
+
+
+def convert(extract: str) -> tuple[str, str]:
+    """(Markdown, plain text) of resiliparse's minimal HTML: ``#`` headings, ``-`` and ``1.``
+    lists, fenced ``pre`` and paragraphs apart in the one; one block a line, blank lines
+    between blocks, in the other."""
+    parts = _BLOCK.split(extract)  # text, closing, name, text, closing, name, ..., text
+    md: list[str] = [_inline(parts[0], False)]
+    plain: list[str] = [md[0]]
+    lists: list[list[int]] = []  # per open list: [0] unordered, [n] ordered (next number)
+    in_pre = False
+    for i in range(1, len(parts), 3):
+        closing, name, fragment = parts[i] == "/", parts[i + 1].lower(), parts[i + 2]
+        if name == "br":
+            md.append("\n")
+            plain.append("\n")
+        elif name == "li":
+            if not closing:
+                md.append(_bullet(lists))
+                plain.append("\n")
+        elif name in ("ul", "ol"):
+            if closing and lists:
+                lists.pop()
+            elif not closing:
+                lists.append([1] if name == "ol" else [0])
+            md.append("\n")
+            plain.append("\n\n")
+        elif name == "pre":
+            in_pre = not closing
+            md.append("\n\n```\n" if in_pre else "\n```\n\n")
+            plain.append("\n\n")
+        elif name[0] == "h":
+            md.append("\n\n" + "#" * int(name[1]) + " " if not closing else "\n\n")
+            plain.append("\n\n")
+        else:  # p
+            md.append("\n\n")
+            plain.append("\n\n")
+        text = _inline(fragment, in_pre)
+        md.append(text)
+        plain.append(text)
+    return _tidy("".join(md)), _tidy("".join(plain))
+
+
+def _tidy(text: str) -> str:
+    return _BLANK_LINES.sub("\n\n", text).strip()
 
 
 def to_markdown(extract: str) -> str:
-    """Markdown of resiliparse's minimal HTML: ``#`` headings, ``-`` and ``1.`` lists,
-    fenced ``pre``, paragraphs apart."""
-    out: list[str] = []
-    lists: list[list[int]] = []  # per open list: [0] unordered, [n] ordered (next number)
-    pos = 0
-    in_pre = False
-    for match in _BLOCK.finditer(extract):
-        out.append(_inline(extract[pos : match.start()], in_pre))
-        pos = match.end()
-        closing, name = match.group(1) == "/", match.group(2).lower()
-        if name == "br":
-            out.append("\n")
-        elif name == "pre":
-            in_pre = not closing
-            out.append("\n```\n" if not closing else "\n```\n\n")
-        elif name in ("ul", "ol"):
-            if closing:
-                if lists:
-                    lists.pop()
-                out.append("\n")
-            else:
-                lists.append([1] if name == "ol" else [0])
-        elif name == "li":
-            if not closing:
-                indent = "  " * max(0, len(lists) - 1)
-                if lists and lists[-1][0]:
-                    bullet = f"{lists[-1][0]}. "
-                    lists[-1][0] += 1
-                else:
-                    bullet = "- "
-                out.append(f"\n{indent}{bullet}")
-        elif name.startswith("h"):
-            out.append(f"\n\n{'#' * int(name[1])} " if not closing else "\n\n")
-        else:  # p
-            out.append("\n\n")
-    out.append(_inline(extract[pos:], in_pre))
-    return _BLANK_LINES.sub("\n\n", "".join(out)).strip()
+    return convert(extract)[0]
 
 
 def to_text(extract: str) -> str:
-    """Plain text of resiliparse's minimal HTML: one block a line, blank lines between."""
-    text = _BLOCK.sub(lambda m: "\n" if m.group(2).lower() in ("br", "li") else "\n\n", extract)
-    text = html.unescape(_TAG.sub("", text))
-    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+    return convert(extract)[1]
+
+
+def _bullet(lists: list[list[int]]) -> str:
+    indent = "  " * max(0, len(lists) - 1)
+    if lists and lists[-1][0]:
+        number = lists[-1][0]
+        lists[-1][0] += 1
+        return f"\n{indent}{number}. "
+    return f"\n{indent}- "
 
 
 def _inline(fragment: str, in_pre: bool) -> str:
-    text = html.unescape(_TAG.sub("", fragment))
+    if "<" in fragment:
+        fragment = _TAG.sub("", fragment)
+    if "&" in fragment:
+        fragment = html.unescape(fragment)
     if in_pre:
-        return text
-    return _SPACES.sub(" ", text.replace("\n", " ")) if text.strip() else ""
+        return fragment
+    return _SPACES.sub(" ", fragment).strip()
