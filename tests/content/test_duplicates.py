@@ -9,7 +9,7 @@ from courtier.content.parse import make_link
 from courtier.content.simhash import distance, simhash
 from courtier.content.text import PageText
 
-WORDS = "river bridge mayor garden market library children winter summer school road".split()
+WORDS = ("river", "bridge", "mayor", "garden", "market", "library", "school", "road")
 
 
 def text_of(words: list[str]) -> PageText:

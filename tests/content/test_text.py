@@ -67,7 +67,7 @@ def test_languages_of_real_sentences():
     sentences = {
         "de": "Im Herbst wird der Garten langsam ruhiger, und die Blätter fallen von den Bäumen.",
         "fr": "Le conseil municipal veut construire une plus grande bibliothèque pour les enfants.",
-        "es": "El ayuntamiento quiere construir una biblioteca más grande para los niños del pueblo.",
+        "es": "El ayuntamiento quiere construir una biblioteca más grande para los niños.",
         "it": "Il consiglio comunale vuole costruire una biblioteca più grande per i bambini.",
         "nl": "De gemeenteraad wil een grotere bibliotheek voor de kinderen van het dorp bouwen.",
     }
@@ -99,7 +99,7 @@ def test_text_off_reads_no_text_and_the_page_pickles_with_it_on():
 def test_simhash_is_stable_close_for_a_small_edit_and_far_for_another_text():
     words = [f"w{(i * 7919) % 1009}" for i in range(800)]
     base = " ".join(words)
-    edited = " ".join(words[:400] + ["lantern"] + words[401:])
+    edited = " ".join([*words[:400], "lantern", *words[401:]])
     other = " ".join(reversed(words))
     assert simhash(base) == simhash(base)
     assert distance(simhash(base), simhash(edited)) <= 3

@@ -88,10 +88,9 @@ def page_text(body: bytes, *, truncated: bool = False) -> PageText:
 # exactly, and writes the Markdown and the plain text in the same pass; nothing here has to
 # parse arbitrary HTML.
 
-_BLOCK: Final = re.compile(r"<(/?)(h[1-6]|p|ul|ol|li|pre|br)\b[^>]*>", re.IGNORECASE)
+_BLOCK: Final = re.compile(r"<(/?)(h[1-6]|p|ul|ol|li|pre|br)\b[^>]*>")
 _TAG: Final = re.compile(r"<[^>]*>")
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
-_SPACES: Final = re.compile(r"\s+")
 
 
 def convert(extract: str) -> tuple[str, str]:
@@ -136,7 +135,9 @@ def convert(extract: str) -> tuple[str, str]:
 
 
 def _tidy(text: str) -> str:
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    if "\n\n\n" in text:
+        text = _BLANK_LINES.sub("\n\n", text)
+    return text.strip()
 
 
 def to_markdown(extract: str) -> str:
@@ -163,4 +164,4 @@ def _inline(fragment: str, in_pre: bool) -> str:
         fragment = html.unescape(fragment)
     if in_pre:
         return fragment
-    return _SPACES.sub(" ", fragment).strip()
+    return " ".join(fragment.split())
