@@ -472,8 +472,9 @@ class ParseSection:
     near_distance: int = 3
     """Bits (of 64) within which two pages' SimHashes make the later a near-duplicate of the
     earlier (``near_duplicate_of``); 0: exact duplicates only."""
-    remember: int = 200_000
-    """Texts remembered for duplicate detection in a run (the oldest are forgotten)."""
+    remember: int = 50_000
+    """Texts remembered for duplicate detection in a run (the oldest are forgotten): about
+    900 bytes each in the crawl's process (``content.duplicates``)."""
 
 
 @dataclass(frozen=True, slots=True)
