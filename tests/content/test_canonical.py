@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.content.canonical import declared_in_headers
+from courtier.content import canonical
+from courtier.content.parse import make_link
 from courtier.content.reading import ReadContext, read_page
 
 BASE = "http://a.test/dir/page?x=1"
@@ -38,6 +39,10 @@ def test_the_header_wins_over_the_markup():
     assert canonical_of(markup, header) == "https://a.test/from-header"
 
 
+def declared_in_headers(values: list[str], base: str) -> object:
+    return canonical.declared_in_headers(values, base, make_link)
+
+
 def test_header_forms():
     assert declared_in_headers(["</c>; rel=canonical"], BASE).fetch_url == "http://a.test/c"  # type: ignore[union-attr]
     assert declared_in_headers(['</c>; REL="next canonical"'], BASE) is not None
@@ -53,5 +58,5 @@ def test_a_broken_or_non_http_canonical_declares_nothing():
 
 @given(st.text(max_size=200))
 def test_any_link_header_is_read_without_error(value: str) -> None:
-    found = declared_in_headers([value], BASE)
+    found = canonical.declared_in_headers([value], BASE, make_link)
     assert found is None or found.fetch_url.startswith(("http://", "https://"))

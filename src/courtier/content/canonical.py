@@ -13,20 +13,22 @@ Rules (after RFC 6596 and what search engines document):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
-    from courtier.content.parse import Link
+T = TypeVar("T")
+Resolve = Callable[[str, str], T | None]
+"""Resolves a reference against a base (``parse.make_link``), None for no crawlable URL."""
 
 _LINK_VALUE: Final = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,<]*)*)")
 _REL: Final = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""", re.IGNORECASE)
 MAX_HEADER_CHARS: Final = 8192
 
 
-def declared_in_markup(tree: LexborHTMLParser, base: str) -> Link | None:
+def declared_in_markup(tree: LexborHTMLParser, base: str, resolve: Resolve[T]) -> T | None:
     """The canonical of a parsed page's ``<link rel="canonical" href>``, resolved."""
     hrefs = set()
     for node in tree.tags("link"):
@@ -36,21 +38,17 @@ def declared_in_markup(tree: LexborHTMLParser, base: str) -> Link | None:
             hrefs.add(href.strip())
     if len(hrefs) != 1:
         return None
-    return _resolve(hrefs.pop(), base)
+    href = hrefs.pop()
+    return resolve(href, base) if href else None
 
 
-def declared_in_headers(values: Iterable[str], base: str) -> Link | None:
+def declared_in_headers(values: Iterable[str], base: str, resolve: Resolve[T]) -> T | None:
     """The canonical of a response's ``Link`` header values (the first that declares one)."""
     for value in values:
         for match in _LINK_VALUE.finditer(value[:MAX_HEADER_CHARS]):
             for rel in _REL.finditer(match.group(2)):
                 tokens = (rel.group(1) or rel.group(2) or "").lower().split()
                 if "canonical" in tokens:
-                    return _resolve(match.group(1).strip(), base)
+                    href = match.group(1).strip()
+                    return resolve(href, base) if href else None
     return None
-
-
-def _resolve(href: str, base: str) -> Link | None:
-    from courtier.content.parse import make_link  # parse imports this module
-
-    return make_link(href, base) if href else None

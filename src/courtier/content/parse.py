@@ -1,19 +1,16 @@
 """Page parsing, run in worker processes so it never holds the fetch loop.
 
-``parse_page`` is top-level and picklable. It returns plain data (links already
-canonicalised, counts of what was skipped) and touches no metrics or stores: the parent
-records what it returns.
+``parse_page`` is top-level and picklable. It returns plain data (links already canonicalised,
+counts of what was skipped) and touches no metrics or stores: the parent records it.
 
-Hostile pages. Each page is parsed once (links, images, title and the content fingerprint all
-come from one lexbor tree), and everything after the parse is linear in the tree. The parse
-itself is not: lexbor, like the HTML standard's algorithm, looks through the stack of open
-elements for most block start tags (``div``, ``ul``, ``section``..., "is there a ``p`` in button
-scope?"), so a page nested ``d`` deep costs ``O(nodes * d)``: 100,000 nested ``<div>`` (500 KB)
-took two minutes. So before parsing, ``nesting.nesting_cut`` estimates the nesting with a
-linear scan of the bytes, and a page that nests deeper than ``MAX_DEPTH`` (browsers stop
-nesting at about 512 too) is parsed only up to the tag that goes past it:
-``ParsedPage.truncated`` says ``"depth"``. The time budget of the parse pool
-(``courtier.pipeline.workers.pool``) is the backstop for whatever the estimate misses.
+Hostile pages. Links, images, title, canonical and fingerprint come from one lexbor tree (the
+main text from resiliparse's, ``text.page_text``); all after the parse is linear in the tree.
+The parse is not: lexbor, like the HTML standard's algorithm, looks through the stack of open
+elements for most block start tags ("is there a ``p`` in button scope?"), so a page nested
+``d`` deep costs ``O(nodes * d)``: 100,000 nested ``<div>`` (500 KB) took two minutes. So
+``nesting.nesting_cut`` first estimates the nesting in linear time, and a page nesting deeper
+than ``MAX_DEPTH`` (about 512, as in browsers) is parsed up to the tag that goes past it
+(``ParsedPage.truncated``: ``"depth"``); the parse pool's time budget is the backstop.
 """
 
 from __future__ import annotations
@@ -101,10 +98,7 @@ class ParsedPage:
     """Why the page looks like an application shell whose content a script loads
     (``shell.shell_reason``); None when it does not."""
     canonical: Link | None = None
-    """The canonical URL the page declares (``canonical``: its Link header, else its markup)."""
     text: PageText | None = None
-    """Its main content: text, Markdown, language, SimHash (``text.page_text``); None when
-    ``[parse] text`` is off."""
 
     def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
         # Links travel as plain tuples (pickled in C) and become Links again on arrival.
@@ -239,7 +233,7 @@ def parse_page(
         if src:
             _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
     page.shell = shell_reason(tree, len(page.links))
-    page.canonical = declared_in_markup(tree, base)
+    page.canonical = declared_in_markup(tree, base, make_link)
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
     page.fingerprint = tree_fingerprint(tree)
     return page

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from courtier.content.canonical import declared_in_headers
 from courtier.content.decode import decode, encode_back, parse_text
-from courtier.content.parse import ParsedPage, parse_page
+from courtier.content.parse import ParsedPage, make_link, parse_page
 from courtier.content.text import page_text
 from courtier.net.spool import Body, body_bytes
 from courtier.politeness.robots_meta import header_directives
@@ -82,7 +82,8 @@ def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     page.encoding_source = decoded.source
     page.robots |= header_directives(context.x_robots, context.token)
     if context.link_headers:
-        page.canonical = declared_in_headers(context.link_headers, base_url) or page.canonical
+        header = declared_in_headers(context.link_headers, base_url, make_link)
+        page.canonical = header or page.canonical
     if context.text:
         page.text = page_text(utf8, truncated=page.truncated == "depth")
     if redacted.changed:
