@@ -22,10 +22,10 @@ def discover(markup: str) -> Discovery:
     return discovery
 
 
-def test_a_canonical_inside_the_seed_joins_the_frontier_at_the_pages_depth():
+def test_a_canonical_inside_the_seed_joins_the_frontier_as_a_link_of_the_page():
     discovery = discover('<link rel="canonical" href="/story/5">')
     [new] = discovery.new_urls
-    assert (new.fetch_url, new.depth) == ("https://news.example/story/5", ITEM.depth)
+    assert (new.fetch_url, new.depth) == ("https://news.example/story/5", ITEM.depth + 1)
 
 
 def test_nofollow_keeps_the_links_out_but_not_the_canonical():

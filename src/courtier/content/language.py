@@ -28,6 +28,11 @@ def _identifier() -> LanguageIdentifier:
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
+def load_model() -> None:
+    """Load the model now (a parse worker's warm-up, before its memory budget applies)."""
+    _identifier()
+
+
 def identify(text: str) -> tuple[str | None, float]:
     """(ISO 639-1 code, probability) of ``text``; (None, p) when too short or unsure."""
     sample = text[:LANGUAGE_CHARS]

@@ -146,8 +146,8 @@ class Keeper:
             x_robots_of(result.headers),
             self.policy,
             host_of_site(site),
-            self.text,
-            links_of(result.headers),
+            text=self.text,
+            link_headers=links_of(result.headers),
         )
 
     async def keep(

@@ -100,7 +100,10 @@ def _limit_address_space(budget: int) -> None:
 
 
 def warm_up_parse() -> None:
-    """The default warm-up: import the reader (decoding, redaction, parser), read a page."""
+    """The default warm-up: import the reader (decoding, redaction, parser), read a page,
+    load the language model (tens of MB: not charged to the first job's memory budget)."""
+    from courtier.content.language import load_model
     from courtier.content.reading import ReadContext, read_page
 
+    load_model()
     read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
