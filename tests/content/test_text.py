@@ -120,4 +120,5 @@ def test_simhash_of_any_text_is_64_bits(text: str) -> None:
 @given(st.text(max_size=2000))
 def test_any_markup_gives_text_or_nothing(markup: str) -> None:
     text = page_text(markup.encode("utf-8", "surrogateescape"))
-    assert len(text.text) <= 100_000 and "<p>" not in text.text
+    assert len(text.text) <= 100_000 and len(text.markdown) <= 100_000
+    assert 0 <= text.simhash < 1 << 64 and text.language != "zxx"

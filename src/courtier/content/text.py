@@ -39,7 +39,8 @@ class PageText(NamedTuple):
     text: str
     markdown: str
     language: str | None
-    """ISO 639-1 code, or None when the text is too short or the identifier unsure."""
+    """ISO 639-1 code (639-3 where there is none), or None when the text is too short, the
+    identifier unsure or the text no language (``language.identify``)."""
     language_score: float
     simhash: int
     """64-bit SimHash of the text's word shingles (0: no words)."""
