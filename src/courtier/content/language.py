@@ -1,12 +1,12 @@
 """The language of a page's main text: py3langid's bundled model, offline, in the worker.
 
 py3langid (a maintained fork of langid.py: 141 languages and ``zxx``, "no linguistic
-content", a naive Bayes model over byte n-grams, shipped inside the package) was chosen over lingua (more accurate on short texts,
-slower and far larger in memory) and fasttext-predict (fast, but its model is a separate
-download). Its time grows with the text, so only the first ``LANGUAGE_CHARS`` characters are
-read (320: about 50 words; 512 cost 50% more for no better answer on the simulated web's
-articles): a paragraph names a language as surely as a page does. The model loads once a worker
-(about a second, in the pool's warm-up).
+content", a naive Bayes model over byte n-grams, shipped inside the package) was chosen over
+lingua (more accurate on short texts, slower and far larger in memory) and fasttext-predict
+(fast, but its model is a separate download). Its time grows with the text, so only the first
+``LANGUAGE_CHARS`` characters are read (320: about 50 words; 512 cost 50% more for no better
+answer on the simulated web's articles): a paragraph names a language as surely as a page
+does. The model loads once a worker (about a second, in the pool's warm-up).
 """
 
 from __future__ import annotations
