@@ -13,7 +13,7 @@ pages, divided by the number of pages:
 - its parts: resiliparse's extraction (``extract_plain_text(main_content=True)`` as minimal
   HTML), the Markdown and text written from it, the language (py3langid) and the SimHash;
 - trafilatura's ``extract`` to Markdown, the thorough alternative (when it is installed:
-  ``pip install .[bench]``).
+  ``pip install .[bench]``), and lingua's language (when ``lingua-language-detector`` is).
 
     PYTHONPATH=src python bench/bench_text.py
     PYTHONPATH=src python bench/bench_text.py --world articles --json
@@ -103,6 +103,15 @@ def main() -> None:
             lambda b: trafilatura.extract(b.decode(), output_format="markdown"),
             bodies,
             max(1, args.repeat // 2),
+        )
+    try:
+        from lingua import LanguageDetectorBuilder  # type: ignore[import-not-found]
+    except ImportError:
+        pass
+    else:
+        detector = LanguageDetectorBuilder.from_all_languages().build()
+        figures["language (lingua)"] = per_page_us(
+            lambda b: detector.detect_language_of(by_text[b][:320]), bodies, args.repeat
         )
     size = sum(map(len, bodies)) / len(bodies)
     chars = sum(map(len, texts)) / len(texts)
