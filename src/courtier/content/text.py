@@ -75,7 +75,8 @@ def page_text(body: bytes, *, truncated: bool = False) -> PageText:
         comments=False,
         noscript=False,
     )
-    markdown, text = convert(extract)
+    # The kept text is capped: convert no more of the extract than can reach the cap.
+    markdown, text = convert(extract[: 2 * MAX_TEXT_CHARS])
     markdown, text = markdown[:MAX_TEXT_CHARS], text[:MAX_TEXT_CHARS]
     language, score = identify(text)
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
