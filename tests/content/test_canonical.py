@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from courtier.content import canonical
 from courtier.content.parse import make_link
 from courtier.content.reading import ReadContext, read_page
+from courtier.sinks.redact import is_redacted
 
 BASE = "http://a.test/dir/page?x=1"
 
@@ -60,3 +61,9 @@ def test_a_broken_or_non_http_canonical_declares_nothing():
 def test_any_link_header_is_read_without_error(value: str) -> None:
     found = canonical.declared_in_headers([value], BASE, make_link)
     assert found is None or found.fetch_url.startswith(("http://", "https://"))
+
+
+def test_a_secret_in_a_header_canonical_is_redacted_and_never_fetched():
+    key = "AIza" + "Sy" + "D" * 33
+    found = canonical_of("", f"<https://a.test/p?key={key}>; rel=canonical")
+    assert found is not None and key not in found and is_redacted(found)

@@ -23,7 +23,13 @@ from courtier.content.parse import ParsedPage, make_link, parse_page
 from courtier.content.text import page_text
 from courtier.net.spool import Body, body_bytes
 from courtier.politeness.robots_meta import header_directives
-from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
+from courtier.sinks.redact import (
+    DEFAULT_POLICY,
+    RedactionPolicy,
+    redact,
+    redact_url,
+    region_of,
+)
 from courtier.sinks.warc import Capture, EncodedCapture, encode_capture
 
 _TEXT_TYPES = (
@@ -81,8 +87,12 @@ def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     page = parse_page(utf8, base_url, encoding=decoded.encoding, token=context.token)
     page.encoding_source = decoded.source
     page.robots |= header_directives(context.x_robots, context.token)
-    if context.link_headers:
-        header = declared_in_headers(context.link_headers, base_url, make_link)
+    if context.link_headers:  # not part of the redacted text: its canonical is redacted here
+        header = declared_in_headers(
+            context.link_headers,
+            base_url,
+            lambda href, base: make_link(redact_url(href, context.policy).text, base),
+        )
         page.canonical = header or page.canonical
     if context.text:
         page.text = page_text(utf8, truncated=page.truncated == "depth")
