@@ -246,3 +246,12 @@ def test_limit_overrides_give_one_key_its_own_parameters() -> None:
     assert policy.params(LimitKey(KeyType.ORIGIN, "other")).burst == 0.0
     assert config.limits.site_interval("slow.test:8080") == 5.0  # a site on a port: its host
     assert config.limits.site_interval("fast.test") is None
+
+
+def test_parse_text_is_on_by_default_and_a_setting_turns_it_off():
+    assert load().parse.text is True
+    assert load(None, ["parse.text=false"]).parse.text is False
+    assert load(None, ["parse.near_distance=0"]).parse.near_distance == 0
+    for bad in ("parse.text=maybe", "parse.near_distance=17", "parse.remember=-1"):
+        with pytest.raises(ConfigError):
+            load(None, [bad])

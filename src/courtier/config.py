@@ -476,6 +476,27 @@ class WarcSection:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseSection:
+    """What is read of a page in the parse worker besides its links (``content.text``), and
+    user code run on it (``content.hook``)."""
+
+    text: bool = True
+    """Each HTML page's main text, Markdown, language and SimHash in its document."""
+    near_distance: int = 3
+    """Bits (of 64) within which two pages' SimHashes make the later a near-duplicate of the
+    earlier (``near_duplicate_of``); 0: exact duplicates only."""
+    remember: int = 50_000
+    """Texts remembered for duplicate detection in a run (the oldest are forgotten): about
+    900 bytes each in the crawl's process (``content.duplicates``)."""
+    hook: str = ""
+    """"module:function" called with each page (URL, headers, parsed tree, text); the dict it
+    returns goes into the page's document under ``hook`` ("": no hook)."""
+    hook_timeout: float = 2.0
+    """Seconds the hook may take on one page; past it the page is kept without its fields
+    (``hook_error: hook-timeout``). Keep it below ``[crawl] parse_timeout``."""
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeSection:
     """Which URLs of the seed are crawled, and which hosts join it (``pipeline.scope``)."""
 
@@ -560,18 +581,6 @@ class ControlSection:
 
 
 @dataclass(frozen=True, slots=True)
-class ParseSection:
-    """User code run on each parsed page in the parse workers (``courtier.content.hook``)."""
-
-    hook: str = ""
-    """"module:function" called with each page (URL, headers, parsed tree, text); the dict it
-    returns goes into the page's document under ``hook`` ("": no hook)."""
-    hook_timeout: float = 2.0
-    """Seconds the hook may take on one page; past it the page is kept without its fields
-    (``hook_error: hook-timeout``). Keep it below ``[crawl] parse_timeout``."""
-
-
-@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlSection = field(default_factory=CrawlSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -582,12 +591,12 @@ class Config:
     frontier: FrontierSection = field(default_factory=FrontierSection)
     media: MediaSection = field(default_factory=MediaSection)
     warc: WarcSection = field(default_factory=WarcSection)
+    parse: ParseSection = field(default_factory=ParseSection)
     scope: ScopeSection = field(default_factory=ScopeSection)
     redact: RedactSection = field(default_factory=RedactSection)
     render: RenderSection = field(default_factory=RenderSection)
     observe: ObserveSection = field(default_factory=ObserveSection)
     control: ControlSection = field(default_factory=ControlSection)
-    parse: ParseSection = field(default_factory=ParseSection)
 
     @property
     def site_interval(self) -> float:
@@ -874,6 +883,13 @@ RULES: dict[type, dict[str, Rule]] = {
         "compression_level": whole(1, 9),
         "payload": one_of("redacted", "raw"),
     },
+    ParseSection: {
+        "text": Rule("true or false"),
+        "near_distance": whole(0, 16, unit="bits"),
+        "remember": whole(0, 100_000_000, unit="texts"),
+        "hook": text('"module:function" (e.g. "myhooks:extract"), or "" for none', _hook_spec),
+        "hook_timeout": number(above=0, high=600, unit="seconds"),
+    },
     ScopeSection: {
         "include": each("regular expressions searched in URLs", _regex),
         "exclude": each("regular expressions searched in URLs", _regex),
@@ -934,10 +950,6 @@ RULES: dict[type, dict[str, Rule]] = {
     },
     ControlSection: {
         "poll": number(above=0, high=3600, unit="seconds"),
-    },
-    ParseSection: {
-        "hook": text('"module:function" (e.g. "myhooks:extract"), or "" for none', _hook_spec),
-        "hook_timeout": number(above=0, high=600, unit="seconds"),
     },
 }
 

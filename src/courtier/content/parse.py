@@ -1,40 +1,38 @@
 """Page parsing, run in worker processes so it never holds the fetch loop.
 
-``parse_page`` is top-level and picklable. It returns plain data (links already
-canonicalised, counts of what was skipped) and touches no metrics or stores: the parent
-records what it returns.
+``parse_page`` is top-level and picklable. It returns plain data (links already canonicalised,
+counts of what was skipped) and touches no metrics or stores: the parent records it.
 
-Hostile pages. Each page is parsed once (links, images, title and the content fingerprint all
-come from one lexbor tree), and everything after the parse is linear in the tree. The parse
-itself is not: lexbor, like the HTML standard's algorithm, looks through the stack of open
-elements for most block start tags (``div``, ``ul``, ``section``..., "is there a ``p`` in button
-scope?"), so a page nested ``d`` deep costs ``O(nodes * d)``: 100,000 nested ``<div>`` (500 KB)
-took two minutes. So before parsing, ``nesting.nesting_cut`` estimates the nesting with a
-linear scan of the bytes, and a page that nests deeper than ``MAX_DEPTH`` (browsers stop
-nesting at about 512 too) is parsed only up to the tag that goes past it:
-``ParsedPage.truncated`` says ``"depth"``. The time budget of the parse pool
-(``courtier.pipeline.workers.pool``) is the backstop for whatever the estimate misses.
+Hostile pages. Links, images, title, canonical and fingerprint come from one lexbor tree (the
+main text from resiliparse's, ``text.page_text``); all after the parse is linear in the tree.
+The parse is not: lexbor, like the HTML standard's algorithm, looks through the stack of open
+elements for most block start tags ("is there a ``p`` in button scope?"), so a page nested
+``d`` deep costs ``O(nodes * d)``: 100,000 nested ``<div>`` (500 KB) took two minutes. So
+``nesting.nesting_cut`` first estimates the nesting in linear time, and a page nesting deeper
+than ``MAX_DEPTH`` (about 512, as in browsers) is parsed up to the tag that goes past it
+(``ParsedPage.truncated``: ``"depth"``); the parse pool's time budget is the backstop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
-from typing import Any, Final, NamedTuple
+from functools import lru_cache
+from typing import Final
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from courtier.content.canonical import declared_in_markup
 from courtier.content.decode import encode_query
 from courtier.content.feed_links import feed_references
 from courtier.content.nesting import nesting_cut
+from courtier.content.parsed import Link as Link
+from courtier.content.parsed import ParsedPage as ParsedPage
+from courtier.content.parsed import new_link as new_link
 from courtier.content.shell import shell_reason
 from courtier.frontier.fingerprint import tree_fingerprint, unparsed_fingerprint
 from courtier.frontier.traps import clear_pattern_caches, pattern_of
 from courtier.politeness.robots_meta import directives, meta_applies
 from courtier.url import (
     MAX_URL_LENGTH,
-    Url,
     UrlError,
     _ada,
     canonical_target,
@@ -42,107 +40,6 @@ from courtier.url import (
     parse_url,
     plain_path_target,
 )
-
-
-class Link(NamedTuple):
-    """A canonicalised reference, with what the event loop needs of it precomputed.
-
-    A named tuple, not a dataclass: pages carry hundreds of links across the process
-    boundary, and a tuple pickles and unpickles several times faster."""
-
-    canonical: str
-    fetch_url: str
-    site: str
-    pattern: str = ""
-    """Key of its crawler-trap pattern under the default ``TrapPolicy`` (``traps.pattern_of``);
-    "" when not computed (the loop computes it)."""
-    pattern_host: str = ""
-    volatile: bool = False
-
-    def url(self) -> Url:
-        """The ``Url`` this link was made from (what ``parse_url(fetch_url)`` gives), rebuilt
-        from its fields without parsing."""
-        scheme = self.fetch_url[: self.fetch_url.index(":")]
-        site = self.site
-        if site[:1] == "[" or site.count(":") == 1:  # host:port, [v6]:port
-            host, _, port = site.rpartition(":")
-            return Url(scheme, host.strip("[]"), int(port), self.fetch_url, self.canonical)
-        return Url(scheme, site, None, self.fetch_url, self.canonical)
-
-
-new_link: Final = partial(tuple.__new__, Link)
-"""Builds a ``Link`` from a plain tuple of its fields in C (``Link._make`` runs Python)."""
-
-
-@dataclass(slots=True)
-class ParsedPage:
-    title: str | None = None
-    links: list[Link] = field(default_factory=list)
-    images: list[Link] = field(default_factory=list)
-    bad_links: int = 0
-    """References that are not crawlable http(s) URLs (other schemes, malformed hosts)."""
-    fingerprint: str | None = None
-    """Boilerplate-stripped content fingerprint (adaptive refresh compares it)."""
-    truncated: str | None = None
-    """Why only a prefix of the body was parsed, or None: ``"depth"`` when the page nests
-    deeper than ``MAX_DEPTH`` (links, title and fingerprint come from the prefix)."""
-    robots: frozenset[str] = frozenset()
-    """Robots directives of its meta tags and X-Robots-Tag (``politeness.robots_meta``)."""
-    nofollow: set[str] = field(default_factory=set)
-    """Canonical URLs of links marked ``rel="nofollow"``."""
-    encoding: str = "utf-8"
-    encoding_source: str = "utf-8"
-    """How the encoding was found (``reading.read_page``): bom, header, meta, detected..."""
-    payload: bytes | None = None
-    """The body with secrets and personal data redacted (None: nothing was)."""
-    redactions: dict[str, int] = field(default_factory=dict)
-    shell: str | None = None
-    """Why the page looks like an application shell whose content a script loads
-    (``shell.shell_reason``); None when it does not."""
-    fields: dict[str, Any] = field(default_factory=dict)  # more of its document: ``reading``
-
-    def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
-        # Links travel as plain tuples (pickled in C) and become Links again on arrival.
-        return _rebuild_page, (
-            self.title,
-            list(map(tuple, self.links)),
-            list(map(tuple, self.images)),
-            self.bad_links,
-            self.fingerprint,
-            self.truncated,
-            self.robots,
-            self.nofollow,
-            self.encoding,
-            self.encoding_source,
-            self.payload,
-            self.redactions,
-            self.shell,
-            self.fields,
-        )
-
-
-def _rebuild_page(
-    title: str | None,
-    links: list[tuple[object, ...]],
-    images: list[tuple[object, ...]],
-    *rest: object,
-) -> ParsedPage:
-    page = ParsedPage(title, list(map(new_link, links)), list(map(new_link, images)))
-    (
-        page.bad_links,
-        page.fingerprint,
-        page.truncated,
-        page.robots,
-        page.nofollow,
-        page.encoding,
-        page.encoding_source,
-        page.payload,
-        page.redactions,
-        page.shell,
-        page.fields,
-    ) = rest  # type: ignore[assignment]
-    return page
-
 
 _ANCHORS: Final = "a[href], area[href]"
 """Both kinds of link, in document order (one query: the rare page with ``<area>`` links)."""
@@ -234,6 +131,7 @@ def parse_page(
         if src:
             _resolve_cached(encode_query(src, encoding), keys, resolved, seen, page.images, page)
     page.shell = shell_reason(tree, len(page.links))
+    page.canonical = declared_in_markup(tree, base, make_link)
     # Last: the fingerprint removes boilerplate (navigation, footers...) from the tree.
     page.fingerprint = tree_fingerprint(tree)
     return page

@@ -4,9 +4,10 @@
 never decodes, searches or rewrites a body. Order matters, and is the issue's rule:
 1. decode with the page's encoding (``decode``: BOM, header, meta, detection);
 2. redact secrets and personal data from the text (``courtier.sinks.redact``), so that
-   3. the title, the links and the content fingerprint come from the redacted text: a link
-   carrying a key (``?key=AIza...``) keeps its placeholder and is never fetched, and the
-   fingerprint for change detection is taken after redaction;
+   3. the title, the links, the content fingerprint and the main text (``text.page_text``)
+   come from the redacted text: a link carrying a key (``?key=AIza...``) keeps its
+   placeholder and is never fetched, and the fingerprint for change detection is taken
+   after redaction;
 4. the body to keep (WARC) is the redacted text encoded back in the page's encoding, or the
    original bytes when nothing was redacted.
 A PDF (``pdf.read_pdf``) and an RSS or Atom feed (``feeds.read_feed``) are read by their own
@@ -20,14 +21,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from courtier.content.canonical import declared_in_headers
 from courtier.content.decode import decode, encode_back, parse_text
 from courtier.content.feeds import FEED_TYPES, read_feed
 from courtier.content.hook import hook_page, run_hook
-from courtier.content.parse import ParsedPage, parse_page
+from courtier.content.parse import ParsedPage, make_link, parse_page
 from courtier.content.pdf import PDF_TYPE, read_pdf
+from courtier.content.text import page_text
 from courtier.net.spool import Body, body_bytes
 from courtier.politeness.robots_meta import header_directives
-from courtier.sinks.redact import DEFAULT_POLICY, RedactionPolicy, redact, region_of
+from courtier.sinks.redact import (
+    DEFAULT_POLICY,
+    RedactionPolicy,
+    redact,
+    redact_url,
+    region_of,
+)
 from courtier.sinks.warc import Capture, EncodedCapture, encode_capture
 
 _TEXT_TYPES = (
@@ -66,6 +75,10 @@ class ReadContext:
     hook_timeout: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
     """The response's headers (only sent when a hook is set: the hook is given them)."""
+    text: bool = True
+    """Extract the main text, language and SimHash (``[parse] text``; ``text.page_text``)."""
+    link_headers: tuple[str, ...] = ()
+    """The response's Link values (a canonical may be declared there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +106,7 @@ def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     else:
         page, html = _read_html(body, base_url, context, region)
     if context.hook:
-        text = getattr(page, "text", None) or page.fields.get("text")
+        text = page.text.text if page.text is not None else page.fields.get("text")
         seen = hook_page(base_url, context.headers, html, text, page.title, context.content_type)
         fields, error = run_hook(context.hook, seen, context.hook_timeout)
         if fields is not None:
@@ -113,6 +126,15 @@ def _read_html(
     page = parse_page(html, base_url, encoding=decoded.encoding, token=context.token)
     page.encoding_source = decoded.source
     page.robots |= header_directives(context.x_robots, context.token)
+    if context.link_headers:  # not part of the redacted text: its canonical is redacted here
+        header = declared_in_headers(
+            context.link_headers,
+            base_url,
+            lambda href, base: make_link(redact_url(href, context.policy).text, base),
+        )
+        page.canonical = header or page.canonical
+    if context.text:
+        page.text = page_text(html, truncated=page.truncated == "depth")
     if redacted.changed:
         page.payload = encode_back(redacted.text, decoded, body)
         page.redactions = dict(redacted.counts)
@@ -131,6 +153,10 @@ def redact_body(content: Body, context: ReadContext) -> RedactedBody:
 
 def x_robots_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(value for name, value in headers if name.lower() == "x-robots-tag")
+
+
+def links_of(headers: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    return tuple(value for name, value in headers if name.lower() == "link")
 
 
 def read_and_capture(

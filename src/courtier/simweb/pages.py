@@ -23,6 +23,7 @@ import zlib
 from collections import OrderedDict
 from urllib.parse import parse_qsl
 
+from courtier.simweb import articles
 from courtier.simweb.catalogue import (
     HTML,
     JPEG,
@@ -106,6 +107,17 @@ class PageRenderer:
         self._seed_hosts = world.seed_hosts
         self._idn = world.sites_with(Behaviour.IDN)
         self._spa = SpaPages(world, network, self._html)
+        self._last_article: articles.Article | None = None
+
+    def article_of(self, host: str, path: str, query: str = "") -> articles.Article | None:
+        """The ground truth of the article page at ``path`` (``WorldParams.articles``): its
+        main text, language and boilerplate; None for a page that is no article."""
+        site = self.world.sites.get(host)
+        if site is None or not self.params.articles:
+            return None
+        self._last_article = None
+        page = self._render(site, path, query)
+        return self._last_article if page.status == 200 else None
 
     def render(self, site: Site, path: str, query: str) -> Page:
         key = (site.host, path, query)
@@ -151,6 +163,10 @@ class PageRenderer:
             return self._search(site, query)
         if len(parts) == 2 and parts[0] in ("list", "item", "img") and parts[1]:
             return self._numbered(site, parts[0], parts[1])
+        if self.params.articles and len(parts) >= 2 and parts[0] in ("item", "story"):
+            page = self._article_copy(site, path, parts)
+            if page is not None:
+                return page
         if parts[0] == "private":
             return self._html(site, f"Private {path}", [("/", "home")], path)
         if parts[0] == "calendar" and Behaviour.CALENDAR_TRAP in site.behaviours:
@@ -236,6 +252,8 @@ class PageRenderer:
         ]
         if rng.random() < 0.3:
             links.extend(self._outside_links(rng))
+        if self.params.articles and n % articles.PRINTABLE == 0:
+            links.append((f"/item/{n}/print", "Print"))
         return self._html(site, f"Item {n}", links, f"/item/{n}", images=self._images(site, n))
 
     def _search(self, site: Site, query: str) -> Page:
@@ -415,6 +433,8 @@ class PageRenderer:
         images: list[str] | None = None,
         in_head: str = "",
     ) -> Page:
+        if self.params.articles:
+            return self._article(site, links, salt, salt, images or [])
         items = "".join(
             f'<li><a href="{_attr(href)}">{_text(text)}</a></li>' for href, text in links
         )
@@ -431,6 +451,33 @@ class PageRenderer:
         start = zlib.crc32(f"{site.host}{salt}".encode()) % blob_paragraphs * PARAGRAPH_BYTES
         filler = self._padding(start, paragraphs * PARAGRAPH_BYTES)
         return Page(200, head + filler + tail, HTML)
+
+    def _article_copy(self, site: Site, path: str, parts: list[str]) -> Page | None:
+        """``/item/N/print`` and ``/story/N``: item N's article again, at another URL."""
+        n = _int(parts[1])
+        if n is None or not 1 <= n <= self.params.n_items:
+            return None
+        if parts[0] == "item" and parts[2:] == ["print"] and n % articles.PRINTABLE == 0:
+            return self._article(site, [(f"/item/{n}", "Back")], f"/item/{n}", path, [])
+        if parts[0] == "story" and len(parts) == 2 and n % articles.STORY == 0:
+            return self._article(site, [(f"/item/{n}", "Item")], f"/item/{n}", path, [])
+        return None
+
+    def _article(
+        self, site: Site, links: list[tuple[str, str]], salt: str, path: str, images: list[str]
+    ) -> Page:
+        """An article page (``articles``): ``salt`` names its text, ``path`` its URL."""
+        article = articles.article(self.params.seed, site.host, salt)
+        self._last_article = article
+        origin = self.network.origin_url(site.host)
+        horizon = f"{self.network.origin_url(self.world.popular_horizon_host)}/page/1"
+        canonical, in_header = articles.canonical_of(path, origin, horizon)
+        related = [(links[0][0] if links else "/", article.boilerplate[-1])]
+        body = articles.render(
+            site.host, article, links, images, None if in_header else canonical, related
+        )
+        headers = (("Link", f'<{canonical}>; rel="canonical"'),) if in_header else ()
+        return Page(200, body.encode(), HTML, headers)
 
     def _padding(self, start: int, size: int) -> bytes:
         half = len(self._filler) // 2

@@ -198,6 +198,9 @@ class WorldParams:
     # Documents besides HTML (simweb.documents); 0 leaves a world as it was before they existed.
     documents: int = 0  # 1: seed sites' home pages link PDFs and name RSS and Atom feeds
     n_documents: int = 2  # PDFs per site, with documents=1
+    # 1: every HTML page is an article in its site's language, boilerplate around it, with
+    # canonicals and duplicates (`simweb.articles`); page_bytes no longer pads pages.
+    articles: int = 0
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -271,6 +274,19 @@ SIZE_PRESETS: Mapping[str, WorldParams] = {
             imgsvc_mixed_share=0.05,
         ),
         500,
+    ),
+    # Documents a search engine or an archive uses: article pages in six languages with real
+    # boilerplate, canonicals and near-duplicates (`simweb.articles`), on a small world.
+    "articles": WorldParams(
+        n_standalone=12,
+        n_cname_tenants=4,
+        n_header_tenants=3,
+        n_horizon=2,
+        n_farm=1,
+        n_items=20,
+        n_lists=2,
+        n_images=2,
+        articles=1,
     ),
     # A small world for the render lane: a few ordinary sites, three single-page apps (the
     # last one hangs its renderer) and the first one's plain-HTML twin. Small catalogues, so

@@ -14,8 +14,8 @@ Rules, in order:
 - Everything else is done: the status is recorded and the URL falls due again later.
 
 ``document`` builds the ``documents.jsonl`` record of an answer (pages and media): what the
-page says (title, links, encoding, robots directives) comes from the redacted text, and a
-``Location`` is redacted here.
+page says (title, links, encoding, robots directives, main text and language) comes from the
+redacted text, and a ``Location`` is redacted here.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import enum
 from typing import Any
 
 from courtier.content.parse import ParsedPage
+from courtier.content.text import text_fields
 from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import MAX_ATTEMPTS, Answer
 from courtier.sinks.redact import redact_url
@@ -109,6 +110,8 @@ def document(
             record["robots"] = sorted(page.robots)
             if "noindex" in page.robots:
                 record["noindex"] = True
+        if page.text is not None:
+            record.update(text_fields(page.text))
         cut = getattr(page, "truncated", None)
         if cut:
             record["parse_truncated"] = cut

@@ -21,6 +21,9 @@ Rules:
   seed's redirect into its own registrable domain, and a subdomain under ``[scope]
   subdomains``, bring their host into the seed (``adopt``); a seed root redirecting out of
   scope is reported once, with its target.
+- A page's declared canonical (``content.canonical``) inside the seed is a link of the page,
+  whatever its ``nofollow``: the canonical is the URL crawled and refreshed; one outside the
+  seed is only named in the document (never fetched, no horizon vote).
 - A page's ``nofollow`` (meta robots, X-Robots-Tag) keeps its links out of the frontier and
   the horizon (its document still lists them); a ``rel="nofollow"`` link to another site
   is no horizon vote.
@@ -163,6 +166,12 @@ class Discovery:
         if item.depth == 0 and rt.site in self.fallback_due:
             self.fallback_due.discard(rt.site)
             self.queue_sitemaps(rt, ["/sitemap.xml"])
+        canonical = page.canonical
+        if canonical is not None and canonical.site in self.scope:
+            # The URL the page names canonical is the one crawled and refreshed: a link of the
+            # page, one level down (at its own depth, a chain of canonicals would never
+            # reach the depth cap); off the seed, it is only named in the document.
+            self.add_link(rt, canonical, item.depth + 1, 0, lane)
         for image in page.images:
             if not self.intake.admits(image.fetch_url):
                 continue

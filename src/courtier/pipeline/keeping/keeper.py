@@ -27,11 +27,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from courtier.config import Config
-from courtier.content.parse import ParsedPage
+from courtier.content.duplicates import DuplicateIndex, duplicate_fields
+from courtier.content.parse import ParsedPage, canonical_link
 from courtier.content.reading import (
     ReadContext,
     RedactedBody,
     is_text,
+    links_of,
     read_and_capture,
     read_page,
     redact_body,
@@ -58,12 +60,15 @@ class Kept:
     """The body as kept (redacted where it had to be), or its spool file."""
     redactions: dict[str, int] = field(default_factory=dict)
     ref: WarcRef | None = None
+    duplicates: dict[str, Any] = field(default_factory=dict)
+    """The page's canonical and the earlier URLs it copies (``duplicates.duplicate_fields``)."""
 
     def fields(self) -> dict[str, Any]:
-        """The document's fields: where the capture is, what was redacted."""
+        """The document's fields: where the capture is, what was redacted, what it copies."""
         fields = warc_fields(self.ref)
         if self.redactions:
             fields["redacted"] = dict(sorted(self.redactions.items()))
+        fields.update(self.duplicates)
         return fields
 
     async def fingerprint(self, result: FetchResult) -> str | None:
@@ -135,6 +140,9 @@ class Keeper:
         self.config = config
         self.raw = config.warc.payload == "raw"
         """``[warc] payload = "raw"``: records keep the body as received, unredacted."""
+        self.text = config.parse.text
+        self.duplicates = DuplicateIndex(config.parse.near_distance, config.parse.remember)
+        """Texts seen this run, by URL: a page's document names the earlier URL it copies."""
 
     def context(self, result: FetchResult, site: str) -> ReadContext:
         hook = self.config.parse.hook
@@ -147,6 +155,8 @@ class Keeper:
             hook,
             self.config.parse.hook_timeout,
             tuple(result.headers) if hook else (),
+            text=self.text,
+            link_headers=links_of(result.headers),
         )
 
     async def keep(
@@ -168,6 +178,7 @@ class Keeper:
             if page.payload is not None:
                 kept.payload = page.payload
             kept.redactions = page.redactions
+            kept.duplicates = self.copied(item.fetch_url if item else result.url, page)
         elif result.size and self.policy.enabled and is_text(result.content_type):
             redacted = await self._redact(result, site)
             if redacted is None:
@@ -229,6 +240,18 @@ class Keeper:
             parse, self.stats, read_and_capture, result, context, capture, self.level
         )
         return (None, None, error) if both is None else (both[0], both[1], None)
+
+    def copied(self, url: str, page: ParsedPage) -> dict[str, Any]:
+        """The document's fields naming what ``page``, fetched from ``url``, copies: its
+        declared canonical, an earlier URL with the same or a near text."""
+        # A copy that names its canonical speaks for it: its text is remembered under the
+        # canonical's URL, so the canonical, fetched later, is no copy of its own copy.
+        key = url if page.canonical is None else page.canonical.fetch_url
+        found = None if page.text is None else self.duplicates.see(key, page.text)
+        if page.canonical is None and found is None:
+            return {}
+        own = canonical_link(url, None)
+        return duplicate_fields(page.canonical, url if own is None else own.canonical, found)
 
     @property
     def level(self) -> int:

@@ -50,6 +50,10 @@ from courtier.politeness.keys import CostModel, RequestClass
 from courtier.render.decision import RenderRules
 from courtier.render.intercept import Abort, Fulfil, Intercept, RenderResult
 
+_DOM_HEADERS = ("x-robots-tag", "link")
+"""Headers of a page's answer that still speak for its rendered DOM (robots directives, a
+canonical)."""
+
 
 class Renderer(Protocol):
     async def render(
@@ -160,7 +164,7 @@ class Rendering:
             "text/html; charset=utf-8",
             html.encode("utf-8", "surrogatepass"),
             started_at=time.time(),
-            headers=tuple((k, v) for k, v in result.headers if k.lower() == "x-robots-tag"),
+            headers=tuple((k, v) for k, v in result.headers if k.lower() in _DOM_HEADERS),
         )
         context = self.keeper.context(dom, lane.site)
         page, error = await parse_guarded(self.parse, self.stats, read_page, dom, context)

@@ -101,12 +101,15 @@ def _limit_address_space(budget: int) -> None:
 
 def warm_up_parse(hook: str = "") -> None:
     """The default warm-up: import the readers (decoding, redaction, parser, PDF, feeds) and
-    the parse hook (``[parse] hook``), read a page."""
+    the parse hook (``[parse] hook``), read a page, load the language model (tens of MB: not
+    charged to the first job's memory budget)."""
     import feedparser  # noqa: F401
     import pypdf  # noqa: F401
 
+    from courtier.content.language import load_model
     from courtier.content.reading import ReadContext, read_page
 
+    load_model()
     read_page(b"<title>warm-up</title><a href='/'>x</a>", "http://w.invalid/", ReadContext())
     if hook:
         from courtier.content.hook import load_hook
