@@ -60,9 +60,13 @@ async def test_without_a_terminal_progress_is_a_log_line(caplog):
     assert not reporter.live  # not a terminal
     caplog.set_level(logging.INFO, "courtier.observe.progress")
     task = asyncio.create_task(reporter.run())
-    await asyncio.sleep(0.2)
+    records: list[logging.LogRecord] = []
+    for _ in range(100):  # the first line comes after one period (0.05 s); a loaded host waits
+        await asyncio.sleep(0.05)
+        records = [r for r in caplog.records if r.name == "courtier.observe.progress"]
+        if records:
+            break
     task.cancel()
-    records = [r for r in caplog.records if r.name == "courtier.observe.progress"]
     assert records and "150 requests" in records[0].getMessage()
     fields = records[0].fields  # type: ignore[attr-defined]  # for a JSON log formatter
     data = json.loads(json.dumps(fields))
