@@ -101,7 +101,7 @@ def test_controls_reach_a_running_crawl_from_the_store(
         out = tmp_path / "out"
         crawls = [
             subprocess.Popen(
-                _crawl(web, seeds, out, store, 30.0),
+                _crawl(web, seeds, out, store, 26.0),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -116,7 +116,7 @@ def test_controls_reach_a_running_crawl_from_the_store(
             assert _cli("site", "limit", limited, "--rate", "0.2", "--store", store) == 0
             assert _cli("site", "drop", opted, "--opt-out", "--store", store) == 0
             assert _cli("origins", "pin", "pair", *pinned, "--store", store) == 0
-            time.sleep(12.0)
+            time.sleep(10.0)
             resumed = time.time()
             assert _cli("site", "resume", paused, "--store", store) == 0
             added_at = time.time()
@@ -130,7 +130,7 @@ def test_controls_reach_a_running_crawl_from_the_store(
         # A restart whose seeds file names the opted-out site again.
         seeds.write_text(web.seeds_path.read_text())
         again = subprocess.run(
-            _crawl(web, seeds, out, store, 6.0), capture_output=True, text=True, timeout=90
+            _crawl(web, seeds, out, store, 5.0), capture_output=True, text=True, timeout=90
         )
         assert again.returncode == 0, again.stderr
         records = list(read_log(web.log_path))
@@ -139,7 +139,7 @@ def test_controls_reach_a_running_crawl_from_the_store(
     assert not [t for t in pause if acted + TAKEN_WITHIN_S <= t < resumed]
     assert [t for t in pause if t > resumed + TAKEN_WITHIN_S], "resume took no effect"
     slowed = [t for t in _starts(records, limited) if t >= acted + 10.0]
-    assert len(slowed) >= 3, ([t - acted for t in _starts(records, limited)], errors)
+    assert len(slowed) >= 2, ([t - acted for t in _starts(records, limited)], errors)
     gaps = [b - a for a, b in itertools.pairwise(slowed)]
     assert min(gaps) >= 5.0 - 0.05, gaps
     assert not [t for t in _starts(records, opted) if t >= acted + TAKEN_WITHIN_S]

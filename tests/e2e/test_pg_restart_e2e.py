@@ -19,8 +19,8 @@ from pg import PostgresCluster, fresh_database
 
 pytestmark = pytest.mark.slow
 
-DURATION_S = 40.0
-RESTART_AT_S = 12.0
+DURATION_S = 28.0
+RESTART_AT_S = 8.0
 DOWN_S = 3.0
 
 
