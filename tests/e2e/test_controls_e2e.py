@@ -82,7 +82,7 @@ def database(postgres_dsn: str) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.fleet)])
 def test_controls_reach_a_running_crawl_from_the_store(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

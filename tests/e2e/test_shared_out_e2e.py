@@ -28,11 +28,14 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
 from pg import fresh_database
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="each worker needs a PID and UTS namespace of its own (unshare, as root): "
-    "PID 1 on a host of its own, as in a container",
-)
+pytestmark = [
+    pytest.mark.fleet,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None,
+        reason="each worker needs a PID and UTS namespace of its own (unshare, as root): "
+        "PID 1 on a host of its own, as in a container",
+    ),
+]
 
 DURATION_S = 12.0
 ROOT = Path(__file__).resolve().parent.parent.parent

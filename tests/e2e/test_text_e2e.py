@@ -49,7 +49,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> TextRun:
     with SimWebProcess(tmp / "web", params) as web:
         args = ["crawl", "--seeds", str(web.seeds_path), "--dns", web.dns]
         args += ["--allow-net", web.allow_net, "--out", str(tmp / "out")]
-        args += ["--duration", "20", "--json", "--no-warc"]
+        args += ["--duration", "14", "--json", "--no-warc"]
         args += ["-s", "limits.site.rate=8", "-s", "limits.origin.rate=40"]
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
