@@ -22,7 +22,7 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import World, WorldParams, request_cost
 from pg import fresh_database
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 TAKEN_WITHIN_S = 5.0
 """The issue's promise: a pause or an opt-out holds from 5 s after the command."""
@@ -82,7 +82,7 @@ def database(postgres_dsn: str) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.fleet)])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_controls_reach_a_running_crawl_from_the_store(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -17,7 +17,7 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
 from pg import PostgresCluster, fresh_database
 
-pytestmark = [pytest.mark.slow, pytest.mark.fleet]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 DURATION_S = 28.0
 RESTART_AT_S = 8.0

@@ -23,7 +23,7 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import World, WorldParams
 from pg import fresh_database
 
-pytestmark = [pytest.mark.slow, pytest.mark.fleet]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 DURATION_S = 24.0
 KILL_AFTER_S = 8.0

@@ -29,7 +29,7 @@ from courtier.simweb.world import WorldParams
 from pg import fresh_database
 
 pytestmark = [
-    pytest.mark.fleet,
+    pytest.mark.long,
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("unshare") is None,
         reason="each worker needs a PID and UTS namespace of its own (unshare, as root): "

@@ -210,6 +210,7 @@ def test_beside_bombs_and_big_pages_normal_hosts_keep_their_pace(heavy):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(120)
 async def test_a_30_second_crawl_with_deep_and_huge_pages_exits_within_40(tmp_path, web):
     """Issue 12's own numbers."""
