@@ -34,6 +34,7 @@ from courtier.observe.rows import RequestRow
 from courtier.politeness.keys import KeyType
 
 LANES = frozenset({"fastlane", "freshlane", "refresh", "discovery"})
+SHARE_KINDS = ("target", "realised", "mean_target")
 KEY_TYPES = frozenset(t.value for t in KeyType)
 PHASES = ("dns", "connect", "tls", "first_byte", "total")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -154,6 +155,19 @@ class _Sampled(Collector):
             "unreadable)",
             _by(sample.stats.get("formats")),
             ["format"],
+        )
+        split = sample.stats.get("split")
+        shares = split if isinstance(split, dict) else {}
+        yield _gauge(
+            "courtier_discovery_share",
+            "The crawl's discovery share of contested decisions: its target now, the share "
+            "realised and the mean target over them",
+            [
+                ((k,), float(shares[k]))
+                for k in ("target", "realised", "mean_target")
+                if k in shares
+            ],
+            ["kind"],
         )
         yield _gauge("courtier_seed_sites", "Sites in the seed", [((), c("seed_sites"))])
         yield _gauge("courtier_origins", "Distinct origins of the seed sites", [((), c("origins"))])

@@ -47,6 +47,9 @@ class CrawlStats:
     """Responses whose type cost more than their URL's class, charged after the fact."""
     origins: int = 0
     restored_clocks: int = 0
+    split: dict[str, float] = field(default_factory=dict)
+    """The crawl's discovery share (``crawl_split``): target, realised and mean target of the
+    contested decisions, their count, and the decisions a site's one kind of work forced."""
     shared_evidence: int = 0
     """Origin evidence other workers of a fleet observed, taken by this one's inference."""
     limiter_unavailable: int = 0

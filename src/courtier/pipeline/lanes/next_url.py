@@ -2,8 +2,9 @@
 
 Rules:
 - Fastlane first (on-demand recrawls), then freshlane (fast sources' links), then refresh or
-  discovery as the live split decides (``frontier.split``), fed the rate the site really
-  gets: on a busy shared origin that may be far below what its own interval allows.
+  discovery as the crawl's split decides (``crawl_split``: one share for the crawl, from its
+  backlog's drain time at the rate it really emits; a site with one kind of work is served
+  that kind).
 - Within a kind, the oldest URL held goes first.
 """
 
@@ -11,12 +12,11 @@ from __future__ import annotations
 
 from courtier.frontier.base import LeasedUrl, UrlLane
 from courtier.frontier.split import Lane as SplitLane
-from courtier.frontier.split import SplitPolicy, target_discovery_share
-from courtier.frontier.split import decide as split_decide
+from courtier.pipeline.lanes.crawl_split import CrawlSplit
 from courtier.pipeline.lanes.site import SiteLane
 
 
-def next_url(lane: SiteLane, now: float, split: SplitPolicy) -> LeasedUrl:
+def next_url(lane: SiteLane, now: float, split: CrawlSplit) -> LeasedUrl:
     """The URL the site fetches next from the ones it holds (its queue is not empty)."""
     first: dict[UrlLane, int] = {}
     for index, queued in enumerate(lane.queue):
@@ -24,15 +24,8 @@ def next_url(lane: SiteLane, now: float, split: SplitPolicy) -> LeasedUrl:
     for kind in (UrlLane.FASTLANE, UrlLane.FRESHLANE):
         if kind in first:
             return _take(lane, first[kind])
-    # The split is fed what the site really gets: on a busy shared origin that may be
-    # far below what its own interval allows.
-    rate = lane.emit.rate(now) or 1.0 / lane.interval
-    target = target_discovery_share(lane.backlog, rate, split)
-    chosen, lane.split = split_decide(
-        lane.split,
-        target,
-        discovery_ready=UrlLane.DISCOVERY in first,
-        refresh_ready=UrlLane.REFRESH in first,
+    chosen = split.decide(
+        now, discovery_ready=UrlLane.DISCOVERY in first, refresh_ready=UrlLane.REFRESH in first
     )
     if chosen is SplitLane.REFRESH:
         return _take(lane, first[UrlLane.REFRESH])

@@ -4,7 +4,7 @@ Rules:
 - A site books nothing before its origin is known (``origins_live``), and fetches nothing
   before its robots.txt is in: robots.txt is its first request, booked like any other.
   An unreachable robots.txt (429, 5xx, no answer) stops the site until it is asked again.
-- Next URL: ``next_url``; URLs robots.txt refuses cost no request.
+  Next URL: ``next_url`` (the crawl's split); URLs robots.txt refuses cost no request.
 - Keys: the site (start-to-start, its own interval: Crawl-delay, backoff and latency on top
   of ``[limits.site]``, one request per booking whatever it costs) and its origin (cost
   weighted, slowed by the origin's latency feedback); in a fleet, for a few seconds after
@@ -39,6 +39,7 @@ from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.keeping.archive import conditional_headers
 from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
+from courtier.pipeline.lanes.crawl_split import CrawlSplit
 from courtier.pipeline.lanes.next_url import next_url
 from courtier.pipeline.lanes.rendering import Renderer, Rendering, take_render
 from courtier.pipeline.lanes.seeding import SeedSites
@@ -69,10 +70,9 @@ log = logging.getLogger(__name__)
 PageWork = LeasedUrl | RobotsWork | RenderFetch
 
 PROVISIONAL_LEAD = 1.0
-"""Seconds ahead a site may book on an origin not yet told from a CDN edge (a shared name
-whose first answers are still out): booked 10 s ahead there, strangers split off the edge
-a few seconds later still waited for slots of a key they no longer share. Waiting unbooked,
-they book on their own origins the moment they move."""
+"""Seconds ahead a site may book on an origin not yet told from a CDN edge (its first answers
+still out): booked 10 s ahead, strangers split off the edge later still waited for slots of
+a key they no longer share; unbooked, they book on their own origins the moment they move."""
 
 
 class SiteLanes(LaneKindBase):
@@ -107,7 +107,7 @@ class SiteLanes(LaneKindBase):
         self.stopping = False
         config = self.config
         self.costs: CostModel = config.costs.model()
-        self.split = config.frontier.split_policy()
+        self.split = CrawlSplit(config.frontier.split_policy(), seed.lanes, self.stats.split)
         self.keeper = Keeper(config, self.stats, services.archive, parse)
         self.rendering = Rendering(
             services,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from courtier.frontier.base import LeasedUrl
-from courtier.frontier.split import EmitRate, SplitState
+from courtier.frontier.split import EmitRate
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.feed.scope import site_owner
 from courtier.pipeline.scheduling.lanes import LaneState
@@ -107,7 +107,6 @@ class SiteLane:
     backlog: int = 0
     """Discovered URLs not fetched yet (drives the discovery/refresh split)."""
     depth_cap: int | None = None
-    split: SplitState = field(default_factory=SplitState)
     emit: EmitRate = field(default_factory=EmitRate)
     """Requests the site really gets per second (the split's drain time reads it)."""
     fence: Fence | None = None
