@@ -254,6 +254,22 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{_INTAKE}::test_a_robots_txt_redirect_to_a_secret_is_never_followed",
         ),
     ),
+    Mutation(
+        "split-discovery-first",
+        "the crawl's split follows its target: choosing discovery whenever a site has some fails",
+        "courtier.pipeline.lanes.crawl_split",
+        "            self.state, self.target, discovery_ready=discovery_ready,",
+        "            self.state, 1.0, discovery_ready=discovery_ready,",
+        ("tests/pipeline/test_crawl_split_fast.py",),
+    ),
+    Mutation(
+        "fresh-link-waits-its-turn",
+        "a fresh link overtakes the backlog a site holds (the priority path)",
+        "courtier.pipeline.lanes.feeding",
+        "                self.lease_urgent(lane)\n",
+        "                pass\n",
+        ("tests/pipeline/test_priority_path_fast.py",),
+    ),
 )
 
 
