@@ -323,3 +323,29 @@ def test_the_readme_embedding_example_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.fullmatch(r"25 pages, \d+ requests; SIGINT handler still ours\n", done.stdout)
     assert (tmp_path / "embed-out" / "frontier.sqlite3").exists()
+
+
+def test_a_recrawl_from_python_is_due_now_in_the_fastlane(tmp_path) -> None:
+    import time as clock
+
+    from courtier.api import recrawl
+    from courtier.frontier.base import NewUrl, SiteState, UrlLane
+    from courtier.frontier.sqlite_store import SqliteFrontier
+
+    path = tmp_path / "f.sqlite3"
+    store = SqliteFrontier(path)
+    store.add_sites(["shop.test"], SiteState.SEED, clock.time())
+    store.write_batch([NewUrl("http://shop.test/", "http://shop.test/", "shop.test", 0)], [], [], 0)
+    store.close()
+    assert recrawl(path, ["http://shop.test/", "http://shop.test/new"]) == 2
+    with pytest.raises(InputError, match=r"not in the seed: other\.test"):
+        recrawl(path, ["http://other.test/"])
+    with pytest.raises(InputError, match="bad URL"):
+        recrawl(path, ["http://[bad/"])
+    store = SqliteFrontier(path)
+    try:
+        schedule = store.schedule_of("http://shop.test/new")
+        assert schedule is not None and schedule.lane is UrlLane.FASTLANE
+        assert [a.command for a in store.control_actions()] == ["courtier.api.recrawl"]
+    finally:
+        store.close()

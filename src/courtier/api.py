@@ -63,7 +63,15 @@ from courtier.runtime import event_loop
 from courtier.sinks.documents import DocumentSink, Sink
 from courtier.url import Url
 
-__all__ = ["ConfigError", "CrawlConfig", "CrawlStats", "Crawler", "InputError", "build_engine"]
+__all__ = [
+    "ConfigError",
+    "CrawlConfig",
+    "CrawlStats",
+    "Crawler",
+    "InputError",
+    "build_engine",
+    "recrawl",
+]
 
 log = logging.getLogger("courtier")
 
@@ -365,3 +373,58 @@ async def _drain(queue: asyncio.Queue[object]) -> AsyncIterator[Record]:
         if item is _END:
             return
         yield cast(Record, item)
+
+
+def recrawl(store: str | Path, urls: Iterable[str]) -> int:
+    """The fastlane from Python: each URL (of a seed site) due now, ahead of everything, in
+    the crawl's store (a SQLite path or a PostgreSQL URL); a running crawl on it leases them
+    within seconds, booked like any request. How many were scheduled (a URL being fetched is
+    left alone). ``InputError`` for a bad store or URL, or a site outside the seed (nothing
+    is scheduled then)."""
+    from courtier.frontier.base import SiteState
+    from courtier.frontier.fastlane import recrawl as schedule
+    from courtier.runtime.processes import process_tag
+    from courtier.url import UrlError, parse_url
+
+    parsed = []
+    for text in urls:
+        try:
+            parsed.append(parse_url(text.strip()))
+        except UrlError as exc:
+            raise InputError(f"bad URL {text!r}: {exc}") from None
+    if not parsed:
+        return 0
+    opened = _open_store(parse_store(str(store)))
+    try:
+        states = opened.site_states()
+        outside = sorted(
+            {u.site for u in parsed}
+            - {
+                site
+                for site, state in states.items()
+                if state in (SiteState.SEED, SiteState.REQUESTED)
+            }
+        )
+        if outside:
+            raise InputError(f"not in the seed: {', '.join(outside)}; nothing scheduled")
+        return schedule(
+            opened, parsed, command="courtier.api.recrawl", actor=f"python {process_tag()}"
+        )
+    finally:
+        opened.close()
+
+
+def _open_store(spec: StoreSpec) -> Any:
+    from courtier.frontier.base import FrontierError
+
+    try:
+        if isinstance(spec, PostgresStore):
+            from courtier.frontier.postgres_store import PostgresFrontier
+
+            return PostgresFrontier(spec.conninfo)
+        check_sqlite_store(spec.path, create=False)
+        from courtier.frontier.sqlite_store import SqliteFrontier
+
+        return SqliteFrontier(spec.path)
+    except FrontierError as exc:
+        raise InputError(f"store: {exc}") from exc

@@ -578,6 +578,18 @@ class ControlSection:
 
     poll: float = 1.0
     """Seconds between two reads of the store's log of actions."""
+    http_port: int = 0
+    """Serve the fastlane endpoint (``POST /recrawl``) on this port (0: off)."""
+    http_host: str = "127.0.0.1"
+    http_token: str = ""
+    """The bearer token a request must carry (required with ``http_port``; set it through
+    ``COURTIER_CONTROL__HTTP_TOKEN`` rather than a file)."""
+
+    def __post_init__(self) -> None:
+        if self.http_port and len(self.http_token) < 16:
+            raise ValueError(
+                "control.http_token of 16 characters or more is required with http_port"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -950,6 +962,9 @@ RULES: dict[type, dict[str, Rule]] = {
     },
     ControlSection: {
         "poll": number(above=0, high=3600, unit="seconds"),
+        "http_port": whole(0, 65535),
+        "http_host": text("an IP address to listen on", _address),
+        "http_token": Rule("a secret of 16 characters or more"),
     },
 }
 
@@ -1078,11 +1093,21 @@ def apply(config: Config, values: Mapping[str, Any]) -> Config:
     return _combine(config, entries)[0]
 
 
+SECRETS = frozenset({"control.http_token"})
+"""Settings shown as ``"***"`` when set: ``config show`` must not print a secret."""
+
+
+def _shown(path: tuple[str, ...], value: Any) -> Any:
+    return "***" if ".".join(path) in SECRETS and value else value
+
+
 def to_toml(resolved: Resolved) -> str:
-    """The effective configuration as a TOML file, each value commented with its source."""
+    """The effective configuration as a TOML file, each value commented with its source
+    (secrets as ``"***"``)."""
     lines: list[str] = []
     table: tuple[str, ...] | None = None
     for path, value, _owner, _annotation in _settings.leaves(resolved.config):
+        value = _shown(path, value)
         if path[:-1] != table:
             table = path[:-1]
             lines += ["", f"[{'.'.join(table)}]"] if lines else [f"[{'.'.join(table)}]"]
@@ -1093,7 +1118,8 @@ def to_toml(resolved: Resolved) -> str:
 
 def to_json(resolved: Resolved) -> dict[str, Any]:
     """The effective configuration as a JSON-ready mapping that is itself a valid config
-    file; ``"$sources"`` (ignored when read back) names the source of every value."""
+    file (but for secrets, shown as ``"***"``); ``"$sources"`` (ignored when read back) names
+    the source of every value."""
     document: dict[str, Any] = {
         "$sources": {
             name: {"layer": source.layer, "where": source.where}
@@ -1101,6 +1127,7 @@ def to_json(resolved: Resolved) -> dict[str, Any]:
         }
     }
     for path, value, _owner, _annotation in _settings.leaves(resolved.config):
+        value = _shown(path, value)
         node = document
         for word in path[:-1]:
             node = node.setdefault(word, {})

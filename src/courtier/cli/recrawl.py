@@ -15,9 +15,9 @@ Rules:
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 
-from courtier.cli.actions import log_action
+from courtier.cli.actions import actor, command_line
 from courtier.cli.store_input import (
     UsageError,
     emit,
@@ -26,7 +26,7 @@ from courtier.cli.store_input import (
     out_of_scope,
     parse_page_urls,
 )
-from courtier.frontier.base import NewUrl
+from courtier.frontier.fastlane import recrawl
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,10 +59,7 @@ def run_recrawl(args: argparse.Namespace) -> int:
                 f"not in the seed: {sites} (add with 'courtier seed add' first); nothing scheduled",
                 1,
             )
-        now = time.time()
-        scheduled = store.recrawl([NewUrl(u.canonical, u.fetch_url, u.site, 0) for u in urls], now)
-        for site in sorted({u.site for u in urls}):  # its lane asks for its due work now
-            log_action(store, "recrawl", site, {"urls": sum(u.site == site for u in urls)}, now)
+        scheduled = recrawl(store, urls, command=command_line(sys.argv[1:]), actor=actor())
     finally:
         store.close()
     if args.json:

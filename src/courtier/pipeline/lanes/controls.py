@@ -13,6 +13,8 @@ Rules (the store's side: ``courtier.frontier.controls``):
   admit the site (``SeedSites.admit``: a lane here if its shard is held here); ``site drop``
   and ``seed remove`` take it out of the scope and drop its lane (its leased URLs go back to
   the store); ``recrawl`` leases the site's fastlane URLs now, ahead of what it holds.
+- The fastlane endpoint (``[control] http_port``, ``fastlane_endpoint``) runs beside the
+  poll: what it schedules reaches every worker through the same log.
 - A pause holds the lane in the scheduler (``Scheduler.hold``): a slot booked and not
   started yet is given up; work in flight finishes. A rate of the site's own replaces its
   base interval (backoff on top, as ever) and its next start is spaced by it at once. A
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from courtier.config import Config
 from courtier.frontier.controls import ControlAction, SiteControl
 from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.lanes.fastlane_endpoint import FastlaneEndpoint
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
@@ -126,7 +129,18 @@ class Controls:
     # -- while the crawl runs -----------------------------------------------------------
 
     async def run(self) -> None:
-        poll = self.config.control.poll
+        settings = self.config.control
+        endpoint = None
+        if settings.http_port:
+            endpoint = FastlaneEndpoint(self.frontier, self.seed.scope, settings.http_token)
+            await endpoint.start(settings.http_host, settings.http_port)
+        try:
+            await self._poll_forever(settings.poll)
+        finally:
+            if endpoint is not None:
+                await endpoint.close()
+
+    async def _poll_forever(self, poll: float) -> None:
         while True:
             await sleep_until(self.timer, self.timer.now() + poll)
             try:
