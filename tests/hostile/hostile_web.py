@@ -767,6 +767,14 @@ def _rss_kib(pid: int | str) -> int:
     return 0
 
 
+def _cmdline(pid: int | str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as line:
+            return line.read()
+    except OSError:
+        return b""
+
+
 def _children() -> list[int]:
     """This process's children (every thread's), from ``/proc/self/task/*/children``."""
     found: list[int] = []
@@ -829,7 +837,13 @@ class RssSampler:
     def _run(self) -> None:
         while True:
             self.peak.main = max(self.peak.main, _rss_kib("self") / 1024)
-            sizes = [_rss_kib(pid) / 1024 for pid in _children() if pid not in SERVER_PIDS]
+            # A child caught between its fork and its exec (a parse worker being spawned)
+            # still maps this process's memory: it is this process, not a worker, yet.
+            sizes = [
+                _rss_kib(pid) / 1024
+                for pid in _children()
+                if pid not in SERVER_PIDS and _cmdline(pid) != _cmdline("self")
+            ]
             if sizes:
                 self.peak.child = max(self.peak.child, max(sizes))
                 self.peak.children = max(self.peak.children, sum(sizes))

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from courtier.config import Config
 from courtier.frontier.controls import ControlAction, SiteControl
 from courtier.pipeline.feed.frontier_io import FrontierIO
-from courtier.pipeline.lanes.fastlane_endpoint import FastlaneEndpoint
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
@@ -132,6 +131,9 @@ class Controls:
         settings = self.config.control
         endpoint = None
         if settings.http_port:
+            # Imported here: aiohttp's web server is not loaded by a crawl that serves nothing.
+            from courtier.pipeline.lanes.fastlane_endpoint import FastlaneEndpoint
+
             endpoint = FastlaneEndpoint(self.frontier, self.seed.scope, settings.http_token)
             await endpoint.start(settings.http_host, settings.http_port)
         try:
