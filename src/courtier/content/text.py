@@ -13,7 +13,8 @@ so no secret the redaction removed reaches the text either. Rules:
 - The text is capped at ``MAX_TEXT_CHARS``; the language is identified on its first
   ``LANGUAGE_CHARS`` characters (``language.identify``); the SimHash (``simhash``) and the exact
   digest are taken over the whole text.
-- A page nested past ``nesting.MAX_DEPTH`` is read only up to its cut, as the parser reads it.
+- A page nested past ``nesting.MAX_DEPTH`` is read only up to its cut, as the parser reads it;
+  a page of more than ``MAX_HTML_BYTES`` only up to there.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from courtier.content.nesting import nesting_cut
 from courtier.content.simhash import simhash
 
 MAX_TEXT_CHARS: Final = 100_000
+MAX_HTML_BYTES: Final = 2 << 20
+"""HTML read for the main text: a page of megabytes is read up to here (its main content
+starts long before; the whole page would take a parse worker seconds beside the crawl)."""
 """Characters of main text (and of Markdown) kept in a document."""
 
 
@@ -67,6 +71,7 @@ def page_text(body: bytes, *, truncated: bool = False) -> PageText:
         cut = nesting_cut(body)
         if cut is not None:
             body = body[:cut]
+    body = body[:MAX_HTML_BYTES]
     tree = HTMLTree.parse_from_bytes(body, "utf-8")
     extract = extract_plain_text(
         tree,
