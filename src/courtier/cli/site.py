@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from courtier.cli.actions import log_action
 from courtier.cli.store_input import UsageError, emit, fail, open_store, parse_host
 from courtier.frontier.base import SiteState
-from courtier.frontier.controls import SiteControl
+from courtier.frontier.controls import SiteControl, utc_text
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -145,7 +145,7 @@ def _change(
     """(the site's new controls, new states, the action's detail)."""
     detail: dict[str, object] = {}
     if until is not None:
-        detail["until"] = _iso(until)
+        detail["until"] = utc_text(until)
     if verb == "pause":
         return old.paused_at(now, until, args.reason), {}, detail
     if verb == "resume":
@@ -166,7 +166,3 @@ def _say(args: argparse.Namespace, site: str, state: str, what: str) -> None:
         emit({"site": site, "state": state, "control": what})
     else:
         print(f"{site}\t{state}\t{what}")
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -87,12 +87,12 @@ class SiteControl:
             parts.append("opted out")
         elif self.held_until(now) > now:
             until = self.paused_until
-            parts.append("paused" + ("" if until is None else f" until {_clock(until)}"))
+            parts.append("paused" + ("" if until is None else f" until {utc_text(until)}"))
         interval = self.interval(now)
         if interval is not None:
             until = self.rate_until
             parts.append(
-                f"rate {1 / interval:g}/s" + ("" if until is None else f" until {_clock(until)}")
+                f"rate {1 / interval:g}/s" + ("" if until is None else f" until {utc_text(until)}")
             )
         if self.reason and parts:
             parts.append(f"({self.reason})")
@@ -113,12 +113,13 @@ class ControlAction:
 
     def line(self) -> str:
         detail = " ".join(f"{k}={v}" for k, v in self.detail.items())
-        return f"{_clock(self.at)} {self.action} {self.target} {detail}".rstrip() + (
+        return f"{utc_text(self.at)} {self.action} {self.target} {detail}".rstrip() + (
             f"  [{self.actor}]"
         )
 
 
-def _clock(at: float) -> str:
+def utc_text(at: float) -> str:
+    """``at`` (wall-clock seconds) as an ISO 8601 UTC time, to the second."""
     import time
 
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
