@@ -7,6 +7,7 @@ or a second worker would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -32,6 +33,7 @@ from courtier.frontier.base import (
     UrlLane,
     UrlStatus,
 )
+from courtier.frontier.fresh import FreshSource, FreshState
 from courtier.frontier.postgres_store import PostgresFrontier
 from courtier.frontier.refresh import DAY, HOUR, Importance, RefreshPolicy
 from courtier.frontier.sqlite_store import SCHEMA_VERSION, SqliteFrontier
@@ -951,3 +953,108 @@ def test_origin_evidence_one_worker_saw_is_read_by_the_others(open_store: Opener
     ]
     assert other.observations_after(seen[-1].id, "w2") == []
     assert [o.host for o in other.observations_after(0, "w1")] == ["c.test"]
+
+
+# -- fast sources the crawl found (frontier.fresh) ---------------------------------------
+
+
+def _watched(url_id: int, url: str, state: FreshState, interval: float, at: float):
+    return FreshSource(url_id, url, "a.test", state, interval, "home page", at, at, visits=2)
+
+
+def test_a_found_source_is_kept_and_its_row_falls_due_in_the_freshlane(open_store: Opener):
+    store = open_store()
+    store.write_batch([_url("/"), _url("/other")], [], [], T0)
+    (root,) = _fetch(store, "a.test", T0, limit=1)
+    store.record_fetch([Outcome(root, UrlStatus.DONE, 200, T0 + 1, "v1")])
+    source = _watched(root, "http://a.test/", FreshState.SOURCE, 75.0, T0 + 1)
+    store.save_fresh([source], [source])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None
+    assert (schedule.lane, schedule.freshlane, schedule.next_due) == (
+        UrlLane.FRESHLANE,
+        True,
+        T0 + 76,
+    )
+    # Its next look builds on the learned interval; another worker reads what was learned.
+    (again,) = _fetch(store, "a.test", T0 + 76, limit=1)
+    assert again == root
+    store.record_fetch([Outcome(root, UrlStatus.DONE, 200, T0 + 77, "v2")])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None and schedule.next_due == T0 + 77 + 75
+    (read,) = open_store().fresh_sources()
+    assert read == source
+
+
+def test_a_source_that_goes_quiet_returns_to_ordinary_refresh(store: FrontierStore):
+    store.write_batch([_url("/")], [], [], T0)
+    (root,) = _fetch(store, "a.test", T0, limit=1)
+    store.record_fetch([Outcome(root, UrlStatus.DONE, 200, T0 + 1, "v1")])
+    watched = _watched(root, "http://a.test/", FreshState.PROBING, 60.0, T0 + 1)
+    store.save_fresh([watched], [watched])
+    quiet = _watched(root, "http://a.test/", FreshState.QUIET, DAY, T0 + 200)
+    store.save_fresh([quiet], [quiet])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None
+    assert (schedule.lane, schedule.freshlane, schedule.next_due) == (
+        UrlLane.REFRESH,
+        False,
+        T0 + 200 + DAY,
+    )
+    # A later change of state with no schedule leaves the row's own schedule alone.
+    store.save_fresh([dataclasses.replace(quiet, visits=9)], [])
+    assert store.schedule_of("http://a.test/") == schedule
+    assert store.fresh_sources()[0].visits == 9
+
+
+def test_a_leased_page_keeps_its_lease_and_its_outcome_builds_on_the_learned_interval(
+    store: FrontierStore,
+):
+    store.write_batch([_url("/")], [], [], T0)
+    (root,) = _fetch(store, "a.test", T0, limit=1)
+    source = _watched(root, "http://a.test/", FreshState.PROBING, 60.0, T0)
+    store.save_fresh([source], [source])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None and schedule.status is UrlStatus.LEASED
+    store.record_fetch([Outcome(root, UrlStatus.DONE, 200, T0 + 2, "v1")])
+    schedule = store.schedule_of("http://a.test/")
+    assert schedule is not None
+    assert (schedule.lane, schedule.next_due) == (UrlLane.FRESHLANE, T0 + 62)
+
+
+def test_the_hand_list_replaces_the_last_runs_and_shows_as_hand(store: FrontierStore):
+    store.set_freshlane([_url("/a"), _url("/b")], 120.0, T0)
+    store.set_hand_sources(["http://a.test/a", "http://a.test/b"], 120.0, T0)
+    store.set_hand_sources(["http://a.test/b", "http://a.test/unknown"], 300.0, T0 + 5)
+    (hand,) = store.fresh_sources()
+    assert (hand.url, hand.state, hand.interval, hand.evidence) == (
+        "http://a.test/b",
+        FreshState.HAND,
+        300.0,
+        "configured",
+    )
+
+
+def test_critical_and_popular_pages_fall_due_ahead_of_ordinary_refresh(store: FrontierStore):
+    store.write_batch([_url("/plain"), _url("/critical"), _url("/popular")], [], [], T0)
+    fetched = _fetch(store, "a.test", T0, limit=3)
+    store.record_fetch([Outcome(i, UrlStatus.DONE, 200, T0, f"fp{i}") for i in fetched])
+    assert store.set_importance(["http://a.test/critical"], Importance.CRITICAL, T0) == []
+    assert store.set_importance(["http://a.test/popular"], Importance.POPULAR, T0) == []
+    later = T0 + POLICY.ordinary.floor * 10
+    due = store.due(10, ["a.test"], later)["a.test"]
+    lanes = {u.canonical.rsplit("/", 1)[1]: u.lane for u in due}
+    assert lanes == {
+        "critical": UrlLane.FRESHLANE,
+        "popular": UrlLane.FRESHLANE,
+        "plain": UrlLane.REFRESH,
+    }
+    assert [u.canonical.rsplit("/", 1)[1] for u in due][-1] == "plain"
+    # Their next outcome keeps them there; back to ordinary, the next one moves them back.
+    (critical,) = [u.id for u in due if u.canonical.endswith("/critical")]
+    store.record_fetch([Outcome(critical, UrlStatus.DONE, 200, later, "fp")])
+    schedule = store.schedule_of("http://a.test/critical")
+    assert schedule is not None and schedule.lane is UrlLane.FRESHLANE
+    store.set_importance(["http://a.test/critical"], Importance.ORDINARY, later)
+    schedule = store.schedule_of("http://a.test/critical")
+    assert schedule is not None and schedule.lane is UrlLane.REFRESH

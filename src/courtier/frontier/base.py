@@ -51,6 +51,7 @@ from enum import IntEnum
 from typing import Any, Final, Protocol
 
 from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.fresh import FreshSource
 from courtier.frontier.observations import Observation
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
@@ -349,7 +350,7 @@ def _schedule(row: ScheduleRow, outcome: Outcome, policy: RefreshPolicy) -> Sche
     - FAILED: the schedule holds when the URL was fetched before, else it is never due;
     - REFUSED: never due.
     """
-    lane = UrlLane.FRESHLANE if row.freshlane else UrlLane.REFRESH
+    lane = refresh_lane(row.freshlane, row.importance)
     keep = ScheduleUpdate(
         outcome.status,
         lane,
@@ -397,6 +398,22 @@ def _schedule(row: ScheduleRow, outcome: Outcome, policy: RefreshPolicy) -> Sche
         state.unchanged_fetches,
         state.next_due,
     )
+
+
+def refresh_lane(freshlane: bool, importance: Importance) -> UrlLane:
+    """The lane a fetched URL falls due in: a fast source's and a page users retrieve most
+    or an operator flagged critical go first (the freshlane), before ordinary refresh."""
+    if freshlane or importance is not Importance.ORDINARY:
+        return UrlLane.FRESHLANE
+    return UrlLane.REFRESH
+
+
+CLASS_LANE: Final = (
+    # A fetched URL waiting for its refresh moves to the lane of its new class (a fast
+    # source stays in the freshlane); a queued, leased or fastlane URL keeps its lane.
+    "lane = CASE WHEN status IN (2, 4) AND lane IN (1, 2) "
+    "THEN (CASE WHEN freshlane THEN 1 ELSE ? END) ELSE lane END"
+)
 
 
 def _with_due(
@@ -504,6 +521,21 @@ class FrontierStore(Protocol):
 
     def observations_after(self, after: int, worker: str, limit: int = 1000) -> list[Observation]:
         """Evidence other workers than ``worker`` wrote after id ``after``, oldest first."""
+        ...
+
+    def fresh_sources(self) -> list[FreshSource]:
+        """Every page the crawl watches or watched for news (``fresh``), by site and URL."""
+        ...
+
+    def save_fresh(self, sources: Sequence[FreshSource], scheduled: Sequence[FreshSource]) -> None:
+        """Keep what the crawl learned of ``sources`` and schedule the rows of ``scheduled``
+        by it (in the freshlane at its interval, or back to ordinary refresh), in one
+        transaction."""
+        ...
+
+    def set_hand_sources(self, canonicals: Sequence[str], interval: float, now: float) -> None:
+        """The hand list (``[frontier] freshlane``, already set by ``set_freshlane``) as the
+        watched pages of state ``hand``, in place of the last run's list."""
         ...
 
     def write_batch(

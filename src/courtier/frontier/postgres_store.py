@@ -45,8 +45,9 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
-from courtier.frontier import controls, observations
+from courtier.frontier import controls, fresh, observations
 from courtier.frontier.base import (
+    CLASS_LANE,
     DEFAULT_REFRESH_POLICY,
     DueUrl,
     FrontierError,
@@ -64,6 +65,7 @@ from courtier.frontier.base import (
     UrlStatus,
     check_limit,
     future_floors,
+    refresh_lane,
     schedule_after,
     upgrades_by_canonical,
 )
@@ -285,6 +287,7 @@ class PostgresFrontier:
                 for statement in controls.POSTGRES_TABLES:
                     cur.execute(statement.encode())
                 cur.execute(observations.POSTGRES_TABLE.encode())
+                cur.execute(fresh.POSTGRES_TABLE.encode())
         except BaseException:
             self._conn.close()
             raise
@@ -383,6 +386,24 @@ class PostgresFrontier:
 
     def site_controls(self) -> dict[str, controls.SiteControl]:
         return controls.controls_from(self._read(controls.CONTROLS))
+
+    def fresh_sources(self) -> list[fresh.FreshSource]:
+        return fresh.sources_from(self._read(fresh.SELECT))
+
+    def save_fresh(
+        self, sources: Sequence[fresh.FreshSource], scheduled: Sequence[fresh.FreshSource]
+    ) -> None:
+        upsert = controls.postgres_sql(fresh.UPSERT).encode()
+        schedule = controls.postgres_sql(fresh.SCHEDULE).encode()
+        with self._transaction() as cur:
+            cur.executemany(upsert, [fresh.row(s) for s in sources])
+            cur.executemany(schedule, [fresh.schedule_row(s) for s in scheduled])
+
+    def set_hand_sources(self, canonicals: Sequence[str], interval: float, now: float) -> None:
+        hand = controls.postgres_sql(fresh.HAND).encode()
+        with self._transaction() as cur:
+            cur.execute(fresh.FORGET_HAND.encode())
+            cur.executemany(hand, [(interval, now, now, c) for c in canonicals])
 
     def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
         with self._transaction() as cur:
@@ -602,10 +623,11 @@ class PostgresFrontier:
                 intervals.append(interval)
                 dues.append(next_due)
             cur.execute(
-                "UPDATE urls SET importance = %s, refresh_interval = v.i, next_due = v.n "
+                "UPDATE urls SET importance = %s, refresh_interval = v.i, next_due = v.n, "
+                f"{CLASS_LANE.replace('?', '%s')} "
                 "FROM unnest(%s::bigint[], %s::float8[], %s::float8[]) AS v(id, i, n) "
                 "WHERE urls.id = v.id",
-                (importance.value, ids, intervals, dues),
+                (importance.value, int(refresh_lane(False, importance)), ids, intervals, dues),
             )
         known = {row[1] for row in rows}
         return [canonical for canonical in wanted if canonical not in known]

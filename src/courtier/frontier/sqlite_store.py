@@ -48,8 +48,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from courtier.frontier import controls, observations
+from courtier.frontier import controls, fresh, observations
 from courtier.frontier.base import (
+    CLASS_LANE,
     DEFAULT_REFRESH_POLICY,
     DueUrl,
     FrontierError,
@@ -68,6 +69,7 @@ from courtier.frontier.base import (
     UrlStatus,
     check_limit,
     future_floors,
+    refresh_lane,
     schedule_after,
     upgrades_by_canonical,
 )
@@ -314,6 +316,7 @@ class SqliteFrontier:
         for statement in controls.SQLITE_TABLES:
             self._db.execute(statement)
         self._db.execute(observations.SQLITE_TABLE)
+        self._db.execute(fresh.SQLITE_TABLE)
 
     def _upgrade(self) -> None:
         with self._transaction():
@@ -418,6 +421,21 @@ class SqliteFrontier:
 
     def site_controls(self) -> dict[str, controls.SiteControl]:
         return controls.controls_from(self._db.execute(controls.CONTROLS))
+
+    def fresh_sources(self) -> list[fresh.FreshSource]:
+        return fresh.sources_from(self._db.execute(fresh.SELECT))
+
+    def save_fresh(
+        self, sources: Sequence[fresh.FreshSource], scheduled: Sequence[fresh.FreshSource]
+    ) -> None:
+        with self._transaction():
+            self._db.executemany(fresh.UPSERT, [fresh.row(s) for s in sources])
+            self._db.executemany(fresh.SCHEDULE, [fresh.schedule_row(s) for s in scheduled])
+
+    def set_hand_sources(self, canonicals: Sequence[str], interval: float, now: float) -> None:
+        with self._transaction():
+            self._db.execute(fresh.FORGET_HAND)
+            self._db.executemany(fresh.HAND, [(interval, now, now, c) for c in canonicals])
 
     def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
         with self._transaction():
@@ -576,6 +594,7 @@ class SqliteFrontier:
         self, canonicals: Iterable[str], importance: Importance, now: float
     ) -> list[str]:
         unknown: list[str] = []
+        lane = int(refresh_lane(False, importance))
         with self._transaction():
             for canonical in dict.fromkeys(canonicals):
                 row = self._db.execute(
@@ -596,9 +615,9 @@ class SqliteFrontier:
                     )
                     interval, next_due = state.interval, state.next_due
                 self._db.execute(
-                    "UPDATE urls SET importance = ?, refresh_interval = ?, next_due = ? "
-                    "WHERE id = ?",
-                    (importance.value, interval, next_due, url_id),
+                    "UPDATE urls SET importance = ?, refresh_interval = ?, next_due = ?, "
+                    f"{CLASS_LANE} WHERE id = ?",
+                    (importance.value, interval, next_due, lane, url_id),
                 )
         return unknown
 
