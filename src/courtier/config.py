@@ -193,6 +193,11 @@ class FrontierSection:
     """Fast sources: URLs (of seed sites) refetched every freshlane_interval seconds; the
     links they reveal jump ahead of ordinary discovery."""
     freshlane_interval: float = 60.0
+    fresh_sources: bool = True
+    """Find fast sources automatically (home pages, feeds, recent sitemaps, critical and
+    popular pages that change with new links on most looks); the hand list still wins."""
+    fresh_probe: float = 60.0
+    """Seconds before a candidate fast source is looked at again (at least 60)."""
     split_floor: float = 0.1
     """Discovery's share of a site's requests never drops below this, however much refresh
     work is due ..."""
@@ -821,6 +826,8 @@ RULES: dict[type, dict[str, Rule]] = {
         ),
         "freshlane": each("page URLs of seed sites", _page_url),
         "freshlane_interval": _SECONDS,
+        "fresh_sources": Rule("true or false"),
+        "fresh_probe": number(60, unit="seconds"),
         "split_floor": _FRACTION,
         "split_ceiling": _FRACTION,
         "split_half_drain": _SECONDS,

@@ -37,6 +37,7 @@ from courtier.pipeline.backends import idle_connections, open_backends
 from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
 from courtier.pipeline.events import Observer
 from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.feed.fresh_sources import FreshSources
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.promotion import rank_loop
@@ -161,6 +162,7 @@ class Engine:
         store, crawl = backends.store, self.config.crawl
         self.frontier = FrontierIO(store, queue_per_site=crawl.queue_per_site, now=self.timer.now)
         self.frontier.outage = crawl.store_outage
+        self.discovery.fresh = FreshSources.of(self.config, self.frontier, self.timer)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
         self.controls = Controls(self.config, self.frontier, self.seed, self.timer, self.stats)
         self.parser = crawl_parse_pool(self.config)
@@ -243,12 +245,9 @@ class Engine:
         log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
         self.inherited = await self.frontier.call(load_inherited, self.frontier.store, now)
         self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
-        fresh = freshlane_urls(self.config, self.scope)
-        if fresh:
-            interval = self.config.frontier.freshlane_interval
-            await self.frontier.call(
-                self.frontier.store.set_freshlane, fresh, interval, self.timer.now()
-            )
+        assert self.discovery.fresh is not None
+        hand = freshlane_urls(self.config, self.scope)
+        await self.discovery.fresh.start(hand, self.config.frontier.freshlane_interval)
 
     def _parts(self, renderer: Renderer | None = None) -> Parts:
         return Parts(
@@ -327,6 +326,7 @@ class Engine:
             stages.pages.booker(),
             self.gc_pacing.run(),
             self.controls.run(),
+            self.discovery.watch_fresh(),
         ]
         if stages.media_scheduler is not None:
             loops.append(stages.media_scheduler.booker())

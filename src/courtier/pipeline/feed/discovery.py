@@ -46,6 +46,7 @@ from courtier.frontier.dedup import DedupCache
 from courtier.frontier.surface import SurfacePolicy, admits, decide_depth_cap
 from courtier.frontier.traps import PatternCounter
 from courtier.net.policy import AddressPolicy
+from courtier.pipeline.feed.fresh_sources import FreshSources
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.scope import ScopeRules
 from courtier.pipeline.stats import CrawlStats
@@ -104,6 +105,8 @@ class Discovery:
         self.sitemap_fallback = sitemap_fallback
         self.fallback_due: set[str] = set()
         """Sites whose ``/sitemap.xml`` is tried once their home page is read."""
+        self.fresh: FreshSources | None = None
+        """The crawl's fast sources, told of every page and sitemap read (``fresh_sources``)."""
 
     def drain(
         self,
@@ -148,6 +151,22 @@ class Discovery:
         self.add_link(rt, link, item.depth, item.redirects + 1)
 
     def page(self, rt: SiteLane, item: LeasedUrl, page: ParsedPage) -> None:
+        found = len(self.new_urls)
+        self._page(rt, item, page)
+        if self.fresh is not None:
+            self.fresh.page(rt, item, page, len(self.new_urls) - found)
+
+    async def watch_fresh(self) -> None:
+        """The fast sources' writer, while the crawl runs (``FreshSources.run``)."""
+        if self.fresh is not None:
+            await self.fresh.run()
+
+    def unchanged(self, rt: SiteLane, item: LeasedUrl) -> None:
+        """``item`` answered 304: nothing new (a watched page's visit all the same)."""
+        if self.fresh is not None:
+            self.fresh.unchanged(rt, item)
+
+    def _page(self, rt: SiteLane, item: LeasedUrl, page: ParsedPage) -> None:
         self.stats.links_found += len(page.links) + len(page.images)
         self.stats.bad_links += page.bad_links
         self.stats.noindex_pages += NOINDEX in page.robots
@@ -192,8 +211,16 @@ class Discovery:
         elif "hook" in page.fields:
             self.stats.hook_fields += 1
 
-    def sitemap(self, rt: SiteLane, url: str, sitemap: ParsedSitemap) -> None:
-        """``sitemap`` was fetched from ``url``, a URL of ``rt``'s site."""
+    def sitemap(
+        self, rt: SiteLane, url: str, sitemap: ParsedSitemap, item: LeasedUrl | None = None
+    ) -> None:
+        """``sitemap`` was fetched from ``url`` (``item``), a URL of ``rt``'s site."""
+        found = len(self.new_urls)
+        self._sitemap(rt, url, sitemap)
+        if self.fresh is not None and item is not None:
+            self.fresh.sitemap(rt, item, sitemap, len(self.new_urls) - found)
+
+    def _sitemap(self, rt: SiteLane, url: str, sitemap: ParsedSitemap) -> None:
         self.stats.bad_links += sitemap.bad_links
         if sitemap.error:
             log.info("sitemap of %s read in part: %s", rt.site, sitemap.error)

@@ -192,6 +192,11 @@ class FrontierIO:
         fed = await self.call(self._write, new_urls, outcomes, horizon, evictions, edges, adopted)
         return len(new_urls), fed
 
+    def urge(self, site: str) -> None:
+        """A page of ``site`` fell due on the priority path (a fast source's look): lease the
+        site after the next flush, whatever it holds."""
+        self._urgent.add(site)
+
     def take_urgent(self) -> set[str]:
         """Sites that received fastlane or freshlane URLs in the flushes since the last call
         (written by now): the priority path leases them at once."""

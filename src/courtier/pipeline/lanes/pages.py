@@ -29,7 +29,7 @@ from typing import Any
 
 from courtier.content.parse import ParsedPage
 from courtier.content.sitemap_links import parse_sitemap_links
-from courtier.frontier.base import LeasedUrl, UrlLane, UrlStatus
+from courtier.frontier.base import LeasedUrl, UrlStatus
 from courtier.net.fetch import FetchResult
 from courtier.net.guard import Resolution
 from courtier.pipeline.answers.fetching import Answer
@@ -320,6 +320,7 @@ class SiteLanes(LaneKindBase):
             )
             if unchanged:
                 self.stats.not_modified += 1
+                self.discovery.unchanged(lane, item)
                 notes["unchanged"] = True
             self._write(result, item, None, kept, notes)
             return
@@ -338,12 +339,6 @@ class SiteLanes(LaneKindBase):
         if render is not None:
             notes["render"] = render
         self._write(result, item, page, kept, notes)
-        if item.lane is UrlLane.FRESHLANE:
-            # A fast source falls due again in freshlane_interval: look for it then (after
-            # its outcome is written), not at the next idle-site sweep.
-            crawl = self.config.crawl
-            later = self.config.frontier.freshlane_interval + 2 * crawl.flush_interval
-            self.timer.call_at(self.timer.now() + later, self.look_again, lane)
 
     def _write(
         self,
@@ -379,7 +374,7 @@ class SiteLanes(LaneKindBase):
                 self.parse, self.stats, parse_sitemap_links, result
             )
             if sitemap is not None:
-                self.discovery.sitemap(lane, item.fetch_url, sitemap)
+                self.discovery.sitemap(lane, item.fetch_url, sitemap, item)
                 await self.frontier.refresh_lastmod(sitemap.lastmod, self.timer.now())
             return None, None, error, None
         elif verdict is Verdict.PARSE_PAGE:

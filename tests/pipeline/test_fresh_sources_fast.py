@@ -1,0 +1,147 @@
+"""The crawl's fast sources on fake time (``pipeline.feed.fresh_sources``): visits in, the
+store's schedule and the priority path out."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from courtier.content.parse import ParsedPage
+from courtier.frontier.base import LeasedUrl, NewUrl, Outcome, UrlLane, UrlStatus
+from courtier.frontier.fresh import FreshPolicy, FreshState
+from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.pipeline.feed.fresh_sources import FreshSources
+from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.timer import FakeTimer
+
+
+def _setup(tmp_path: Path, *, learn: bool = True) -> tuple[FreshSources, FakeTimer, list[str]]:
+    timer = FakeTimer()
+    store = SqliteFrontier(tmp_path / "f.sqlite3")
+    urls = [
+        NewUrl(f"http://{s}/{p}", f"http://{s}/{p}", s, d, 0, UrlLane.DISCOVERY)
+        for s in ("news.test", "still.test")
+        for p, d in (("", 0), ("about", 1))
+    ]
+    store.write_batch(urls, [], [], timer.now())
+    frontier = FrontierIO(store, queue_per_site=16, now=timer.now)
+    fresh = FreshSources(FreshPolicy(), frontier, timer, learn=learn)
+    urged: list[str] = []
+    fresh.urge = urged.append
+    return fresh, timer, urged
+
+
+def _item(fresh: FreshSources, url: str, depth: int) -> LeasedUrl:
+    schedule = fresh.frontier.store.schedule_of(url)
+    assert schedule is not None
+    return LeasedUrl(schedule.id, url, schedule.site, depth, 0)
+
+
+async def _look(fresh: FreshSources, url: str, depth: int, fingerprint: str, new: int) -> None:
+    item = _item(fresh, url, depth)
+    fresh.frontier.store.record_fetch(
+        [Outcome(item.id, UrlStatus.DONE, 200, fresh.timer.now(), fingerprint)]
+    )
+    fresh.page(SiteLane(item.site, item.site), item, ParsedPage(fingerprint=fingerprint), new)
+    await fresh.save()
+
+
+async def test_a_home_page_with_news_on_every_look_is_a_source_looked_at_every_minute(
+    tmp_path: Path,
+) -> None:
+    fresh, timer, urged = _setup(tmp_path)
+    store = fresh.frontier.store
+    try:
+        for n in range(4):
+            await _look(fresh, "http://news.test/", 0, f"v{n}", 0 if n == 0 else 3)
+            schedule = store.schedule_of("http://news.test/")
+            assert schedule is not None
+            assert (schedule.lane, schedule.freshlane) == (UrlLane.FRESHLANE, True)
+            assert schedule.next_due == timer.now() + 60.0
+            # The site is urged on the priority path once the look falls due, not before.
+            await timer.advance(59.5)
+            assert urged == ["news.test"] * n
+            await timer.advance(2.0)
+            assert urged == ["news.test"] * (n + 1)
+        (source,) = store.fresh_sources()
+        assert (source.state, source.evidence, source.interval) == (
+            FreshState.SOURCE,
+            "home page",
+            60.0,
+        )
+        assert (source.visits, source.productive) == (3, 3)  # the first look only records
+        # A page of the site that is neither a home page nor a feed is never watched.
+        await _look(fresh, "http://news.test/about", 1, "a", 0)
+        assert [s.url for s in store.fresh_sources()] == ["http://news.test/"]
+    finally:
+        await fresh.frontier.close()
+
+
+async def test_a_still_home_page_is_looked_at_less_often_then_handed_back(tmp_path: Path) -> None:
+    fresh, timer, urged = _setup(tmp_path)
+    store = fresh.frontier.store
+    try:
+        looks = []
+        for _ in range(4):
+            looks.append(timer.now())
+            await _look(fresh, "http://still.test/", 0, "same", 0)
+            schedule = store.schedule_of("http://still.test/")
+            assert schedule is not None and schedule.next_due is not None
+            await timer.advance(schedule.next_due - timer.now() + 2)
+        gaps = [b - a for a, b in itertools.pairwise(looks)]
+        assert [round(g) for g in gaps] == [62, 92, 137]
+        (source,) = store.fresh_sources()
+        assert source.state is FreshState.QUIET
+        schedule = store.schedule_of("http://still.test/")
+        assert schedule is not None
+        assert (schedule.lane, schedule.freshlane) == (UrlLane.REFRESH, False)
+        assert schedule.next_due is not None and schedule.next_due >= looks[-1] + 86_400
+        assert urged == ["still.test"] * 3  # never urged after it went quiet
+    finally:
+        await fresh.frontier.close()
+
+
+async def test_the_hand_list_wins_and_learning_can_be_turned_off(tmp_path: Path) -> None:
+    fresh, timer, urged = _setup(tmp_path, learn=False)
+    store = fresh.frontier.store
+    try:
+        hand = NewUrl("http://still.test/", "http://still.test/", "still.test", 0, 0)
+        await fresh.start([hand], 300.0)
+        for _ in range(3):
+            await _look(fresh, "http://still.test/", 0, "same", 0)
+            await _look(fresh, "http://news.test/", 0, f"v{timer.now()}", 5)
+            await timer.advance(301)
+        sources = store.fresh_sources()
+        assert [(s.url, s.state, s.interval) for s in sources] == [
+            ("http://still.test/", FreshState.HAND, 300.0)
+        ]
+        assert urged == ["still.test"] * 3
+    finally:
+        await fresh.frontier.close()
+
+
+async def test_what_was_learned_survives_a_restart(tmp_path: Path) -> None:
+    fresh, timer, _ = _setup(tmp_path)
+    try:
+        for n in range(3):
+            await _look(fresh, "http://news.test/", 0, f"v{n}", 2)
+            await timer.advance(61)
+    finally:
+        await fresh.frontier.close()
+    again = FreshSources(
+        FreshPolicy(),
+        FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16, now=timer.now),
+        timer,
+    )
+    try:
+        await again.start([], 60.0)
+        (source,) = again.sources.values()
+        assert source.state is FreshState.SOURCE
+        # The run's first look only records; judging resumes with the next one.
+        await _look(again, "http://news.test/", 0, "v9", 40)
+        assert again.sources[source.url_id].visits == source.visits
+        await asyncio.sleep(0)
+    finally:
+        await again.frontier.close()
