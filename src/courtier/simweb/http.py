@@ -32,6 +32,7 @@ from aiohttp import web
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
+from courtier.simweb import news
 from courtier.simweb.behaviours import SiteTraffic, decide
 from courtier.simweb.catalogue import HTML, TEXT, Page
 from courtier.simweb.log import RequestLog, RequestRecord
@@ -240,7 +241,12 @@ class SimHttp:
             headers.append(("Retry-After", refusal.retry_after))
             page = Page(refusal.status, b"Slow down, please.\n", TEXT)
             return _Answer(page, headers, bucket=bucket, retry_until=refusal.retry_until)
-        page = self.renderer.render(site, path, query)
+        if site.kind is SiteKind.NEWS:  # made per request: it changes with time
+            page = news.render(
+                self.world.params, site, path, start - self.started_at, self.started_at
+            )
+        else:
+            page = self.renderer.render(site, path, query)
         if site.stack is not None:
             headers = self._stack_answer_headers(site.stack, site.host, page)
         cache = None

@@ -133,6 +133,7 @@ class SimWeb:
             "log": None if self.log_path is None else str(self.log_path),
             "world": self.world.params.to_json(),
             "seed_count": len(self.world.seed_hosts),
+            "started_at": None if self._http is None else self._http.started_at,
         }
 
     # -- lifecycle -------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ THIRD_PARTY_SCRIPT_HOST = "js.trackerly.test"
 THIRD_PARTY_ORIGIN = "trackerly"
 SPA_PREFIX = "app-"  # single-page apps: app-<word>-<word>N.test
 TWIN_PREFIX = "twin-"  # the first one's plain-HTML twin: twin-<the same words>.test
+NEWS_PREFIX = "news-"  # news sites: news-<word>-<word>N.test
 
 # The user-agent product token whose robots.txt rules the audit applies.
 CRAWLER_TOKEN = "courtier"
@@ -95,6 +97,7 @@ class SiteKind(StrEnum):
     SPA = "spa"  # a single-page app: every route a script shell, content from /api
     SPA_TWIN = "spa-twin"  # plain HTML serving the same catalogue as the first SPA site
     THIRD_PARTY = "third-party"  # the script host the SPA shells embed: outside the seed
+    NEWS = "news"  # a home page and a feed gaining a listing every news_every seconds
 
 
 SEED_KINDS = frozenset(
@@ -107,6 +110,7 @@ SEED_KINDS = frozenset(
         SiteKind.EDGE_TENANT,
         SiteKind.SPA,
         SiteKind.SPA_TWIN,
+        SiteKind.NEWS,
     }
 )
 MEDIA_KINDS = frozenset({SiteKind.CDN, SiteKind.STORE, SiteKind.IMGSVC, SiteKind.PLATFORM_MEDIA})
@@ -201,6 +205,9 @@ class WorldParams:
     # 1: every HTML page is an article in its site's language, boilerplate around it, with
     # canonicals and duplicates (`simweb.articles`); page_bytes no longer pads pages.
     articles: int = 0
+    # Sites that change (simweb.news); 0 leaves a world as it was before they existed.
+    n_news: int = 0  # news sites: a new listing on the home page and feed every news_every s
+    news_every: float = 30.0
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -291,6 +298,19 @@ SIZE_PRESETS: Mapping[str, WorldParams] = {
     # A small world for the render lane: a few ordinary sites, three single-page apps (the
     # last one hangs its renderer) and the first one's plain-HTML twin. Small catalogues, so
     # a crawl at 1 request/s per site and 2 cost units/s per origin is done in about 30 s.
+    # A small world that changes: a news site gaining a listing every 30 s beside a few sites
+    # that never change, for fast sources found by the crawl itself.
+    "news": WorldParams(
+        n_standalone=3,
+        n_cname_tenants=1,
+        n_header_tenants=1,
+        n_horizon=1,
+        n_farm=1,
+        n_items=6,
+        n_lists=2,
+        n_images=2,
+        n_news=1,
+    ),
     "spa": WorldParams(
         n_standalone=3,
         n_cname_tenants=1,
@@ -851,6 +871,15 @@ def _spa(b: _Builder) -> None:
     )
 
 
+def _news(b: _Builder) -> None:
+    """News sites (``simweb.news``), each its own origin on its own server."""
+    for _ in range(b.params.n_news):
+        host = b.host(NEWS_PREFIX)
+        slot = b.slot()
+        b.a_records[host] = (slot,)
+        b.add(Site(host, SiteKind.NEWS, host, (slot,), robots_text=DEFAULT_ROBOTS))
+
+
 def _spellings(sites: Mapping[str, Site]) -> dict[str, str]:
     table: dict[str, str] = {}
     for site in sites.values():
@@ -888,6 +917,8 @@ def build_world(params: WorldParams) -> World:
         raise ValueError("spa_twin needs an SPA site to be the twin of (n_spa >= 1)")
     if not 0 <= params.spa_hang <= params.n_spa:
         raise ValueError("spa_hang must be between 0 and n_spa")
+    if params.n_news < 0 or not (math.isfinite(params.news_every) and params.news_every > 0):
+        raise ValueError("n_news must not be negative and news_every must be positive seconds")
     b = _Builder(params)
     _platform_a(b)
     _platform_b(b)
@@ -902,6 +933,7 @@ def build_world(params: WorldParams) -> World:
     _vanity_media(b)
     _imgsvc_modes(b)
     _spa(b)  # after the real web's shapes, so their worlds stay as they were too
+    _news(b)  # last, so every older world stays as it was
     return World(
         params=params,
         sites=dict(b.sites),
