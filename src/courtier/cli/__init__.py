@@ -55,6 +55,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "recrawl", "courtier.cli.recrawl", "fetch these URLs again as soon as politeness allows"
     ),
+    Command("fresh", "courtier.cli.fresh", "the crawl's fast sources and why each is one"),
     Command("status", "courtier.cli.status", "a crawl's workers, leases, frontier and rates"),
     Command(
         "query", "courtier.cli.query", "run SQL over a crawl's request log and documents (DuckDB)"
