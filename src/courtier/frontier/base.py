@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any, Final, Protocol
 
-from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.controls import ControlAction, OriginControl, SiteControl
 from courtier.frontier.observations import Observation
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
 from courtier.origins.cluster import Assignment, OriginChange
@@ -479,11 +479,12 @@ class FrontierStore(Protocol):
     def record_control(
         self,
         action: ControlAction,
-        control: SiteControl | None = None,
+        control: SiteControl | OriginControl | None = None,
         states: Mapping[str, str] | None = None,
     ) -> int:
-        """Log ``action`` and, in the same transaction, write a site's controls and set
-        sites' states (the operator's word: any state to any state). Its id."""
+        """Log ``action`` and, in the same transaction, write a site's (or an origin's)
+        controls and set sites' states (the operator's word: any state to any state). Its
+        id."""
         ...
 
     def control_actions(self, after: int = 0, limit: int = 1000) -> list[ControlAction]:
@@ -496,6 +497,10 @@ class FrontierStore(Protocol):
 
     def site_controls(self) -> dict[str, SiteControl]:
         """Every site's controls."""
+        ...
+
+    def origin_controls(self) -> dict[str, OriginControl]:
+        """Every origin's controls (``origins limit``)."""
         ...
 
     def save_observations(self, observations: Sequence[Observation], now: float) -> None:

@@ -359,7 +359,7 @@ class PostgresFrontier:
     def record_control(
         self,
         action: controls.ControlAction,
-        control: controls.SiteControl | None = None,
+        control: controls.SiteControl | controls.OriginControl | None = None,
         states: Mapping[str, str] | None = None,
     ) -> int:
         with self._transaction() as cur:
@@ -383,6 +383,9 @@ class PostgresFrontier:
 
     def site_controls(self) -> dict[str, controls.SiteControl]:
         return controls.controls_from(self._read(controls.CONTROLS))
+
+    def origin_controls(self) -> dict[str, controls.OriginControl]:
+        return controls.origin_controls_from(self._read(controls.ORIGIN_CONTROLS))
 
     def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
         with self._transaction() as cur:

@@ -401,7 +401,7 @@ class SqliteFrontier:
     def record_control(
         self,
         action: controls.ControlAction,
-        control: controls.SiteControl | None = None,
+        control: controls.SiteControl | controls.OriginControl | None = None,
         states: Mapping[str, str] | None = None,
     ) -> int:
         with self._transaction():
@@ -418,6 +418,9 @@ class SqliteFrontier:
 
     def site_controls(self) -> dict[str, controls.SiteControl]:
         return controls.controls_from(self._db.execute(controls.CONTROLS))
+
+    def origin_controls(self) -> dict[str, controls.OriginControl]:
+        return controls.origin_controls_from(self._db.execute(controls.ORIGIN_CONTROLS))
 
     def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
         with self._transaction():

@@ -162,7 +162,9 @@ class Engine:
         self.frontier = FrontierIO(store, queue_per_site=crawl.queue_per_site, now=self.timer.now)
         self.frontier.outage = crawl.store_outage
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
-        self.controls = Controls(self.config, self.frontier, self.seed, self.timer, self.stats)
+        self.controls = Controls(
+            self.config, self.frontier, self.seed, self.timer, self.stats, self.clocks
+        )
         self.parser = crawl_parse_pool(self.config)
         self.sink = archived(
             self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats
