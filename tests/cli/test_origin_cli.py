@@ -109,6 +109,8 @@ def test_status_of_an_origin_sums_its_sites(store_path: Path, run: Run) -> None:
     assert "origin addr:127.0.0.9: 2 sites: bravo.test, charlie.test" in text
     assert "budget: 0.25 cost units/s, burst 0 s (operator)" in text
     assert "queue 4" in text and "no start for" in text and "origins limit addr:127.0.0.9" in text
+    code, text, _ = run("status", "--store", store_path, "--json")
+    assert json.loads(text)["origin_controls"] == {"addr:127.0.0.9": "rate 0.25 units/s"}
 
 
 def test_status_reads_the_recent_rate_from_the_request_log(
