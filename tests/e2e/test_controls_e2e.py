@@ -1,12 +1,15 @@
 """End to end, from the servers' side: an operator pauses, slows, opts out and adds sites of a
-running crawl through the store (``courtier site``, ``courtier seed add``), and the crawl
-takes each within seconds; an opt-out holds across a restart that seeds the site again."""
+running crawl through the store (``courtier site``, ``courtier seed add``), pins two sites on
+one origin and slows another origin as a whole (``courtier origins pin|limit``), and the
+crawl takes each within seconds; an opt-out holds across a restart that seeds the site
+again."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import itertools
+import json
 import subprocess
 import sys
 import time
@@ -26,9 +29,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 TAKEN_WITHIN_S = 5.0
 """The issue's promise: a pause or an opt-out holds from 5 s after the command."""
+ORIGIN_RATE = 1.0
+"""Cost units per second ``origins limit`` gives the slowed origin (half its default)."""
 PARAMS = WorldParams(
     seed=11,
-    n_standalone=17,
+    n_standalone=19,
     n_cname_tenants=0,
     n_header_tenants=0,
     n_horizon=2,
@@ -58,6 +63,22 @@ def _starts(records: list[RequestRecord], host: str) -> list[float]:
 def _cli(*words: str) -> int:
     with contextlib.redirect_stdout(io.StringIO()):
         return main(list(words))
+
+
+def _units(
+    records: list[RequestRecord], world: World, hosts: list[str], after: float
+) -> list[tuple[float, float]]:
+    """(start, cost units) of the requests to ``hosts`` from ``after`` on, in order."""
+    return sorted(
+        (r.start, request_cost(world.sites[_host(r)], r.target.partition("?")[0]))
+        for r in records
+        if _host(r) in hosts and r.start >= after
+    )
+
+
+def _most_in(units: list[tuple[float, float]], window: float) -> float:
+    """The most cost units that started within any ``window`` seconds."""
+    return max(sum(c for start, c in units if t <= start < t + window) for t, _c in units)
 
 
 def _crawl(web: SimWebProcess, seeds: Path, out: Path, store: str, duration: float) -> list[str]:
@@ -94,14 +115,15 @@ def test_controls_reach_a_running_crawl_from_the_store(
     )
     with SimWebProcess(tmp_path / "web", PARAMS) as web:
         world = web.world
-        paused, limited, opted, added, *pinned = _plain_sites(world)
+        paused, limited, opted, added, *pinned, slow_a, slow_b = _plain_sites(world)
+        slow = [slow_a, slow_b]
         seeds = tmp_path / "seeds.txt"
         lines = web.seeds_path.read_text().splitlines()
         seeds.write_text("\n".join(line for line in lines if added not in line) + "\n")
         out = tmp_path / "out"
         crawls = [
             subprocess.Popen(
-                _crawl(web, seeds, out, store, 26.0),
+                _crawl(web, seeds, out, store, 30.0),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -109,13 +131,22 @@ def test_controls_reach_a_running_crawl_from_the_store(
             for _ in range(workers)
         ]
         try:
-            for host in (paused, limited, opted):
+            for host in (paused, limited, opted, *slow):
                 _wait_for_requests(web, host, 25.0)
             acted = time.time()
             assert _cli("site", "pause", paused, "--store", store, "--reason", "asked") == 0
             assert _cli("site", "limit", limited, "--rate", "0.2", "--store", store) == 0
             assert _cli("site", "drop", opted, "--opt-out", "--store", store) == 0
             assert _cli("origins", "pin", "pair", *pinned, "--store", store) == 0
+            assert _cli("origins", "pin", "slow", *slow, "--store", store) == 0
+            rate = str(ORIGIN_RATE)
+            assert _cli("origins", "limit", "slow", "--rate", rate, "--store", store) == 0
+            status_command = ["status", "--store", store, "--origin", "slow", "--out", str(out)]
+            shown = subprocess.run(
+                [sys.executable, "-m", "courtier", *status_command, "--json"],
+                capture_output=True,
+                text=True,
+            )
             time.sleep(10.0)
             resumed = time.time()
             assert _cli("site", "resume", paused, "--store", store) == 0
@@ -146,17 +177,23 @@ def test_controls_reach_a_running_crawl_from_the_store(
     robots = [r.start for r in records if _host(r) == added and r.target == "/robots.txt"]
     assert robots and min(robots) - added_at <= 10.0, (robots, added_at)
     # The pinned pair (two servers of their own) got one origin's budget between them.
-    pair = sorted(
-        (r.start, request_cost(world.sites[_host(r)], r.target.partition("?")[0]))
-        for r in records
-        if _host(r) in pinned and r.start >= acted + TAKEN_WITHIN_S
-    )
+    pair = _units(records, world, pinned, acted + TAKEN_WITHIN_S)
     assert len(pair) >= 10, pair
     largest = max(cost for _start, cost in pair)
     for window in (1.0, 5.0):
-        most = max(
-            sum(cost for start, cost in pair if t <= start < t + window) for t, _cost in pair
-        )
+        most = _most_in(pair, window)
         assert most <= PARAMS.origin_budget * window + largest, (window, most)
+    # The slowed origin's two sites shared its new budget from 10 s later on, on every
+    # worker: each request waited for the cost units of the one before it at the new rate.
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["origin"] == "pin:slow" and status["sites"] == sorted(slow)
+    assert status["budget"]["rate"] == ORIGIN_RATE and status["budget"]["source"] == "operator"
+    assert backend == "sqlite" or status["held_by"], status
+    slowed_units = _units(records, world, slow, acted + 10.0)
+    assert len(slowed_units) >= 2, _units(records, world, slow, acted)
+    for (start, cost), (after, _next) in itertools.pairwise(slowed_units):
+        assert after - start >= cost / ORIGIN_RATE - 0.05, slowed_units
+
     report = audit(web.log_path, world, site_interval=1.0, allow_media=True)
     assert report.ok, [c for c in report.criteria if not c.ok]

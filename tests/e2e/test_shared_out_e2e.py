@@ -1,6 +1,8 @@
-"""Workers of a fleet sharing one output directory, each PID 1 of its own host (as in
-containers): their spool directories, WARC files and stats never collide, and every record a
-document names is where it says, holding the answer the server sent.
+"""Three workers of a fleet sharing one output directory, each PID 1 of its own host (as in
+containers), with bodies big enough to spool: their spool directories, WARC files and stats
+never collide; every WARC reads whole with warcio; every response record holds the answer
+the server sent (its status and body, sent again by the same server for the same URL); and
+every record a document names is where it says.
 
 The workers run compose.yaml's topology as processes (where no container engine is needed):
 the worker service's command and environment, with the seeds, store and output directory
@@ -9,6 +11,8 @@ that compose mounts given as paths here, and each worker's metrics on a port of 
 
 from __future__ import annotations
 
+import collections
+import http.client
 import json
 import os
 import shutil
@@ -16,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +29,7 @@ import pytest
 import yaml
 from warcio.archiveiterator import ArchiveIterator
 
+from courtier.simweb.log import read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
 from pg import fresh_database
@@ -38,6 +44,10 @@ pytestmark = [
 ]
 
 DURATION_S = 12.0
+WORKERS = ("worker-a", "worker-b", "worker-c")
+STAGGER_S = 3.0
+"""Each worker starts while the one before it has WARC and spool files open."""
+SPOOL_BYTES = 4096
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -66,7 +76,7 @@ def _worker(
     crawl = [sys.executable, "-m", "courtier", *(mounted.get(word, word) for word in command)]
     crawl += ["--dns", web.dns, "--allow-net", web.allow_net]
     crawl += ["--duration", str(DURATION_S), "--json"]
-    crawl += ["-s", "fetch.spool_bytes=4096", "-s", "render.mode=never"]
+    crawl += ["-s", f"fetch.spool_bytes={SPOOL_BYTES}", "-s", "render.mode=never"]
     env = dict(os.environ)
     for name, value in environment.items():
         env[name] = str(value)
@@ -96,46 +106,110 @@ def _scrape(port: int) -> str:
         return ""
 
 
+def _sent_again(address: str, url: str) -> tuple[int, bytes]:
+    """The status and body the server at ``address`` (loopback) sends for ``url`` now."""
+    split = urllib.parse.urlsplit(url)
+    target = split.path + (f"?{split.query}" if split.query else "")
+    conn = http.client.HTTPConnection(address, split.port or 80, timeout=10)
+    try:
+        conn.request("GET", target or "/", headers={"Host": split.netloc})
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+def _responses(warcs: list[Path]) -> list[tuple[str, str, int, bytes, bool]]:
+    """(URL, server address, status, body, content-encoded) of every response record; every
+    file read whole."""
+    found = []
+    for path in warcs:
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type != "response":
+                    continue
+                http_headers = record.http_headers
+                found.append(
+                    (
+                        record.rec_headers.get_header("WARC-Target-URI"),
+                        record.rec_headers.get_header("WARC-IP-Address"),
+                        int(http_headers.get_statuscode()),
+                        record.content_stream().read(),
+                        http_headers.get_header("Content-Encoding") is not None,
+                    )
+                )
+    return found
+
+
 def test_workers_that_are_all_pid_1_share_one_output_directory(tmp_path, database) -> None:
     params = WorldParams(
         seed=4, n_standalone=12, n_cname_tenants=2, n_header_tenants=2, n_horizon=2, n_farm=1,
         page_bytes=20_000,
     )  # fmt: skip
     out = tmp_path / "out"
-    ports = [_free_port(), _free_port()]
+    ports = [_free_port() for _ in WORKERS]
     with SimWebProcess(tmp_path / "web", params) as web:
-        first = _worker("worker-a", web, out, database, ports[0])
-        time.sleep(4.0)  # the first has WARC and spool files open when the next starts
-        second = _worker("worker-b", web, out, database, ports[1])
+        workers = []
+        for n, (host, port) in enumerate(zip(WORKERS, ports, strict=True)):
+            if n:
+                time.sleep(STAGGER_S)
+            workers.append(_worker(host, web, out, database, port))
         spools: set[str] = set()
         scraped: dict[int, str] = {}
-        while first.poll() is None or second.poll() is None:
+        while any(worker.poll() is None for worker in workers):
             if (out / "spool").is_dir():
                 spools |= {entry.name for entry in (out / "spool").iterdir()}
             for port in ports:
                 if "courtier_requests_total" not in scraped.get(port, ""):
                     scraped[port] = _scrape(port)
             time.sleep(0.2)
-        runs = [process.communicate() for process in (first, second)]
-        served = web.log_path.read_text().splitlines()
-    assert [p.returncode for p in (first, second)] == [0, 0], [err[-2000:] for _, err in runs]
+        runs = [worker.communicate() for worker in workers]
+        served = list(read_log(web.log_path))
+        warcs = sorted((out / "warc").glob("*.warc.gz"))
+        responses = _responses(warcs)
+        again = {
+            url: _sent_again(address, url)
+            for url, address, status, _body, _coded in responses
+            if status == 200
+        }
+    assert [w.returncode for w in workers] == [0] * len(WORKERS), [e[-2000:] for _, e in runs]
     for port in ports:  # each worker's metrics were reachable while it crawled
         assert "courtier_requests_total" in scraped.get(port, ""), port
-    assert {"worker_a-1", "worker_b-1"} <= spools, spools  # both PID 1, two directories
+    ids = {f"{host.replace('-', '_')}-1" for host in WORKERS}  # every one PID 1
+    assert ids <= spools, spools  # a spool directory each
     assert not (out / "spool").exists() or not any((out / "spool").iterdir())
-    warcs = sorted((out / "warc").glob("*.warc.gz"))
     assert not list((out / "warc").glob("*.open"))
-    assert {w.name.rsplit("-", 2)[1] for w in warcs} == {"worker_a", "worker_b"}
-    bodies: dict[str, int] = {}
-    for path in warcs:  # every file reads whole
-        with path.open("rb") as stream:
-            for record in ArchiveIterator(stream):
-                if record.rec_type == "response":
-                    uri = record.rec_headers.get_header("WARC-Target-URI")
-                    bodies[uri] = len(record.content_stream().read())
+    assert {w.name.rsplit("-", 2)[1] for w in warcs} == {i.split("-")[0] for i in ids}
+    # Every response record is an answer a server sent: its status, and its body's size
+    # where it was sent unencoded (the servers log body bytes as sent).
+    sent = collections.Counter(
+        (r.host.split(":")[0].lower(), r.target, r.status, r.bytes) for r in served
+    )
+    by_request = collections.Counter(
+        (r.host.split(":")[0].lower(), r.target, r.status) for r in served
+    )
+    archived: collections.Counter[tuple[str, str, int]] = collections.Counter()
+    for url, _address, status, body, coded in responses:
+        split = urllib.parse.urlsplit(url)
+        target = split.path + (f"?{split.query}" if split.query else "")
+        archived[(split.hostname or "", target, status)] += 1
+        if not coded:
+            assert sent[(split.hostname or "", target, status, len(body))], url
+    assert not archived - by_request, archived - by_request  # never more than were sent
+    # Its body is what the server sends for that URL (a spooled body another worker's
+    # spool file overwrote would differ).
+    compared = spooled = 0
+    for url, _address, status, body, _coded in responses:
+        if status != 200 or again[url][0] != 200:
+            continue
+        assert body == again[url][1], url
+        compared += 1
+        spooled += len(body) > SPOOL_BYTES
+    assert compared > 20 and spooled > 10, (compared, spooled)
     documents = [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
     named = [d for d in documents if "warc" in d and d["warc"]["type"] == "response"]
     assert len(named) > 20
+    assert {d["site"] for d in named} == {d["site"] for d in documents}
     for document in named:  # each record is where its document says, the page it names
         ref = document["warc"]
         with (out / "warc" / ref["file"]).open("rb") as stream:
@@ -143,9 +217,6 @@ def test_workers_that_are_all_pid_1_share_one_output_directory(tmp_path, databas
             record = next(iter(ArchiveIterator(stream)))
         assert record.rec_headers.get_header("WARC-Target-URI") == document["url"]
         assert len(record.content_stream().read()) == document["bytes"]
-    spooled = [d for d in named if d["bytes"] > 4096]
-    assert spooled, "no body was big enough to spool"
-    assert len(served) >= len(bodies)
     site = named[0]["site"]  # one site as the shared store knows it, after the crawl
     status = subprocess.run(
         [sys.executable, "-m", "courtier", "status", "--store", database, "--site", site, "--json"],
@@ -156,6 +227,6 @@ def test_workers_that_are_all_pid_1_share_one_output_directory(tmp_path, databas
     one = json.loads(status.stdout)
     assert one["site"] == site and one["urls"].get("done", 0) >= 1
     assert one["robots"] is not None and "held_by" in one
-    assert {"stats-worker-a-1.json", "stats-worker-b-1.json"} <= {
+    assert {f"stats-{host}-1.json" for host in WORKERS} <= {
         p.name for p in out.glob("stats-*.json")
     }

@@ -933,6 +933,27 @@ def test_controls_and_their_actions_are_kept_and_read_in_order(open_store: Opene
     assert "b.test" not in other.sites_in_state(SiteState.SEED, SiteState.REQUESTED)
 
 
+def test_an_origins_budget_is_kept_beside_the_sites_controls(open_store: Opener) -> None:
+    from courtier.frontier.controls import ControlAction, OriginControl
+
+    store = open_store()
+    limited = OriginControl("pin:pair").limited_at(T0, 0.5, 2.0, T0 + 60, "asked")
+    store.record_control(
+        ControlAction("origins limit", "pin:pair", {"rate": 0.5}, "courtier origins", "me", T0),
+        limited,
+    )
+    other = open_store()
+    assert other.origin_controls() == {"pin:pair": limited}
+    assert other.site_controls() == {}
+    assert [a.action for a in other.last_actions(5, "pin:pair")] == ["origins limit"]
+    assert limited.in_effect(T0 + 59) and not limited.in_effect(T0 + 60)
+    cleared = limited.limited_at(T0 + 1, None, None, None, "")
+    store.record_control(
+        ControlAction("origins limit", "pin:pair", {}, "courtier origins", "me", T0 + 1), cleared
+    )
+    assert not other.origin_controls()["pin:pair"].in_effect(T0 + 2)
+
+
 def test_origin_evidence_one_worker_saw_is_read_by_the_others(open_store: Opener) -> None:
     from courtier.frontier.observations import Observation
     from courtier.origins.header_evidence import ProbeResponse

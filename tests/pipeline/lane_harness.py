@@ -138,7 +138,7 @@ class Lanes:
         self.events: list[RequestEvent] = []
         self.saved_robots: list[StoredRobots] = []
         self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now, self)
-        self.feedback = FeedbackWriter(config, self.clocks, config.limits.policy(), self.stats)
+        self.feedback = FeedbackWriter(config, self.clocks, self.stats)
         self.spacing = SendSpacing(self.clocks)
         """One record of real sends for pages, media and robots.txt hops (as the engine)."""
         self.robots = RobotsCache()

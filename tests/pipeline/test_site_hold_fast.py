@@ -3,6 +3,7 @@ pause is given up, and lifting it (or its end) lets the lane start again."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -150,3 +151,75 @@ async def test_a_fleets_site_that_moved_origin_books_its_old_one_too_for_a_while
         assert keys == ["site:a.test", "origin:hdr:platform"]
     finally:
         await h.close()
+
+
+async def test_an_origins_budget_of_the_operators_slows_every_site_on_it(tmp_path: Path) -> None:
+    """``origins limit`` on fake time: read from the store's log, the origin's key takes the
+    operator's rate at once (lanes booked at the old spacing book again), its sites together
+    stay within it, another origin is left alone, and ``--clear`` gives the configured one
+    back."""
+    from courtier.frontier.controls import ControlAction, OriginControl
+    from courtier.pipeline.lanes.controls import Controls
+
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        store = h.frontier.store
+        controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats, h.clocks)
+        await h.frontier.call(controls.load)
+        controls.wire(h.pages, Feeding(h.site_lanes.look_again), PinnedOrigins())  # type: ignore[arg-type]
+        paths = [f"/p{n}" for n in range(60)]
+        pair = [h.site(name, paths, origin="pin:pair") for name in ("a.test", "b.test")]
+        other = h.site("c.test", paths, origin="addr:2")
+        for lane in [*pair, other]:
+            h.pages.arm(lane)
+        await h.timer.advance(3.0)
+        assert len(h.starts("a.test")) >= 2  # 1 request/s per site: the origin is far off
+
+        def limit(rate: float | None) -> None:
+            now = h.timer.now()
+            control = OriginControl("pin:pair").limited_at(now, rate, None, None, "asked")
+            action = ControlAction("origins limit", "pin:pair", {}, "test", "me", now)
+            store.record_control(action, control)
+
+        limit(0.5)
+        await controls.poll()
+        acted = h.timer.now()
+        assert h.clocks.policy.params_of("origin:pin:pair").interval == 2.0
+        assert h.feedback.origin_limit("pin:pair").params.interval == 2.0
+        await h.timer.advance(40.0)
+        cost = h.config.costs.model().cost_of_target("/p1")
+        after = sorted(t for name in ("a.test", "b.test") for t in h.starts(name) if t > acted)
+        assert 1 <= len(after) <= 0.5 * 40.0 / cost + 1, after
+        # Slots booked at the old spacing were given up: none starts close to another.
+        slack = h.config.limits.origin.slot_width
+        assert all(b - a >= cost / 0.5 - slack for a, b in itertools.pairwise(after)), after
+        assert len([t for t in h.starts("c.test") if t > acted]) >= 30  # its own origin
+        limit(None)
+        await controls.poll()
+        assert h.clocks.policy.params_of("origin:pin:pair").interval == 1 / 1000
+        assert h.stats.control_actions == 2
+    finally:
+        await h.close()
+
+
+def test_the_operators_origin_budgets_over_the_configured_policy() -> None:
+    from courtier.frontier.controls import OriginControl
+    from courtier.pipeline.lanes.controls import operator_policy
+
+    config = load(None, ["limits.overrides=['origin:pin:x => rate=4 burst=3']"])
+    base = config.limits.policy()
+    now = 1000.0
+    controls = {
+        "pin:x": OriginControl("pin:x").limited_at(now, 0.5, None, now + 60.0, ""),
+        "addr:1": OriginControl("addr:1").limited_at(now, 0.25, 2.0, None, ""),
+        "addr:2": OriginControl("addr:2").limited_at(now, None, None, None, ""),
+    }
+    policy = operator_policy(base, controls, now)
+    assert policy.params_of("origin:pin:x").interval == 2.0
+    assert policy.params_of("origin:pin:x").burst == 3.0  # the configured override's
+    assert policy.params_of("origin:addr:1").burst == 2.0
+    assert policy.params_of("origin:addr:2") == base.params_of("origin:addr:2")
+    later = operator_policy(base, controls, now + 61.0)  # pin:x's ran out
+    assert later.params_of("origin:pin:x").interval == 0.25
+    assert operator_policy(base, {}, now) is base

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from courtier.frontier.base import FrontierStore
-from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.controls import ControlAction, OriginControl, SiteControl
 
 
 def actor() -> str:
@@ -52,7 +52,7 @@ def log_action(
     detail: dict[str, object],
     now: float,
     *,
-    control: SiteControl | None = None,
+    control: SiteControl | OriginControl | None = None,
     states: dict[str, str] | None = None,
 ) -> int:
     """Log an action (and write what it changes) in one transaction."""

@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     resume = commands.add_parser("resume", help="lift a pause")
     limit = commands.add_parser("limit", help="a rate of the site's own")
     rate = limit.add_mutually_exclusive_group(required=True)
-    rate.add_argument("--rate", type=_rate, metavar="R", help="requests per second, above 0")
+    rate.add_argument("--rate", type=positive, metavar="R", help="requests per second, above 0")
     rate.add_argument("--clear", action="store_true", help="back to the configured rate")
     limit.add_argument("--until", metavar="T", help="end the rate by itself: 30m, 2h, a time")
     drop = commands.add_parser("drop", help="take the site out of the seed")
@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         command.set_defaults(handler=run_site)
 
 
-def _rate(text: str) -> float:
+def positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:

@@ -86,12 +86,23 @@ def controls_status(store: FrontierStore, now: float) -> dict[str, Any]:
         for site, control in sorted(store.site_controls().items())
         if (text := control.describe(now)) != "-"
     }
-    return {"controls": in_effect, "actions": [a.line() for a in store.last_actions(10)]}
+    budgets = {
+        origin: text
+        for origin, control in sorted(store.origin_controls().items())
+        if (text := control.describe(now)) != "-"
+    }
+    return {
+        "controls": in_effect,
+        "origin_controls": budgets,
+        "actions": [a.line() for a in store.last_actions(10)],
+    }
 
 
 def print_controls(status: dict[str, Any]) -> None:
     for site, text in status["controls"].items():
         print(f"control: {site} {text}")
+    for origin, text in status["origin_controls"].items():
+        print(f"control: origin {origin} {text}")
     if status["actions"]:
         print("latest actions:")
         for line in status["actions"]:

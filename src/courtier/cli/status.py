@@ -4,7 +4,9 @@ For a PostgreSQL store (a scale-out crawl): every worker with its heartbeat age,
 and requests sent; the shard leases (held, free, expired); the frontier counts; URLs fetched
 in the last minute. For a SQLite store: the crawl holding it (from its lock file), the
 frontier counts and the last minute's fetches. With ``--site HOST``: that site alone
-(``site_status``), and on PostgreSQL the worker holding it.
+(``site_status``), and on PostgreSQL the worker holding it. With ``--origin NAME|SITE``: that
+origin (``origin_status``): its sites, budget, recent rate, pauses, queue and, on
+PostgreSQL, the workers holding its sites.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from courtier.cli.options import add_config_arguments, load_config
+from courtier.cli.origin_status import origin_status, print_origin
 from courtier.cli.site_status import (
     canonical_site,
     controls_status,
@@ -25,6 +30,9 @@ from courtier.cli.site_status import (
     site_status,
 )
 from courtier.inputs import InputError, PostgresStore, SqliteStore, parse_store
+
+if TYPE_CHECKING:
+    from courtier.config import Config
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,17 +43,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "crawling it, which shards they hold, how big the frontier is and how fast it moves.",
     )
     parser.add_argument("--store", required=True, help="a SQLite store file or a PostgreSQL URL")
-    parser.add_argument(
+    one = parser.add_mutually_exclusive_group()
+    one.add_argument(
         "--site",
         metavar="HOST",
         help="one site: its URLs, recent fetches, robots.txt, pauses kept, origin, worker",
     )
+    one.add_argument(
+        "--origin",
+        metavar="NAME|SITE",
+        help="one origin: its sites, budget, recent rate, pauses, queue, workers",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="with --origin: the crawl's output directory, for the request log's recent rate",
+    )
+    add_config_arguments(parser)  # the budget --origin shows is the configuration's
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     spec = parse_store(args.store)
+    if args.origin is not None:
+        config = load_config(args)
+        one = (
+            _pg_origin(spec, args.origin, config, args.out)
+            if isinstance(spec, PostgresStore)
+            else _sqlite_origin(spec, args.origin, config, args.out)
+        )
+        if args.json:
+            print(json.dumps(one))
+        else:
+            print_origin(one)
+        return 0
     if args.site is not None:
         site = canonical_site(args.site)
         one = _pg_site(spec, site) if isinstance(spec, PostgresStore) else _sqlite_site(spec, site)
@@ -116,6 +148,66 @@ def _pg_site(spec: PostgresStore, site: str) -> dict[str, Any]:
         held = [owner for number, owner, expires in leases if number == shard and expires > now]
         holder = held[0] if held else None
     status["held_by"] = holder
+    return status
+
+
+def _sqlite_origin(
+    spec: SqliteStore, text: str, config: Config, out: Path | None
+) -> dict[str, Any]:
+    import sqlite3
+
+    from courtier.frontier.base import FrontierError
+    from courtier.frontier.sqlite_store import SqliteFrontier
+
+    path = Path(spec.path)
+    if not path.is_file():
+        raise InputError(f"--store: {path}: no such store")
+    try:
+        store = SqliteFrontier(path)
+    except FrontierError as exc:
+        raise InputError(f"--store: {exc}") from None
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+
+            def query(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+                return list(db.execute(sql, params).fetchall())
+
+            return origin_status(store, text, config, query, out=out)
+    finally:
+        store.close()
+
+
+def _pg_origin(spec: PostgresStore, text: str, config: Config, out: Path | None) -> dict[str, Any]:
+    import psycopg
+
+    from courtier.frontier.base import FrontierError
+    from courtier.frontier.postgres_store import PostgresFrontier
+    from courtier.pipeline.cluster.shards import shard_of
+    from courtier.politeness.limiter.postgres import LEASES
+
+    now = time.time()
+    try:
+        store = PostgresFrontier(spec.conninfo)
+    except FrontierError as exc:
+        raise InputError(f"--store: {exc}") from None
+    try:
+        with psycopg.connect(spec.conninfo, autocommit=True) as conn:
+
+            def query(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+                return list(conn.execute(sql.replace("?", "%s").encode(), params).fetchall())
+
+            status = origin_status(store, text, config, query, out=out, now=now)
+            leases = _rows(conn, f"SELECT shard, owner, expires_at FROM {LEASES}")
+    finally:
+        store.close()
+    held: dict[str, int] = {}
+    if leases:
+        owners = {number: owner for number, owner, expires in leases if expires > now and owner}
+        for site in status["sites"]:
+            owner = owners.get(shard_of(site, len(leases)))
+            if owner is not None:
+                held[owner] = held.get(owner, 0) + 1
+    status["held_by"] = held
     return status
 
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any, Final, Protocol
 
-from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.controls import ControlAction, OriginControl, SiteControl
 from courtier.frontier.fresh import FreshSource
 from courtier.frontier.observations import Observation
 from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, after_fetch
@@ -346,7 +346,8 @@ def _schedule(row: ScheduleRow, outcome: Outcome, policy: RefreshPolicy) -> Sche
     """- DONE with a fingerprint: the refresh policy grows or shrinks the interval;
     - DONE without one (a redirect, an error page, a body we do not fingerprint): the interval
       holds (the class's initial interval on a first fetch);
-    - a configured fast source keeps its fixed interval whatever the content did;
+    - a fast source (configured or found) keeps the interval it has whatever the content did
+      (a found one's is set by what the crawl learns, ``frontier.fresh``);
     - FAILED: the schedule holds when the URL was fetched before, else it is never due;
     - REFUSED: never due.
     """
@@ -496,11 +497,12 @@ class FrontierStore(Protocol):
     def record_control(
         self,
         action: ControlAction,
-        control: SiteControl | None = None,
+        control: SiteControl | OriginControl | None = None,
         states: Mapping[str, str] | None = None,
     ) -> int:
-        """Log ``action`` and, in the same transaction, write a site's controls and set
-        sites' states (the operator's word: any state to any state). Its id."""
+        """Log ``action`` and, in the same transaction, write a site's (or an origin's)
+        controls and set sites' states (the operator's word: any state to any state). Its
+        id."""
         ...
 
     def control_actions(self, after: int = 0, limit: int = 1000) -> list[ControlAction]:
@@ -513,6 +515,10 @@ class FrontierStore(Protocol):
 
     def site_controls(self) -> dict[str, SiteControl]:
         """Every site's controls."""
+        ...
+
+    def origin_controls(self) -> dict[str, OriginControl]:
+        """Every origin's controls (``origins limit``)."""
         ...
 
     def save_observations(self, observations: Sequence[Observation], now: float) -> None:

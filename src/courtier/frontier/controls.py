@@ -10,6 +10,9 @@ Rules (the store keeps them; the workers apply them, ``pipeline.lanes.controls``
   ``[control] poll`` seconds, and re-reads the present state of what they name.
 - **An operator's origin** (``origins pin``/``split``) places a site on an origin of the
   operator's naming, over inference, until ``origins unpin``.
+- **One row per origin** (``origin_controls``, ``origins limit``): a budget of its own for
+  the origin's shared key (a rate in cost units per second, and a burst in seconds or the
+  configured one), over the configuration and its overrides, until a time or for good.
 - **Opted out is for good**: the site's state becomes ``opted-out`` (``SiteState.OPTED_OUT``),
   which no seeding, promotion, ``seed add`` or redirect changes back; no request of any kind
   (page, robots.txt, media, a render's) goes to its host again.
@@ -100,6 +103,44 @@ class SiteControl:
 
 
 @dataclass(frozen=True, slots=True)
+class OriginControl:
+    """The operator's budget of one origin's key (``origin:<origin>``): ``rate`` cost units
+    per second, ``burst`` seconds (None: the configured burst), until ``rate_until``."""
+
+    origin: str
+    rate: float | None = None
+    burst: float | None = None
+    rate_until: float | None = None
+    reason: str = ""
+    updated_at: float = 0.0
+
+    def in_effect(self, now: float) -> bool:
+        return self.rate is not None and (self.rate_until is None or self.rate_until > now)
+
+    def next_change(self, now: float) -> float | None:
+        until = self.rate_until
+        return until if self.rate is not None and until is not None and until > now else None
+
+    def limited_at(
+        self, now: float, rate: float | None, burst: float | None, until: float | None, reason: str
+    ) -> OriginControl:
+        if rate is None:
+            return OriginControl(self.origin, reason=reason, updated_at=now)
+        return OriginControl(self.origin, rate, burst, until, reason, now)
+
+    def describe(self, now: float) -> str:
+        """One line: the budget in effect (``-`` when none is)."""
+        if not self.in_effect(now):
+            return "-"
+        text = f"rate {self.rate:g} units/s"
+        if self.burst is not None:
+            text += f" burst {self.burst:g} s"
+        if self.rate_until is not None:
+            text += f" until {utc_text(self.rate_until)}"
+        return text + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass(frozen=True, slots=True)
 class ControlAction:
     """One logged action: ``action`` is the command's words (``site pause``, ``seed add``)."""
 
@@ -136,6 +177,9 @@ SQLITE_TABLES: Final = (
         site TEXT PRIMARY KEY, paused INTEGER NOT NULL, paused_until REAL,
         rate REAL, rate_until REAL, opted_out INTEGER NOT NULL, reason TEXT NOT NULL,
         updated_at REAL NOT NULL, origin TEXT)""",
+    """CREATE TABLE IF NOT EXISTS origin_controls (
+        origin TEXT PRIMARY KEY, rate REAL, burst REAL, rate_until REAL,
+        reason TEXT NOT NULL, updated_at REAL NOT NULL)""",
 )
 POSTGRES_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS control_actions (
@@ -146,6 +190,9 @@ POSTGRES_TABLES: Final = (
         site text PRIMARY KEY, paused boolean NOT NULL, paused_until float8,
         rate float8, rate_until float8, opted_out boolean NOT NULL, reason text NOT NULL,
         updated_at float8 NOT NULL, origin text)""",
+    """CREATE TABLE IF NOT EXISTS origin_controls (
+        origin text PRIMARY KEY, rate float8, burst float8, rate_until float8,
+        reason text NOT NULL, updated_at float8 NOT NULL)""",
 )
 
 INSERT_ACTION: Final = (
@@ -158,6 +205,12 @@ UPSERT_CONTROL: Final = (
     "UPDATE SET paused = excluded.paused, paused_until = excluded.paused_until, "
     "rate = excluded.rate, rate_until = excluded.rate_until, opted_out = excluded.opted_out, "
     "reason = excluded.reason, updated_at = excluded.updated_at, origin = excluded.origin"
+)
+UPSERT_ORIGIN_CONTROL: Final = (
+    "INSERT INTO origin_controls (origin, rate, burst, rate_until, reason, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET rate = excluded.rate, "
+    "burst = excluded.burst, rate_until = excluded.rate_until, reason = excluded.reason, "
+    "updated_at = excluded.updated_at"
 )
 SET_STATE: Final = (
     "INSERT INTO sites (site, state, added_at) VALUES (?, ?, ?) "
@@ -174,6 +227,10 @@ LAST_ACTIONS: Final = (
 CONTROLS: Final = (
     "SELECT site, paused, paused_until, rate, rate_until, opted_out, reason, updated_at, "
     "origin FROM site_controls"
+)
+
+ORIGIN_CONTROLS: Final = (
+    "SELECT origin, rate, burst, rate_until, reason, updated_at FROM origin_controls"
 )
 
 
@@ -193,6 +250,10 @@ def control_row(control: SiteControl) -> tuple[Any, ...]:
         c.site, c.paused, c.paused_until, c.rate, c.rate_until, c.opted_out, c.reason,
         c.updated_at, c.origin,
     )  # fmt: skip
+
+
+def origin_controls_from(rows: Iterable[Sequence[Any]]) -> dict[str, OriginControl]:
+    return {row[0]: OriginControl(*row) for row in rows}
 
 
 def actions_from(rows: Iterable[Sequence[Any]]) -> list[ControlAction]:
@@ -223,14 +284,18 @@ Execute = Callable[[str, Sequence[Any]], Any]
 def write_control(
     execute: Callable[[str, Sequence[Any]], Any],
     action: ControlAction,
-    control: SiteControl | None,
+    control: SiteControl | OriginControl | None,
     states: Mapping[str, str],
     convert: Callable[[str], str] = lambda s: s,
 ) -> int:
     """The writes of ``FrontierStore.record_control``, inside the caller's transaction."""
     cursor = execute(convert(INSERT_ACTION), action_row(action))
     (action_id,) = cursor.fetchone()
-    if control is not None:
+    if isinstance(control, OriginControl):
+        c = control
+        row = (c.origin, c.rate, c.burst, c.rate_until, c.reason, c.updated_at)
+        execute(convert(UPSERT_ORIGIN_CONTROL), row)
+    elif control is not None:
         execute(convert(UPSERT_CONTROL), control_row(control))
     for site, state in states.items():
         execute(convert(SET_STATE), (site, state, action.at))

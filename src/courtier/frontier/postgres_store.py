@@ -362,7 +362,7 @@ class PostgresFrontier:
     def record_control(
         self,
         action: controls.ControlAction,
-        control: controls.SiteControl | None = None,
+        control: controls.SiteControl | controls.OriginControl | None = None,
         states: Mapping[str, str] | None = None,
     ) -> int:
         with self._transaction() as cur:
@@ -404,6 +404,9 @@ class PostgresFrontier:
         with self._transaction() as cur:
             cur.execute(fresh.FORGET_HAND.encode())
             cur.executemany(hand, [(interval, now, now, c) for c in canonicals])
+
+    def origin_controls(self) -> dict[str, controls.OriginControl]:
+        return controls.origin_controls_from(self._read(controls.ORIGIN_CONTROLS))
 
     def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
         with self._transaction() as cur:

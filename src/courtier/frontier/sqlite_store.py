@@ -404,7 +404,7 @@ class SqliteFrontier:
     def record_control(
         self,
         action: controls.ControlAction,
-        control: controls.SiteControl | None = None,
+        control: controls.SiteControl | controls.OriginControl | None = None,
         states: Mapping[str, str] | None = None,
     ) -> int:
         with self._transaction():
@@ -436,6 +436,9 @@ class SqliteFrontier:
         with self._transaction():
             self._db.execute(fresh.FORGET_HAND)
             self._db.executemany(fresh.HAND, [(interval, now, now, c) for c in canonicals])
+
+    def origin_controls(self) -> dict[str, controls.OriginControl]:
+        return controls.origin_controls_from(self._db.execute(controls.ORIGIN_CONTROLS))
 
     def save_observations(self, found: Sequence[observations.Observation], now: float) -> None:
         with self._transaction():

@@ -164,7 +164,9 @@ class Engine:
         self.frontier.outage = crawl.store_outage
         self.discovery.fresh = FreshSources.of(self.config, self.frontier, self.timer)
         self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
-        self.controls = Controls(self.config, self.frontier, self.seed, self.timer, self.stats)
+        self.controls = Controls(
+            self.config, self.frontier, self.seed, self.timer, self.stats, self.clocks
+        )
         self.parser = crawl_parse_pool(self.config)
         self.sink = archived(
             self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats

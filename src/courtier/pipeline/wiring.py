@@ -112,7 +112,7 @@ class Stages:
 def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
     config, stats, timer, seed = parts.config, parts.stats, parts.timer, parts.seed
     spacing = SendSpacing(parts.clocks)
-    feedback = FeedbackWriter(config, parts.clocks, config.limits.policy(), stats)
+    feedback = FeedbackWriter(config, parts.clocks, stats)
     origins: LiveOrigins | None = None
     pages: Scheduler[SiteLane, Any] | None = None
 

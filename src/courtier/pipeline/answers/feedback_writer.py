@@ -25,7 +25,7 @@ from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams, BackoffState, after_response
 from courtier.politeness.gcra import Limit
-from courtier.politeness.keys import KeyType, LimitKey, LimitPolicy, origin_key
+from courtier.politeness.keys import KeyType, LimitKey, origin_key
 from courtier.politeness.latency import LatencyParams, LatencyState
 
 log = logging.getLogger(__name__)
@@ -84,12 +84,9 @@ _FULL_RATE = OriginState()
 
 
 class FeedbackWriter:
-    def __init__(
-        self, config: Config, clocks: KeyClocks, policy: LimitPolicy, stats: CrawlStats
-    ) -> None:
+    def __init__(self, config: Config, clocks: KeyClocks, stats: CrawlStats) -> None:
         self.config = config
         self.clocks = clocks
-        self.policy = policy
         self.stats = stats
         self.origins: dict[str, OriginState] = {}
         self.site_params = feedback_params(
@@ -98,8 +95,9 @@ class FeedbackWriter:
         self.media_params = feedback_params(config, one_in_flight=False)
 
     def origin_limit(self, origin: str) -> Limit:
-        """The origin's key as configured, slowed by the origin's own latency feedback."""
-        params = self.policy.params(LimitKey(KeyType.ORIGIN, origin))
+        """The origin's key as the clocks' policy has it (configured, or the operator's
+        budget), slowed by the origin's own latency feedback."""
+        params = self.clocks.policy.params(LimitKey(KeyType.ORIGIN, origin))
         factor = self.origins.get(origin, _FULL_RATE).latency.factor
         if factor < 1.0:
             params = dataclasses.replace(params, interval=params.interval / factor)

@@ -20,6 +20,13 @@ Rules (the store's side: ``courtier.frontier.controls``):
   base interval (backoff on top, as ever) and its next start is spaced by it at once. A
   pause or rate that runs out (``--until``) ends on its own: the pause on the scheduler's
   timer, the rate at the first poll after its end.
+- An origin's budget of the operator's (``origins limit``) replaces its key's parameters in
+  the policy every booking reads (``KeyClocks.policy``: the configured limits and overrides,
+  then the operator's), on every worker, so the one shared key of the origin is slowed
+  whichever worker books it. Made slower, the lanes of this worker booked or waiting on it
+  give up their slots and book again at the new spacing (the slots given up stay consumed);
+  made faster, what is booked stands. It ends like a site's rate, at the first poll after
+  ``--until``.
 """
 
 from __future__ import annotations
@@ -32,17 +39,20 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from courtier.config import Config
-from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.controls import ControlAction, OriginControl, SiteControl
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
 from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.gcra import KeyParams
+from courtier.politeness.keys import LimitPolicy, origin_key
 from courtier.url import host_of_site
 
 if TYPE_CHECKING:
     from courtier.pipeline.lanes.feeding import Feeder
     from courtier.pipeline.lanes.origins_live import LiveOrigins
+    from courtier.pipeline.scheduling.clocks import KeyClocks
     from courtier.pipeline.scheduling.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -52,6 +62,28 @@ SITE_ACTIONS = frozenset(
 )
 DROPS = frozenset({"site drop", "seed remove"})
 ADMITS = frozenset({"seed add", "promote"})
+ORIGIN_ACTIONS = frozenset({"origins limit"})
+
+
+def operator_policy(
+    base: LimitPolicy, origins: dict[str, OriginControl], now: float
+) -> LimitPolicy:
+    """``base`` with the origins' budgets of the operator's in effect at ``now`` over its
+    own (a burst of None keeps the configured one)."""
+    extra: dict[str, KeyParams] = {}
+    for origin, control in origins.items():
+        if not control.in_effect(now) or control.rate is None:
+            continue
+        key = origin_key(origin)
+        try:
+            configured = base.params_of(key)
+        except ValueError:  # not a key's name: nothing books on it
+            continue
+        burst = configured.burst if control.burst is None else control.burst
+        extra[key] = KeyParams.from_rate(control.rate, burst, configured.slot_width)
+    if not extra:
+        return base
+    return dataclasses.replace(base, overrides={**base.overrides, **extra})
 
 
 async def _nothing(_lane: SiteLane) -> None:
@@ -66,8 +98,12 @@ class Controls:
         seed: SeedSites,
         timer: Timer,
         stats: CrawlStats,
+        clocks: KeyClocks | None = None,
     ) -> None:
+        """``clocks``: whose policy takes the origins' budgets (None: they are not applied)."""
         self.config = config
+        self.clocks = clocks
+        self.by_origin: dict[str, OriginControl] = {}
         self.frontier = frontier
         self.seed = seed
         self.timer = timer
@@ -109,6 +145,8 @@ class Controls:
         """Read every site's controls and the last action's id (on the store thread)."""
         store = self.frontier.store
         self.by_site = store.site_controls()
+        self.by_origin = store.origin_controls()
+        self._set_policy()
         last = store.last_actions(1)
         self.last_id = last[0].id if last else 0
         # One set, shared with the seed and the guarded fetch: updated in place.
@@ -160,11 +198,15 @@ class Controls:
             self.last_id = actions[-1].id
         if expired or any(a.action in SITE_ACTIONS or a.action in DROPS for a in actions):
             self.by_site = await self.frontier.call(store.site_controls)
-            self._expiries = self._next_expiry()
+        if expired or any(a.action in ORIGIN_ACTIONS for a in actions):
+            self.by_origin = await self.frontier.call(store.origin_controls)
+            self._slowed(self._set_policy())
+        self._expiries = self._next_expiry()
         touched = set(self.by_site) if expired else set()
         for action in actions:
             self._take(action)
-            touched.add(action.target)
+            if action.action not in ORIGIN_ACTIONS:
+                touched.add(action.target)
         for site in touched:
             self.apply(site)
             lane = self.seed.lanes.get(site)
@@ -220,6 +262,32 @@ class Controls:
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _set_policy(self) -> set[str]:
+        """The clocks' policy with the origins' budgets now; the origins it made slower."""
+        clocks = self.clocks
+        if clocks is None:
+            return set()
+        old = clocks.policy
+        new = operator_policy(self.config.limits.policy(), self.by_origin, self.timer.now())
+        clocks.policy = new
+        slower = set()
+        for origin in self.by_origin:
+            key = origin_key(origin)
+            try:
+                if new.params_of(key).interval > old.params_of(key).interval:
+                    slower.add(origin)
+            except ValueError:
+                continue
+        return slower
+
+    def _slowed(self, origins: set[str]) -> None:
+        """Lanes booked or waiting on a slowed origin book again at its new spacing."""
+        if not origins:
+            return
+        for lane in list(self.seed.lanes.values()):
+            if lane.booked_origin in origins:
+                self.hold(lane, lane.sched.held_until)
+
     def _set_interval(self, lane: SiteLane, own: float | None) -> bool:
         """Give the lane ``own`` interval (None: the configured one). Changed?"""
         base = own if own is not None else self.config.limits.site_interval(lane.site)
@@ -239,4 +307,5 @@ class Controls:
     def _next_expiry(self) -> float:
         now = self.timer.now()
         ends = [t for c in self.by_site.values() if (t := c.next_change(now)) is not None]
+        ends += [t for c in self.by_origin.values() if (t := c.next_change(now)) is not None]
         return min(ends, default=math.inf)

@@ -27,7 +27,7 @@ Rules:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.politeness.gcra import KeyParams
@@ -39,13 +39,16 @@ UNSENT_RECHECK = 0.01
 class SendSpacing:
     def __init__(self, clocks: KeyClocks) -> None:
         self._clocks = clocks
-        self._params_of: Callable[[str], KeyParams] = clocks.policy.params_of
+        self._policy = clocks.policy
         self._watched: dict[str, KeyParams | None] = {}
         self._unsent: Counter[str] = Counter()
         self.holds = 0
         """Starts held back by a late send on one of their keys."""
 
     def watched(self, keys: Iterable[str]) -> list[tuple[str, KeyParams]]:
+        if self._clocks.policy is not self._policy:  # an operator's budget changed a key
+            self._policy = self._clocks.policy
+            self._watched.clear()
         found = []
         for key in keys:
             if key not in self._watched:
@@ -59,7 +62,7 @@ class SendSpacing:
         if key.startswith("site:"):
             return None
         try:
-            params = self._params_of(key)
+            params = self._policy.params_of(key)
         except ValueError:
             return None
         return params if params.burst == 0 else None
