@@ -7,7 +7,7 @@ import asyncio
 import itertools
 from pathlib import Path
 
-from courtier.content.parse import ParsedPage
+from courtier.content.parse import Link, ParsedPage
 from courtier.frontier.base import LeasedUrl, NewUrl, Outcome, UrlLane, UrlStatus
 from courtier.frontier.fresh import FreshPolicy, FreshState
 from courtier.frontier.sqlite_store import SqliteFrontier
@@ -145,3 +145,29 @@ async def test_what_was_learned_survives_a_restart(tmp_path: Path) -> None:
         await asyncio.sleep(0)
     finally:
         await again.frontier.close()
+
+
+async def test_a_feed_is_judged_by_what_it_lists(tmp_path: Path) -> None:
+    fresh, timer, urged = _setup(tmp_path)
+    store = fresh.frontier.store
+    store.write_batch(
+        [NewUrl("http://news.test/feed", "http://news.test/feed", "news.test", 1, 0)],
+        [],
+        [],
+        timer.now(),
+    )
+    try:
+        item = _item(fresh, "http://news.test/feed", 1)
+        lane = SiteLane("news.test", "news.test")
+        for n in range(3):
+            links = [Link(f"http://news.test/n/{m}", f"http://news.test/n/{m}", "news.test")
+                     for m in range(n, n + 3)]  # fmt: skip
+            feed = ParsedPage(links=links, fields={"format": "feed"})  # no fingerprint
+            fresh.page(lane, item, feed, 0 if n == 0 else 1)
+            await timer.advance(61.5)
+        await fresh.save()
+        (source,) = store.fresh_sources()
+        assert (source.evidence, source.state, source.productive) == ("feed", FreshState.SOURCE, 2)
+        assert urged == ["news.test"] * 3
+    finally:
+        await fresh.frontier.close()

@@ -19,7 +19,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from courtier.config import Config
 from courtier.content.parse import ParsedPage
@@ -89,7 +89,10 @@ class FreshSources:
     # -- visits ----------------------------------------------------------------------------
 
     def page(self, rt: SiteLane, item: LeasedUrl, page: ParsedPage, new_links: int) -> None:
-        self._visit(rt, item, page.fingerprint, new_links, _evidence(item, page))
+        fingerprint = page.fingerprint
+        if fingerprint is None:  # a feed: what it lists is what changes
+            fingerprint = _digest(sorted(link.canonical for link in page.links))
+        self._visit(rt, item, fingerprint, new_links, _evidence(item, page))
 
     def unchanged(self, rt: SiteLane, item: LeasedUrl) -> None:
         """A conditional request answered 304: a visit that found nothing new."""
@@ -107,8 +110,7 @@ class FreshSources:
         entries = sorted(
             (link.canonical, lastmod.get(link.canonical, 0.0)) for link in sitemap.links
         )
-        fingerprint = hashlib.md5(repr(entries).encode(), usedforsecurity=False).hexdigest()
-        self._visit(rt, item, fingerprint, new, evidence)
+        self._visit(rt, item, _digest(entries), new, evidence)
 
     def _visit(
         self,
@@ -171,6 +173,10 @@ class FreshSources:
             log.warning("fast sources not saved this round: %s", exc)
             for url_id, entry in unsaved.items():
                 self._unsaved.setdefault(url_id, entry)
+
+
+def _digest(entries: list[Any]) -> str:
+    return hashlib.md5(repr(entries).encode(), usedforsecurity=False).hexdigest()
 
 
 def _evidence(item: LeasedUrl, page: ParsedPage) -> str | None:
