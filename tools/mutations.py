@@ -270,6 +270,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                pass\n",
         ("tests/pipeline/test_priority_path_fast.py",),
     ),
+    Mutation(
+        "fresh-source-any-change",
+        "a fast source brings new links, not just a changed fingerprint (a counter is no news)",
+        "courtier.frontier.fresh",
+        "    productive = changed and new_links > 0\n",
+        "    productive = changed\n",
+        ("tests/frontier/test_fresh.py",),
+    ),
+    Mutation(
+        "fresh-source-look-waits",
+        "a fast source's look is urged on the priority path when it falls due",
+        "courtier.pipeline.feed.fresh_sources",
+        "        self.timer.call_at(source.next_visit + DUE_MARGIN, self.urge, rt.site)\n",
+        "",
+        ("tests/pipeline/test_fresh_sources_fast.py",),
+    ),
 )
 
 

@@ -12,6 +12,7 @@ import io
 import itertools
 import json
 import math
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -49,13 +50,14 @@ def test_a_news_site_is_found_fast_and_still_pages_wait_their_interval(tmp_path:
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
             assert main(args) == 0
+        ended = time.time()
         started = float(web.info["started_at"])  # type: ignore[arg-type]
     records = list(read_log(web.log_path))
     world = web.world
     news = world.sites_of_kind(SiteKind.NEWS)[0].host
-    ended = max(r.start for r in records)
 
-    # New listings: fetched within 90 s of appearing (those that appeared 90 s before the end).
+    # New listings: fetched within 90 s of appearing (those that appeared 90 s before the
+    # crawl ended; the first ones were there before it began).
     first_fetch: dict[int, float] = {}
     for r in records:
         if _host(r) == news and r.target.startswith("/news/") and r.status == 200:
@@ -66,12 +68,12 @@ def test_a_news_site_is_found_fast_and_still_pages_wait_their_interval(tmp_path:
         appeared = started + published(params, n)
         if appeared > ended - 90:
             break
-        if published(params, n) > 0:  # the first listings were there before the crawl began
+        if published(params, n) > 0:
             assert n in first_fetch, (
                 f"listing {n} (appeared at +{appeared - started:.0f} s) never fetched"
             )
             delays.append(first_fetch[n] - appeared)
-    assert len(delays) >= 4, delays
+    assert len(delays) >= 5, delays
     assert _p90(delays) <= 90.0, delays
 
     # Pages that never change.
