@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -62,3 +63,23 @@ def test_no_sources_says_so(store_path: Path, run: Run) -> None:
 def test_a_missing_store_is_a_usage_error(tmp_path: Path, run: Run) -> None:
     code, _, err = run("fresh", "list", "--store", tmp_path / "nothing.db")
     assert code == 2 and err.startswith("courtier fresh list:")
+
+
+def test_status_counts_the_fast_sources_and_reads_each_workers_split(
+    store_path: Path, tmp_path: Path, run: Run
+) -> None:
+    _watch(store_path, ("http://alpha.test/", FreshState.SOURCE, 60.0, "home page"))
+    out = tmp_path / "out"
+    out.mkdir()
+    split = {"target": 0.4, "realised": 0.41, "mean_target": 0.405, "contested": 1200.0}
+    stats = {"worker": "vm-12", "crawl": {"split": split}}
+    (out / "stats-vm-12.json").write_text(json.dumps(stats))
+    (out / "stats-vm-13.json").write_text("{not json")
+    code, text, _ = run("status", "--store", store_path, "--out", out)
+    assert code == 0
+    assert "fast sources: 1 source (courtier fresh list)" in text
+    assert "discovery share (vm-12): target 0.40, realised 0.41 over 1200 contested" in text
+    code, text, _ = run("status", "--store", store_path, "--out", out, "--json")
+    (document,) = json_lines(text)
+    assert document["fast_sources"] == {"source": 1}
+    assert document["split"] == {"vm-12": split}

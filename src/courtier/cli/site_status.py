@@ -10,6 +10,7 @@ shared crawl, the worker whose shard holds it.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 from courtier.frontier.base import FrontierStore, UrlStatus
@@ -91,14 +92,22 @@ def controls_status(store: FrontierStore, now: float) -> dict[str, Any]:
         for origin, control in sorted(store.origin_controls().items())
         if (text := control.describe(now)) != "-"
     }
+    watched = Counter(source.state.value for source in store.fresh_sources())
     return {
         "controls": in_effect,
         "origin_controls": budgets,
         "actions": [a.line() for a in store.last_actions(10)],
+        "fast_sources": dict(sorted(watched.items())),
     }
 
 
 def print_controls(status: dict[str, Any]) -> None:
+    watched = status["fast_sources"]
+    if watched:
+        counts = ", ".join(
+            f"{watched[state]} {state}" for state in FRESH_STATES if state in watched
+        )
+        print(f"fast sources: {counts} (courtier fresh list)")
     for site, text in status["controls"].items():
         print(f"control: {site} {text}")
     for origin, text in status["origin_controls"].items():
@@ -107,6 +116,9 @@ def print_controls(status: dict[str, Any]) -> None:
         print("latest actions:")
         for line in status["actions"]:
             print(f"  {line}")
+
+
+FRESH_STATES = ("source", "probing", "hand", "quiet")
 
 
 def print_site(status: dict[str, Any]) -> None:

@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--out",
         type=Path,
-        help="with --origin: the crawl's output directory, for the request log's recent rate",
+        help="the crawl's output directory: each worker's discovery share (its stats file); "
+        "with --origin, the request log's recent rate",
     )
     add_config_arguments(parser)  # the budget --origin shows is the configuration's
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -87,6 +88,8 @@ def handle(args: argparse.Namespace) -> int:
             print_site(one)
         return 0
     status = _postgres(spec) if isinstance(spec, PostgresStore) else _sqlite(spec)
+    if args.out is not None:
+        status["split"] = worker_splits(args.out)
     if args.json:
         print(json.dumps(status))
     else:
@@ -322,6 +325,21 @@ def _sqlite(spec: SqliteStore) -> dict[str, Any]:
     }
 
 
+def worker_splits(out: Path) -> dict[str, dict[str, float]]:
+    """Each worker's discovery share, from the stats file it keeps in ``out``
+    (``stats-WORKER.json``); a file that does not read is left out."""
+    splits = {}
+    for path in sorted(out.glob("stats-*.json")):
+        try:
+            stats = json.loads(path.read_text(encoding="utf-8"))
+            split = stats["crawl"]["split"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(split, dict) and split:
+            splits[str(stats.get("worker") or path.stem.removeprefix("stats-"))] = split
+    return splits
+
+
 def _print(status: dict[str, Any]) -> None:
     out = sys.stdout
     if status["store"] == "postgresql":
@@ -345,4 +363,10 @@ def _print(status: dict[str, Any]) -> None:
     frontier = ", ".join(f"{k} {v}" for k, v in status["frontier"].items())
     out.write(f"frontier: {frontier}\n")
     out.write(f"fetched in the last minute: {status['fetched_per_s_last_minute']}/s\n")
+    for worker, split in status.get("split", {}).items():
+        out.write(
+            f"discovery share ({worker}): target {split.get('target', 0):.2f}, realised "
+            f"{split.get('realised', 0):.2f} over {split.get('contested', 0):.0f} contested "
+            f"choices (their mean target {split.get('mean_target', 0):.2f})\n"
+        )
     print_controls(status)
