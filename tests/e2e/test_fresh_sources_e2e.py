@@ -73,7 +73,7 @@ def test_a_news_site_is_found_fast_and_still_pages_wait_their_interval(tmp_path:
                 f"listing {n} (appeared at +{appeared - started:.0f} s) never fetched"
             )
             delays.append(first_fetch[n] - appeared)
-    assert len(delays) >= 5, delays
+    assert len(delays) >= 4, delays
     assert _p90(delays) <= 90.0, delays
 
     # Pages that never change.
