@@ -18,7 +18,14 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection, WarcSection
+from courtier.config import (
+    Config,
+    CrawlSection,
+    FrontierSection,
+    KeyLimits,
+    LimitsSection,
+    WarcSection,
+)
 from courtier.frontier.base import NewUrl
 from courtier.frontier.refresh import RefreshPolicy
 from courtier.frontier.sqlite_store import SqliteFrontier
@@ -124,6 +131,9 @@ def engine(
 ) -> Engine:
     config = Config(
         crawl=replace(CrawlSection(), flush_interval=0.05),
+        # The pages here are home pages, which the crawl would watch as candidate fast
+        # sources (their interval the learner's): these tests are about ordinary refresh.
+        frontier=replace(FrontierSection(), fresh_sources=False),
         warc=replace(WarcSection(), payload=payload),
         limits=replace(
             LimitsSection(),
