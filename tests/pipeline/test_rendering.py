@@ -18,6 +18,8 @@ from aiohttp import web
 from test_crawler import run_until
 
 from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection, RenderSection
+from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
@@ -26,6 +28,7 @@ from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.wiring import NO_BROWSER
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
+from courtier.url import parse_url
 from loopback import serving
 
 INTERVAL = 0.1
@@ -265,3 +268,22 @@ async def test_a_shell_without_a_browser_says_so_once_and_in_its_document(
     assert home["render"] == {"decision": home["render"]["decision"], "rendered": False}
     assert home["render"]["decision"].endswith("; no browser")
     assert stats.renders["not-rendered"] == len([d for d in documents if "render" in d])
+
+
+async def test_an_operators_site_render_overrides_a_crawl_that_renders_nothing(tmp_path, spa_web):
+    """``courtier site render SITE --mode always`` in the store, ``[render] mode = never`` in
+    the configuration: the site's shell is rendered, and its document says on whose word."""
+    site = parse_url(f"http://spa.test:{spa_web.port}/").site
+    store = SqliteFrontier(tmp_path / "frontier.sqlite3")
+    try:
+        control = SiteControl(site).rendering(time.time(), "always", None)
+        store.record_control(ControlAction("site render", site, {}, "t", "me", 0.0), control)
+    finally:
+        store.close()
+    browser = ScriptedBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser, mode="never")
+    await run_until(engine, lambda: "/item/1" in spa_web.paths("spa.test"))
+    assert browser.renders >= 1
+    home = next(d for d in _documents(tmp_path) if d["url"].endswith(f"{spa_web.port}/"))
+    assert home["render"]["rendered"] is True
+    assert home["render"]["decision"] == f"always (operator's site {site})"

@@ -10,6 +10,8 @@ Rules (the store keeps them; the workers apply them, ``pipeline.lanes.controls``
   ``[control] poll`` seconds, and re-reads the present state of what they name.
 - **An operator's origin** (``origins pin``/``split``) places a site on an origin of the
   operator's naming, over inference, until ``origins unpin``.
+- **An operator's rendering** (``site render``): a site's own render mode and URL rules
+  (``never``, ``auto``, ``always``), over the configuration's ``[render]``, until cleared.
 - **Opted out is for good**: the site's state becomes ``opted-out`` (``SiteState.OPTED_OUT``),
   which no seeding, promotion, ``seed add`` or redirect changes back; no request of any kind
   (page, robots.txt, media, a render's) goes to its host again.
@@ -46,6 +48,11 @@ class SiteControl:
     origin: str | None = None
     """The origin the operator placed the site on (``courtier origins pin|split``), over
     what inference says; None: inference decides."""
+    render: str | None = None
+    """The site's render mode (``never``, ``auto``, ``always``) over the configuration's;
+    None: the configuration decides."""
+    render_rules: tuple[str, ...] = ()
+    """``"REGEX => MODE"`` rules for the site's URLs, over its render mode."""
 
     def held_until(self, now: float) -> float:
         """Before when nothing may start on the site (0: no pause in effect)."""
@@ -80,6 +87,17 @@ class SiteControl:
     def pinned_at(self, now: float, origin: str | None) -> SiteControl:
         return replace(self, origin=origin, updated_at=now)
 
+    def rendering(self, now: float, mode: str | None, rule: str | None) -> SiteControl:
+        """The site's render ``mode`` (None: cleared), or with ``rule`` (a regex) the mode
+        of the site's URLs it matches (None: that rule removed). The newest rule for a
+        regex replaces an older one and goes first."""
+        if rule is None:
+            rules = () if mode is None else self.render_rules
+            return replace(self, render=mode, render_rules=rules, updated_at=now)
+        kept = tuple(r for r in self.render_rules if r.rpartition("=>")[0].strip() != rule)
+        rules = kept if mode is None else (f"{rule} => {mode}", *kept)
+        return replace(self, render_rules=rules, updated_at=now)
+
     def describe(self, now: float) -> str:
         """One line: what is in effect (``-`` when nothing is)."""
         parts = [] if self.origin is None else [f"origin {self.origin} (operator's)"]
@@ -94,6 +112,9 @@ class SiteControl:
             parts.append(
                 f"rate {1 / interval:g}/s" + ("" if until is None else f" until {utc_text(until)}")
             )
+        if self.render is not None:
+            parts.append(f"render {self.render}")
+        parts.extend(f"render {rule}" for rule in self.render_rules)
         if self.reason and parts:
             parts.append(f"({self.reason})")
         return " ".join(parts) or "-"
@@ -135,7 +156,7 @@ SQLITE_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS site_controls (
         site TEXT PRIMARY KEY, paused INTEGER NOT NULL, paused_until REAL,
         rate REAL, rate_until REAL, opted_out INTEGER NOT NULL, reason TEXT NOT NULL,
-        updated_at REAL NOT NULL, origin TEXT)""",
+        updated_at REAL NOT NULL, origin TEXT, render TEXT, render_rules TEXT)""",
 )
 POSTGRES_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS control_actions (
@@ -145,8 +166,13 @@ POSTGRES_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS site_controls (
         site text PRIMARY KEY, paused boolean NOT NULL, paused_until float8,
         rate float8, rate_until float8, opted_out boolean NOT NULL, reason text NOT NULL,
-        updated_at float8 NOT NULL, origin text)""",
+        updated_at float8 NOT NULL, origin text, render text, render_rules text)""",
+    # A store made before a column was: the column added, NULL for every row.
+    """ALTER TABLE site_controls ADD COLUMN IF NOT EXISTS origin text,
+        ADD COLUMN IF NOT EXISTS render text, ADD COLUMN IF NOT EXISTS render_rules text""",
 )
+LATER_COLUMNS: Final = (("origin", "TEXT"), ("render", "TEXT"), ("render_rules", "TEXT"))
+"""``site_controls`` columns a SQLite store made before them gets (``ALTER TABLE``)."""
 
 INSERT_ACTION: Final = (
     "INSERT INTO control_actions (at, action, target, detail, command, actor) "
@@ -154,10 +180,12 @@ INSERT_ACTION: Final = (
 )
 UPSERT_CONTROL: Final = (
     "INSERT INTO site_controls (site, paused, paused_until, rate, rate_until, opted_out, "
-    "reason, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO "
+    "reason, updated_at, origin, render, render_rules) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO "
     "UPDATE SET paused = excluded.paused, paused_until = excluded.paused_until, "
     "rate = excluded.rate, rate_until = excluded.rate_until, opted_out = excluded.opted_out, "
-    "reason = excluded.reason, updated_at = excluded.updated_at, origin = excluded.origin"
+    "reason = excluded.reason, updated_at = excluded.updated_at, origin = excluded.origin, "
+    "render = excluded.render, render_rules = excluded.render_rules"
 )
 SET_STATE: Final = (
     "INSERT INTO sites (site, state, added_at) VALUES (?, ?, ?) "
@@ -173,7 +201,7 @@ LAST_ACTIONS: Final = (
 )
 CONTROLS: Final = (
     "SELECT site, paused, paused_until, rate, rate_until, opted_out, reason, updated_at, "
-    "origin FROM site_controls"
+    "origin, render, render_rules FROM site_controls"
 )
 
 
@@ -191,7 +219,8 @@ def control_row(control: SiteControl) -> tuple[Any, ...]:
     c = control
     return (
         c.site, c.paused, c.paused_until, c.rate, c.rate_until, c.opted_out, c.reason,
-        c.updated_at, c.origin,
+        c.updated_at, c.origin, c.render,
+        json.dumps(list(c.render_rules)) if c.render_rules else None,
     )  # fmt: skip
 
 
@@ -211,10 +240,29 @@ def actions_from(rows: Iterable[Sequence[Any]]) -> list[ControlAction]:
 def controls_from(rows: Iterable[Sequence[Any]]) -> dict[str, SiteControl]:
     return {
         row[0]: SiteControl(
-            row[0], bool(row[1]), row[2], row[3], row[4], bool(row[5]), row[6], row[7], row[8]
+            row[0],
+            bool(row[1]),
+            row[2],
+            row[3],
+            row[4],
+            bool(row[5]),
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+            _rules(row[10]),
         )
         for row in rows
     }
+
+
+def _rules(text: str | None) -> tuple[str, ...]:
+    """A site's render rules as stored (a JSON list of strings); unreadable ones: none."""
+    try:
+        rules = json.loads(text) if text else []
+    except ValueError:
+        return ()
+    return tuple(r for r in rules if isinstance(r, str)) if isinstance(rules, list) else ()
 
 
 Execute = Callable[[str, Sequence[Any]], Any]

@@ -195,7 +195,9 @@ class Engine:
                     open_renderer(self.config)
                 )
                 self.stages = stages = wire(self._parts(renderer), fetcher)
-                self.controls.wire(stages.pages, stages.feeder, stages.origins)
+                self.controls.wire(
+                    stages.pages, stages.feeder, stages.origins, stages.site_lanes.rendering
+                )
                 await self._take_over(stages)
                 await self._crawl(stages)
             await self._finish(stages)

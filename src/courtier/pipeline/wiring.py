@@ -270,16 +270,14 @@ NO_BROWSER = (
 
 @contextlib.asynccontextmanager
 async def open_renderer(config: Config) -> AsyncIterator[Renderer | None]:
-    """The crawl's headless Chromium when ``[render]`` may render anything and a browser is
-    installed (it starts with the first render); else None, said once."""
-    rules = config.render.decisions()
-    if not rules.may_render:
-        yield None
-        return
+    """The crawl's headless Chromium when a browser is installed (it starts with the first
+    render: a crawl that renders nothing starts none, yet an operator's ``site render`` can
+    turn rendering on while it runs); else None, said once if ``[render]`` may render."""
     settings = config.render
     executable = find_chromium(settings.browser or None)
     if executable is None:
-        log.warning(NO_BROWSER)
+        if settings.decisions().may_render:
+            log.warning(NO_BROWSER)
         yield None
         return
     renderer = ChromiumRenderer(

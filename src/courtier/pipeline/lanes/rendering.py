@@ -2,8 +2,9 @@
 by the crawl's own booked, guarded, archived fetch.
 
 Rules:
-- After a page is parsed, ``render.decision`` says whether it is rendered (``[render]``
-  mode, site and URL rules; ``auto`` renders what ``content.shell`` calls a shell).
+- After a page is parsed, ``render.decision`` says whether it is rendered (an operator's
+  ``site render`` controls, then ``[render]`` mode, site and URL rules; ``auto`` renders
+  what ``content.shell`` calls a shell).
 - While one of its pages renders, a site takes no new page: the render's requests are the
   site's next starts (``SiteLane.renders`` go before its queue), each booked on the site's
   and its origin's keys, one in flight, spaced from its real send like a page. The page
@@ -47,7 +48,7 @@ from courtier.pipeline.lanes.services import LaneServices, Parse
 from courtier.pipeline.lanes.site import RenderFetch, SiteLane
 from courtier.pipeline.workers.jobs import parse_guarded
 from courtier.politeness.keys import CostModel, RequestClass
-from courtier.render.decision import RenderRules
+from courtier.render.decision import RenderRules, SiteRender
 from courtier.render.intercept import Abort, Fulfil, Intercept, RenderResult
 
 _DOM_HEADERS = ("x-robots-tag", "link")
@@ -90,6 +91,8 @@ class Rendering:
         config = services.config.render
         self.config = config
         self.rules: RenderRules = config.decisions()
+        self.operator: Callable[[str], SiteRender | None] = lambda site: None
+        """The operator's render controls of a site (``lanes.controls``)."""
         self.renderer = renderer
         self.timer = services.timer
         self.stats = services.stats
@@ -123,7 +126,11 @@ class Rendering:
         if "format" in page.fields:  # a PDF or a feed (``content.reading``): no page to render
             return page, None
         decision = self.rules.decide(
-            lane.site, item.fetch_url, page.shell, available=self.renderer is not None
+            lane.site,
+            item.fetch_url,
+            page.shell,
+            available=self.renderer is not None,
+            operator=self.operator(lane.site),
         )
         if decision is None:
             return page, None
