@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from test_crawler import run_until
+from warcio.archiveiterator import ArchiveIterator
 
 from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection, RenderSection
 from courtier.frontier.controls import ControlAction, SiteControl
@@ -40,12 +41,18 @@ SHELL = (
 )
 
 
+CONTACT = "agent.smith@example.org"
+"""In every API answer: redacted before it is archived."""
+
+
 @dataclass
 class SpaWeb:
     port: int = 0
     hits: list[tuple[float, str, str, dict[str, str]]] = field(default_factory=list)
     open_now: int = 0
     most_open: int = 0
+    throttled: dict[str, int] = field(default_factory=dict)
+    """Paths answered 429 (Retry-After: 1) this many times first."""
 
     def paths(self, host: str) -> list[str]:
         return [path for _t, h, path, _headers in self.hits if h == host]
@@ -63,6 +70,9 @@ async def spa_web() -> AsyncIterator[SpaWeb]:
         state.most_open = max(state.most_open, state.open_now)
         try:
             await asyncio.sleep(0.02)  # long enough for a second request to overlap
+            if state.throttled.get(path, 0) > 0:
+                state.throttled[path] -= 1
+                return web.Response(status=429, headers={"Retry-After": "1"})
             return _answer(host, path, request)
         finally:
             state.open_now -= 1
@@ -87,7 +97,8 @@ def _answer(host: str, path: str, request: web.Request) -> web.Response:
     if path.startswith("/api/list/"):
         n = int(path.rsplit("/", 1)[1])
         items = [{"id": i} for i in range(n * 3 - 2, n * 3 + 1)]
-        return web.json_response({"items": items, "next": n + 1 if n < 3 else None})
+        listing = {"items": items, "next": n + 1 if n < 3 else None, "agent": CONTACT}
+        return web.json_response(listing)
     return web.Response(text=SHELL, content_type="text/html")
 
 
@@ -129,7 +140,7 @@ class ScriptedBrowser:
         n = int(page) if page.isdigit() else 1
         data = await ask(f"{base}/api/list/{n}", "fetch")
         assert isinstance(data, Fulfil)
-        listing = json.loads(data.body)
+        listing = json.loads(data.body) if data.status == 200 else {"items": [], "next": None}
         links = ['<a href="/about">About</a>']  # the shell's own link stays in the DOM
         links += [f'<a href="/item/{item["id"]}">i</a>' for item in listing["items"]]
         if listing["next"]:
@@ -287,3 +298,30 @@ async def test_an_operators_site_render_overrides_a_crawl_that_renders_nothing(t
     home = next(d for d in _documents(tmp_path) if d["url"].endswith(f"{spa_web.port}/"))
     assert home["render"]["rendered"] is True
     assert home["render"]["decision"] == f"always (operator's site {site})"
+
+
+async def test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_redacted(
+    tmp_path, spa_web
+):
+    """An API call of a render answered 429 with Retry-After: the site's next request of any
+    kind waits for it, as after a page's 429. Every answer of a render is in the WARC, the
+    API's with its e-mail address redacted."""
+    spa_web.throttled["/api/list/1"] = 1
+    browser = ScriptedBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser, paths=("/", "/list/2"))
+    await run_until(engine, lambda: "/item/4" in spa_web.paths("spa.test"))
+    hits = [(t, p) for t, h, p, _headers in spa_web.hits if h == "spa.test"]
+    throttled_at = next(t for t, p in hits if p == "/api/list/1")
+    after = [t for t, _p in hits if t > throttled_at]
+    assert after and after[0] - throttled_at >= 0.95, hits  # the interval alone is 0.1 s
+    responses: dict[str, bytes] = {}
+    for path in (tmp_path / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "response":
+                    target = record.rec_headers.get_header("WARC-Target-URI")
+                    responses[target] = record.content_stream().read()
+    base = f"http://spa.test:{spa_web.port}"
+    assert {f"{base}/static/app.js", f"{base}/api/list/1", f"{base}/api/list/2"} <= set(responses)
+    assert CONTACT.encode() not in responses[f"{base}/api/list/2"]
+    assert b"[REDACTED:email]" in responses[f"{base}/api/list/2"]
