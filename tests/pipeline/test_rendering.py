@@ -81,7 +81,18 @@ async def spa_web() -> AsyncIterator[SpaWeb]:
         yield state
 
 
+CDN = "d1.cloudfront.net"
+"""A media host by its name (a CDN's per-customer edge): the app's bundle lives there."""
+API = "api.test"
+"""The app's API on a host of its own, outside the seed: ``[render] hosts`` names it."""
+
+
 def _answer(host: str, path: str, request: web.Request) -> web.Response:
+    if host in (CDN, API):
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow: /private/\n")
+        headers = {"Cache-Control": "max-age=600"}
+        return web.Response(text=f"{host}{path}", content_type="text/plain", headers=headers)
     if host != "spa.test":
         return web.Response(status=418, text="never")
     if path == "/robots.txt":
@@ -110,6 +121,8 @@ class ScriptedBrowser:
         self.port = port
         self.answers: list[tuple[str, Fulfil | Abort]] = []
         self.renders = 0
+        self.extra: list[tuple[str, str]] = []
+        """More requests each render makes: (URL, type), ``{port}`` in the URL filled."""
 
     async def render(
         self,
@@ -136,6 +149,8 @@ class ScriptedBrowser:
         await ask("http://169.254.169.254/latest/meta-data/", "fetch")
         await ask(f"{base}/api/secret", "fetch")
         await ask(f"{base}/logo.png", "image")
+        for target, kind in self.extra:
+            await ask(target.format(port=self.port), kind)
         page = url.rstrip("/").rsplit("/", 1)[-1]
         n = int(page) if page.isdigit() else 1
         data = await ask(f"{base}/api/list/{n}", "fetch")
@@ -176,7 +191,8 @@ def _engine(
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     guard = Guard(
-        policy, StaticResolver({"spa.test": ["127.0.0.1"], "tracker.test": ["127.0.0.1"]})
+        policy,
+        StaticResolver({h: ["127.0.0.1"] for h in ("spa.test", "tracker.test", CDN, API)}),
     )
     seeds, errors = parse_seed_lines([f"http://spa.test:{web_.port}{path}" for path in paths])
     assert not errors
@@ -325,3 +341,46 @@ async def test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_red
     assert {f"{base}/static/app.js", f"{base}/api/list/1", f"{base}/api/list/2"} <= set(responses)
     assert CONTACT.encode() not in responses[f"{base}/api/list/2"]
     assert b"[REDACTED:email]" in responses[f"{base}/api/list/2"]
+
+
+async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_keys(
+    tmp_path, spa_web
+):
+    """A render's script on a CDN's edge name and its API calls on a host ``[render] hosts``
+    names go through the media lanes: robots.txt first, booked on the host's keys (the CDN
+    and its customer's misses; the named host's own site key, spaced, one in flight), the
+    script fetched once for every render. Any other host outside the seed is aborted."""
+    browser = ScriptedBrowser(spa_web.port)
+    browser.extra = [
+        (f"http://{CDN}:{{port}}/app/bundle.js", "script"),
+        (f"http://{API}:{{port}}/v1/list", "fetch"),
+        (f"http://{API}:{{port}}/private/me", "fetch"),
+        ("http://tracker.test:{port}/api", "fetch"),
+    ]
+    events = Events()
+    paths = ("/", "/list/2", "/list/3")
+    engine = _engine(tmp_path, spa_web, browser, events, paths=paths, hosts=(API,))
+    await run_until(engine, lambda: spa_web.paths(API).count("/v1/list") >= 3)
+    assert spa_web.paths(CDN) == ["/robots.txt", "/app/bundle.js"]  # then from the cache
+    api = spa_web.paths(API)
+    assert api[0] == "/robots.txt" and "/private/me" not in api
+    assert spa_web.paths("tracker.test") == []
+    times = [t for t, h, _p, _headers in spa_web.hits if h == API]
+    assert min(b - a for a, b in itertools.pairwise(times)) >= INTERVAL - 0.03
+    outcomes: dict[tuple[str, str], list[Fulfil | Abort]] = {}
+    for target, answer in browser.answers:
+        name = (target.split("/")[2].split(":")[0], target.rsplit("/", 1)[1])
+        outcomes.setdefault(name, []).append(answer)
+    bundles = outcomes[CDN, "bundle.js"]
+    assert len(bundles) >= 3 and all(isinstance(a, Fulfil) for a in bundles)
+    assert {a.body for a in bundles} == {b"d1.cloudfront.net/app/bundle.js"}  # type: ignore[union-attr]
+    assert all(isinstance(a, Fulfil) and a.status == 200 for a in outcomes[API, "list"])
+    assert set(outcomes[API, "me"]) <= {Abort("robots"), Abort("stopping")}
+    assert Abort("robots") in outcomes[API, "me"]
+    assert set(outcomes["tracker.test", "api"]) <= {Abort("third-party"), Abort("stopping")}
+    rendered = {e.url.split("/")[2].split(":")[0]: e.context for e in events.seen
+                if e.context.kind == "render"}  # fmt: skip
+    cdn_keys = set(rendered[CDN].keys)
+    assert "cdn:cloudfront.net" in cdn_keys and any(k.startswith("cdn-miss:") for k in cdn_keys)
+    assert rendered[API].keys == (f"site:{API}:{spa_web.port}",)
+    assert rendered[API].render_decision.startswith("auto: shell")

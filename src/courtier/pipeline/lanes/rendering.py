@@ -14,9 +14,11 @@ Rules:
   type is not in ``fetch_types`` (``type``: images, fonts and media by default, the rendered
   page's images reach the media lanes as any page's); its URL is not http(s)
   (``bad-url``); its host is an address the guard refuses (``guard:<reason>``); its host is
-  not a seed site of this crawl (``third-party``) or one another worker holds (``not-ours``);
-  robots.txt does not allow it (``robots``); the render has sent ``max_requests``
-  (``budget``), or its start would come after the page's time is up (``budget``).
+  a seed site another worker holds (``not-ours``), or outside the seed and neither a media
+  host nor one ``[render] hosts`` names (``third-party``: those go through the media lanes,
+  ``render_media``); robots.txt does not allow it (``robots``); the render has sent
+  ``max_requests`` (``budget``), or its start would come after the page's time is up
+  (``budget``).
 - Costs: a script or stylesheet costs an image; any other request costs what the page it
   serves costs, or its own URL's class when that is dearer.
 - Scripts and stylesheets are kept across renders (``render_cache``) and asked again with
@@ -42,6 +44,7 @@ from courtier.net.guard import Resolution
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.keeping.keeper import Keeper
+from courtier.pipeline.lanes.media import MediaLanes
 from courtier.pipeline.lanes.render_cache import AssetCache
 from courtier.pipeline.lanes.render_session import STATIC, RenderSession
 from courtier.pipeline.lanes.services import LaneServices, Parse
@@ -50,6 +53,7 @@ from courtier.pipeline.workers.jobs import parse_guarded
 from courtier.politeness.keys import CostModel, RequestClass
 from courtier.render.decision import RenderRules, SiteRender
 from courtier.render.intercept import Abort, Fulfil, Intercept, RenderResult
+from courtier.url import canonical_host
 
 _DOM_HEADERS = ("x-robots-tag", "link")
 """Headers of a page's answer that still speak for its rendered DOM (robots directives, a
@@ -112,6 +116,9 @@ class Rendering:
         self.pending: dict[str, asyncio.Future[Fulfil | Abort]] = {}
         """Scripts and stylesheets being fetched for a render: other renders wait for them."""
         self.fetch_types = frozenset(config.fetch_types)
+        self.hosts = frozenset(canonical_host(host) for host in config.hosts)
+        self.media: MediaLanes | None = None
+        """The media lanes, where a render's requests to media hosts go (``wiring``)."""
 
     async def consider(
         self,
