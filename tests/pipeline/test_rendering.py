@@ -321,7 +321,7 @@ async def test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_red
 ):
     """An API call of a render answered 429 with Retry-After: the site's next request of any
     kind waits for it, as after a page's 429. Every answer of a render is in the WARC, the
-    API's with its e-mail address redacted."""
+    API's with its e-mail address redacted, and the rendered DOM as the page's conversion."""
     spa_web.throttled["/api/list/1"] = 1
     browser = ScriptedBrowser(spa_web.port)
     engine = _engine(tmp_path, spa_web, browser, paths=("/", "/list/2"))
@@ -331,16 +331,21 @@ async def test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_red
     after = [t for t, _p in hits if t > throttled_at]
     assert after and after[0] - throttled_at >= 0.95, hits  # the interval alone is 0.1 s
     responses: dict[str, bytes] = {}
+    conversions: dict[str, bytes] = {}
     for path in (tmp_path / "warc").glob("*.warc.gz"):
         with path.open("rb") as stream:
             for record in ArchiveIterator(stream):
+                target = record.rec_headers.get_header("WARC-Target-URI")
                 if record.rec_type == "response":
-                    target = record.rec_headers.get_header("WARC-Target-URI")
                     responses[target] = record.content_stream().read()
+                elif record.rec_type == "conversion":
+                    conversions[target] = record.content_stream().read()
     base = f"http://spa.test:{spa_web.port}"
     assert {f"{base}/static/app.js", f"{base}/api/list/1", f"{base}/api/list/2"} <= set(responses)
     assert CONTACT.encode() not in responses[f"{base}/api/list/2"]
     assert b"[REDACTED:email]" in responses[f"{base}/api/list/2"]
+    # The rendered DOM is a record of its own: the page's conversion, with the links.
+    assert b'href="/item/4"' in conversions[f"{base}/list/2"]
 
 
 async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_keys(
@@ -353,14 +358,14 @@ async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_k
     browser = ScriptedBrowser(spa_web.port)
     browser.extra = [
         (f"http://{CDN}:{{port}}/app/bundle.js", "script"),
-        (f"http://{API}:{{port}}/v1/list", "fetch"),
+        (f"http://{API}:{{port}}/v1/data", "fetch"),
         (f"http://{API}:{{port}}/private/me", "fetch"),
         ("http://tracker.test:{port}/api", "fetch"),
     ]
     events = Events()
     paths = ("/", "/list/2", "/list/3")
     engine = _engine(tmp_path, spa_web, browser, events, paths=paths, hosts=(API,))
-    await run_until(engine, lambda: spa_web.paths(API).count("/v1/list") >= 3)
+    await run_until(engine, lambda: spa_web.paths(API).count("/v1/data") >= 3)
     assert spa_web.paths(CDN) == ["/robots.txt", "/app/bundle.js"]  # then from the cache
     api = spa_web.paths(API)
     assert api[0] == "/robots.txt" and "/private/me" not in api
@@ -374,7 +379,7 @@ async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_k
     bundles = outcomes[CDN, "bundle.js"]
     assert len(bundles) >= 3 and all(isinstance(a, Fulfil) for a in bundles)
     assert {a.body for a in bundles} == {b"d1.cloudfront.net/app/bundle.js"}  # type: ignore[union-attr]
-    assert all(isinstance(a, Fulfil) and a.status == 200 for a in outcomes[API, "list"])
+    assert all(isinstance(a, Fulfil) and a.status == 200 for a in outcomes[API, "data"])
     assert set(outcomes[API, "me"]) <= {Abort("robots"), Abort("stopping")}
     assert Abort("robots") in outcomes[API, "me"]
     assert set(outcomes["tracker.test", "api"]) <= {Abort("third-party"), Abort("stopping")}
@@ -383,4 +388,7 @@ async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_k
     cdn_keys = set(rendered[CDN].keys)
     assert "cdn:cloudfront.net" in cdn_keys and any(k.startswith("cdn-miss:") for k in cdn_keys)
     assert rendered[API].keys == (f"site:{API}:{spa_web.port}",)
+    # Costs: a script an image's, whatever its URL; an API call its page's (an index page's
+    # here), dearer than its own URL's class (a detail's).
+    assert (rendered[CDN].cost, rendered[API].cost) == (1.0, 4.0)
     assert rendered[API].render_decision.startswith("auto: shell")

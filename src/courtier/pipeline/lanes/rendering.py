@@ -18,7 +18,7 @@ Rules:
   host nor one ``[render] hosts`` names (``third-party``: those go through the media lanes,
   ``render_media``); robots.txt does not allow it (``robots``); the render has sent
   ``max_requests`` (``budget``), or its start would come after the page's time is up
-  (``budget``).
+  (``budget``); it is for a media lane while the crawl stops (``stopping``).
 - Costs: a script or stylesheet costs an image; any other request costs what the page it
   serves costs, or its own URL's class when that is dearer.
 - Scripts and stylesheets are kept across renders (``render_cache``) and asked again with
