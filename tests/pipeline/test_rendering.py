@@ -387,6 +387,8 @@ async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_k
                 if e.context.kind == "render"}  # fmt: skip
     cdn_keys = set(rendered[CDN].keys)
     assert "cdn:cloudfront.net" in cdn_keys and any(k.startswith("cdn-miss:") for k in cdn_keys)
+    # (an expected miss reaches the app's origin: booked on it too)
+    assert any(k.startswith("origin:") for k in cdn_keys), cdn_keys
     assert rendered[API].keys == (f"site:{API}:{spa_web.port}",)
     # Costs: a script an image's, whatever its URL; an API call its page's (an index page's
     # here), dearer than its own URL's class (a detail's).

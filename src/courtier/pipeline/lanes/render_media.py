@@ -37,7 +37,8 @@ ROBOTS = "robots"
 def ask_media(
     media: MediaLanes, url: Url, work: RenderFetch, referrer: str, placement: Placement | None
 ) -> bool:
-    """Queue ``work`` (a render's request for ``url``) on its media lane. False: ``url`` is
+    """Queue ``work`` (a render's request for ``url``, made by a page of the seed site
+    ``referrer``: the customer a CDN's miss reaches) on its media lane. False: ``url`` is
     no media host's and ``placement`` (a named host's) is None. (Not while the media lanes
     stop: ``media.stopping`` is for the caller to check.)"""
     source = media.rules.media_source(url)

@@ -209,7 +209,7 @@ class RenderSession:
             media = self.rendering.media
             if media is None or media.stopping:
                 return Abort("stopping")
-            if not ask_media(media, url, work, page, where.placement):
+            if not ask_media(media, url, work, self.lane.site, where.placement):
                 return Abort("third-party")
             self.queued.append((None, work))
         self.sent += 1
