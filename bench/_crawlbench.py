@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,11 +264,13 @@ def run(
     scrapy_concurrency: int | None = None,
     courtier: list[str] | None = None,
     env: dict[str, str] | None = None,
+    beside: Callable[[int], Callable[[], None]] | None = None,
 ) -> RunResult:
     """One run of `crawler` ("courtier" or "scrapy") against a fresh simulated web.
 
     `courtier`: how Courtier is started (default `python -m courtier`); `env`: the crawler
-    process's environment (default this one's)."""
+    process's environment (default this one's); `beside`: started with the crawler's PID
+    once it runs, returning what stops it when the crawler has exited."""
     workdir.mkdir(parents=True, exist_ok=True)
     settings = settings or []
     site_interval, allow_media = 1.0, True
@@ -305,9 +308,12 @@ def run(
             killer.start()
             sampler = CpuSampler(process.pid)
             sampler.start()
+            stop_beside = beside(process.pid) if beside is not None else None
             assert process.stdout is not None
             stdout = process.stdout.read()
             code, cpu = _wait(process)
+            if stop_beside is not None:
+                stop_beside()
             killer.cancel()
             sampler.stopped.set()
             sampler.join()

@@ -396,7 +396,8 @@ class MediaSection:
     fetch: bool = True
     """Fetch the images seed pages embed from object stores, CDNs and image services (each
     booked on its own keys: bucket, cdn + the customer's origin on a miss, imgsvc). Images on
-    the seed sites themselves are ordinary frontier URLs either way."""
+    the seed sites themselves are ordinary frontier URLs either way. Off, a render's requests
+    to media hosts still go through the media lanes."""
     cdn_hosts: tuple[str, ...] = tuple(sorted(DEFAULT_CDN_HOSTS))
     """Shared CDN hosts whose first path segment names the customer."""
     imgsvc_hosts: tuple[str, ...] = tuple(sorted(DEFAULT_IMGSVC_HOSTS))
@@ -563,6 +564,11 @@ class RenderSection:
     rendered page's images still reach the media lanes as any page's."""
     max_requests: int = 50
     """Requests one render may send; more are aborted."""
+    hosts: tuple[str, ...] = ()
+    """Host names outside the seed a render may fetch from (an API or a bundle on a host of
+    its own), each booked on its own site key with one request in flight, its robots.txt
+    obeyed. Media hosts (object stores, CDNs, image services) need no entry; any other
+    host outside the seed (analytics, ads, maps, fonts) is aborted."""
     cache_bytes: int = 64 << 20
     """Scripts and stylesheets kept across renders (all sites together)."""
     cache_seconds: float = 3600.0
@@ -938,6 +944,7 @@ RULES: dict[type, dict[str, Rule]] = {
             _render_type,
         ),
         "max_requests": whole(1, 10_000),
+        "hosts": each("host names", _host),
         "cache_bytes": whole(0, 1 << 34, unit="bytes"),
         "cache_seconds": number(0, unit="seconds"),
     },

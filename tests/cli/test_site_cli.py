@@ -93,3 +93,25 @@ def test_the_logged_command_line_never_carries_the_stores_address() -> None:
     line = command_line(["site", "pause", "a.test", "--store", "postgresql://u:secret@db/x"])
     assert "secret" not in line and line.endswith("--store ...")
     assert "secret" not in command_line(["site", "drop", "--store=postgresql://u:secret@db/"])
+
+
+def test_render_modes_and_rules_are_written_and_cleared(store_path: Path, run: Run) -> None:
+    code, out, _ = run("site", "render", "alpha.test", "--mode", "always", "--store", store_path)
+    assert code == 0 and "render always" in out
+    args = ("site", "render", "alpha.test", "--mode", "never", "--rule", "/blog/")
+    assert run(*args, "--store", store_path)[0] == 0
+    controls, _states, actions = _store(store_path)
+    alpha = controls["alpha.test"]
+    assert alpha.render == "always" and alpha.render_rules == ("/blog/ => never",)  # type: ignore[attr-defined]
+    assert actions == ["site render alpha.test"] * 2
+    args = ("site", "render", "alpha.test", "--clear", "--rule", "/blog/")
+    assert run(*args, "--store", store_path)[0] == 0
+    alpha = _store(store_path)[0]["alpha.test"]
+    assert alpha.render == "always" and alpha.render_rules == ()  # type: ignore[attr-defined]
+    assert run("site", "render", "alpha.test", "--clear", "--store", store_path)[0] == 0
+    assert _store(store_path)[0]["alpha.test"].render is None  # type: ignore[attr-defined]
+    # Bad input: exit 2, nothing written.
+    for bad in (("--mode", "sometimes"), ("--mode", "always", "--rule", "(")):
+        code, _out, err = run("site", "render", "alpha.test", *bad, "--store", store_path)
+        assert code == 2, err
+    assert len(_store(store_path)[2]) == 4

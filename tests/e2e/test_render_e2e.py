@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import io
 import json
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -17,7 +18,7 @@ from courtier.cli import main
 from courtier.render.browser import find_chromium
 from courtier.simweb.audit import AuditReport, SpaFigures, audit
 from courtier.simweb.process import SimWebProcess
-from courtier.simweb.world import SIZE_PRESETS, Behaviour, SiteKind, World
+from courtier.simweb.world import CDN_HOST, SIZE_PRESETS, Behaviour, SiteKind, World
 
 pytestmark = pytest.mark.skipif(
     find_chromium(None) is None,
@@ -118,3 +119,19 @@ def test_courtier_render_shows_what_one_render_took(tmp_path, capsys) -> None:
     assert "/api/list/2" in out and "site:" in out  # fetched, and what it was booked on
     assert "aborted:third-party" in out and "aborted:guard:" in out
     assert "/item/" in out.split("links")[-1]  # the rendered page's links
+
+
+def test_an_apps_stylesheet_on_the_shared_cdn_is_fetched_on_its_media_keys(run: Run) -> None:
+    """A render's request to a media host goes through the media lanes: booked on the CDN,
+    its customer's misses and the app's origin, and judged by the audit with the rest."""
+    (styled,) = run.world.sites_with(Behaviour.SPA_CDN_STYLES)
+    renders = [d["render"] for d in run.documents if d["site"] == styled.host and "render" in d]
+    fetched = [
+        entry
+        for render in renders
+        for entry in render["log"]
+        if urlsplit(entry["url"]).hostname == CDN_HOST and entry["type"] == "stylesheet"
+    ]
+    assert fetched and {entry["outcome"] for entry in fetched} == {"200"}, renders
+    assert _figures(run, styled.host).items_reached >= 4
+    assert run.report.ok and run.report.media.requests.get("cdn", 0) >= 1

@@ -33,6 +33,7 @@ from courtier.frontier.base import (
     UrlLane,
     UrlStatus,
 )
+from courtier.frontier.controls import ControlAction, SiteControl
 from courtier.frontier.fresh import FreshSource, FreshState
 from courtier.frontier.postgres_store import PostgresFrontier
 from courtier.frontier.refresh import DAY, HOUR, Importance, RefreshPolicy
@@ -548,6 +549,38 @@ def test_a_first_schema_store_gains_the_clock_floors_table(tmp_path: Path):
         assert store.load_clock_floors(T0) == {}
         store.save_clock_floors({"origin:o": T0 + 5}, T0)
         assert store.load_clock_floors(T0) == {"origin:o": T0 + 5}
+    finally:
+        store.close()
+
+
+def test_a_sites_render_controls_are_kept_with_its_other_controls(open_store: Opener):
+    store = open_store()
+    control = SiteControl("a.test", rate=0.5).rendering(T0, "never", None)
+    control = control.rendering(T0, "always", "/app/")
+    store.record_control(ControlAction("site render", "a.test", {}, "t", "me", T0), control)
+    assert store.site_controls()["a.test"] == control
+    cleared = control.rendering(T0 + 1, None, None)
+    store.record_control(ControlAction("site render", "a.test", {}, "t", "me", T0), cleared)
+    again = store.site_controls()["a.test"]
+    assert (again.render, again.render_rules, again.rate) == (None, (), 0.5)
+
+
+def test_a_store_made_before_render_controls_gains_their_columns(tmp_path: Path):
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.execute(
+            "CREATE TABLE site_controls (site TEXT PRIMARY KEY, paused INTEGER NOT NULL, "
+            "paused_until REAL, rate REAL, rate_until REAL, opted_out INTEGER NOT NULL, "
+            "reason TEXT NOT NULL, updated_at REAL NOT NULL)"
+        )
+        old.execute("INSERT INTO site_controls VALUES ('a.test', 1, NULL, NULL, NULL, 0, '', 1)")
+    old.close()
+    store = SqliteFrontier(path)
+    try:
+        assert store.site_controls()["a.test"] == SiteControl("a.test", paused=True, updated_at=1)
+        control = SiteControl("a.test").rendering(T0, "always", None)
+        store.record_control(ControlAction("site render", "a.test", {}, "t", "me", T0), control)
+        assert store.site_controls()["a.test"].render == "always"
     finally:
         store.close()
 

@@ -108,7 +108,8 @@ async def test_the_hand_list_wins_and_learning_can_be_turned_off(tmp_path: Path)
     store = fresh.frontier.store
     try:
         hand = NewUrl("http://still.test/", "http://still.test/", "still.test", 0, 0)
-        await fresh.start([hand], 300.0)
+        fresh.hand_interval = 300.0
+        await fresh.start([hand])
         for _ in range(3):
             await _look(fresh, "http://still.test/", 0, "same", 0)
             await _look(fresh, "http://news.test/", 0, f"v{timer.now()}", 5)
@@ -136,7 +137,7 @@ async def test_what_was_learned_survives_a_restart(tmp_path: Path) -> None:
         timer,
     )
     try:
-        await again.start([], 60.0)
+        await again.start([])
         (source,) = again.sources.values()
         assert source.state is FreshState.SOURCE
         # The run's first look only records; judging resumes with the next one.

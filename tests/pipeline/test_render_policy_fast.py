@@ -1,13 +1,14 @@
-"""The render lane's pure parts: when a page is rendered (``render.decision``) and how long a
-script or stylesheet is kept (``lanes.render_cache``)."""
+"""The render lane's pure parts: when a page is rendered (``render.decision``, an operator's
+``site render`` controls) and how long a script or stylesheet is kept (``lanes.render_cache``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from courtier.config import Config, ConfigError
+from courtier.frontier.controls import SiteControl
 from courtier.pipeline.lanes.render_cache import AssetCache, freshness
-from courtier.render.decision import RenderMode, RenderRules
+from courtier.render.decision import RenderMode, RenderRules, SiteRender
 
 JS = (("Content-Type", "application/javascript"),)
 
@@ -86,3 +87,35 @@ def test_the_cache_keeps_200s_within_its_bytes_and_revalidates() -> None:
     for n in range(2, 12):  # 10 more of 90 bytes: the least recently used go first
         cache.store(f"http://a.test/{n}.js", 200, JS, b"y" * 90, now=1.0)
     assert len(cache) == 8 and cache.get("http://a.test/1.js") is None
+
+
+def test_an_operators_controls_go_before_the_configuration() -> None:
+    rules = RenderRules.of("auto", sites=["a.test => never"], rules=[r"/docs/ => never"])
+    own = SiteRender.of("always", [r"/docs/private => never"])
+    assert rules.mode_for("a.test", "http://a.test/docs/x", own) == (
+        RenderMode.ALWAYS,
+        "operator's site a.test",
+    )
+    assert rules.mode_for("a.test", "http://a.test/docs/private/1", own) == (
+        RenderMode.NEVER,
+        "operator's rule /docs/private",
+    )
+    # A control with a rule and no mode of its own leaves the rest to the configuration.
+    ruled = SiteRender.of(None, [r"/app/ => always"])
+    assert rules.mode_for("a.test", "http://a.test/p", ruled) == (RenderMode.NEVER, "site a.test")
+    decision = rules.decide("a.test", "http://a.test/app/1", None, available=True, operator=ruled)
+    assert decision is not None and decision.render
+    assert decision.reason == "always (operator's rule /app/)"
+
+
+def test_a_sites_render_control_sets_clears_and_replaces_rules() -> None:
+    control = SiteControl("a.test").rendering(1.0, "never", None)
+    assert control.render == "never" and control.describe(1.0) == "render never"
+    control = control.rendering(2.0, "always", "/app/").rendering(3.0, "auto", "/docs/")
+    assert control.render_rules == ("/docs/ => auto", "/app/ => always")
+    control = control.rendering(4.0, "never", "/app/")  # the newest for a regex goes first
+    assert control.render_rules == ("/app/ => never", "/docs/ => auto")
+    assert control.rendering(5.0, None, "/docs/").render_rules == ("/app/ => never",)
+    cleared = control.rendering(6.0, None, None)
+    assert (cleared.render, cleared.render_rules, cleared.describe(6.0)) == (None, (), "-")
+    assert SiteRender.of(control.render, control.render_rules).rules[0][1] is RenderMode.NEVER

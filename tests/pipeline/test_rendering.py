@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 from test_crawler import run_until
+from warcio.archiveiterator import ArchiveIterator
 
 from courtier.config import Config, CrawlSection, KeyLimits, LimitsSection, RenderSection
+from courtier.frontier.controls import ControlAction, SiteControl
+from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.inputs import parse_seed_lines
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
@@ -26,6 +29,7 @@ from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.wiring import NO_BROWSER
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
+from courtier.url import parse_url
 from loopback import serving
 
 INTERVAL = 0.1
@@ -37,12 +41,18 @@ SHELL = (
 )
 
 
+CONTACT = "agent.smith@example.org"
+"""In every API answer: redacted before it is archived."""
+
+
 @dataclass
 class SpaWeb:
     port: int = 0
     hits: list[tuple[float, str, str, dict[str, str]]] = field(default_factory=list)
     open_now: int = 0
     most_open: int = 0
+    throttled: dict[str, int] = field(default_factory=dict)
+    """Paths answered 429 (Retry-After: 1) this many times first."""
 
     def paths(self, host: str) -> list[str]:
         return [path for _t, h, path, _headers in self.hits if h == host]
@@ -60,6 +70,9 @@ async def spa_web() -> AsyncIterator[SpaWeb]:
         state.most_open = max(state.most_open, state.open_now)
         try:
             await asyncio.sleep(0.02)  # long enough for a second request to overlap
+            if state.throttled.get(path, 0) > 0:
+                state.throttled[path] -= 1
+                return web.Response(status=429, headers={"Retry-After": "1"})
             return _answer(host, path, request)
         finally:
             state.open_now -= 1
@@ -68,7 +81,18 @@ async def spa_web() -> AsyncIterator[SpaWeb]:
         yield state
 
 
+CDN = "d1.cloudfront.net"
+"""A media host by its name (a CDN's per-customer edge): the app's bundle lives there."""
+API = "api.test"
+"""The app's API on a host of its own, outside the seed: ``[render] hosts`` names it."""
+
+
 def _answer(host: str, path: str, request: web.Request) -> web.Response:
+    if host in (CDN, API):
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow: /private/\n")
+        headers = {"Cache-Control": "max-age=600"}
+        return web.Response(text=f"{host}{path}", content_type="text/plain", headers=headers)
     if host != "spa.test":
         return web.Response(status=418, text="never")
     if path == "/robots.txt":
@@ -84,7 +108,8 @@ def _answer(host: str, path: str, request: web.Request) -> web.Response:
     if path.startswith("/api/list/"):
         n = int(path.rsplit("/", 1)[1])
         items = [{"id": i} for i in range(n * 3 - 2, n * 3 + 1)]
-        return web.json_response({"items": items, "next": n + 1 if n < 3 else None})
+        listing = {"items": items, "next": n + 1 if n < 3 else None, "agent": CONTACT}
+        return web.json_response(listing)
     return web.Response(text=SHELL, content_type="text/html")
 
 
@@ -96,6 +121,8 @@ class ScriptedBrowser:
         self.port = port
         self.answers: list[tuple[str, Fulfil | Abort]] = []
         self.renders = 0
+        self.extra: list[tuple[str, str]] = []
+        """More requests each render makes: (URL, type), ``{port}`` in the URL filled."""
 
     async def render(
         self,
@@ -122,11 +149,13 @@ class ScriptedBrowser:
         await ask("http://169.254.169.254/latest/meta-data/", "fetch")
         await ask(f"{base}/api/secret", "fetch")
         await ask(f"{base}/logo.png", "image")
+        for target, kind in self.extra:
+            await ask(target.format(port=self.port), kind)
         page = url.rstrip("/").rsplit("/", 1)[-1]
         n = int(page) if page.isdigit() else 1
         data = await ask(f"{base}/api/list/{n}", "fetch")
         assert isinstance(data, Fulfil)
-        listing = json.loads(data.body)
+        listing = json.loads(data.body) if data.status == 200 else {"items": [], "next": None}
         links = ['<a href="/about">About</a>']  # the shell's own link stays in the DOM
         links += [f'<a href="/item/{item["id"]}">i</a>' for item in listing["items"]]
         if listing["next"]:
@@ -162,7 +191,8 @@ def _engine(
     )
     policy = AddressPolicy(allow=["127.0.0.1/32"])
     guard = Guard(
-        policy, StaticResolver({"spa.test": ["127.0.0.1"], "tracker.test": ["127.0.0.1"]})
+        policy,
+        StaticResolver({h: ["127.0.0.1"] for h in ("spa.test", "tracker.test", CDN, API)}),
     )
     seeds, errors = parse_seed_lines([f"http://spa.test:{web_.port}{path}" for path in paths])
     assert not errors
@@ -265,3 +295,102 @@ async def test_a_shell_without_a_browser_says_so_once_and_in_its_document(
     assert home["render"] == {"decision": home["render"]["decision"], "rendered": False}
     assert home["render"]["decision"].endswith("; no browser")
     assert stats.renders["not-rendered"] == len([d for d in documents if "render" in d])
+
+
+async def test_an_operators_site_render_overrides_a_crawl_that_renders_nothing(tmp_path, spa_web):
+    """``courtier site render SITE --mode always`` in the store, ``[render] mode = never`` in
+    the configuration: the site's shell is rendered, and its document says on whose word."""
+    site = parse_url(f"http://spa.test:{spa_web.port}/").site
+    store = SqliteFrontier(tmp_path / "frontier.sqlite3")
+    try:
+        control = SiteControl(site).rendering(time.time(), "always", None)
+        store.record_control(ControlAction("site render", site, {}, "t", "me", 0.0), control)
+    finally:
+        store.close()
+    browser = ScriptedBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser, mode="never")
+    await run_until(engine, lambda: "/item/1" in spa_web.paths("spa.test"))
+    assert browser.renders >= 1
+    home = next(d for d in _documents(tmp_path) if d["url"].endswith(f"{spa_web.port}/"))
+    assert home["render"]["rendered"] is True
+    assert home["render"]["decision"] == f"always (operator's site {site})"
+
+
+async def test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_redacted(
+    tmp_path, spa_web
+):
+    """An API call of a render answered 429 with Retry-After: the site's next request of any
+    kind waits for it, as after a page's 429. Every answer of a render is in the WARC, the
+    API's with its e-mail address redacted, and the rendered DOM as the page's conversion."""
+    spa_web.throttled["/api/list/1"] = 1
+    browser = ScriptedBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser, paths=("/", "/list/2"))
+    await run_until(engine, lambda: "/item/4" in spa_web.paths("spa.test"))
+    hits = [(t, p) for t, h, p, _headers in spa_web.hits if h == "spa.test"]
+    throttled_at = next(t for t, p in hits if p == "/api/list/1")
+    after = [t for t, _p in hits if t > throttled_at]
+    assert after and after[0] - throttled_at >= 0.95, hits  # the interval alone is 0.1 s
+    responses: dict[str, bytes] = {}
+    conversions: dict[str, bytes] = {}
+    for path in (tmp_path / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                target = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type == "response":
+                    responses[target] = record.content_stream().read()
+                elif record.rec_type == "conversion":
+                    conversions[target] = record.content_stream().read()
+    base = f"http://spa.test:{spa_web.port}"
+    assert {f"{base}/static/app.js", f"{base}/api/list/1", f"{base}/api/list/2"} <= set(responses)
+    assert CONTACT.encode() not in responses[f"{base}/api/list/2"]
+    assert b"[REDACTED:email]" in responses[f"{base}/api/list/2"]
+    # The rendered DOM is a record of its own: the page's conversion, with the links.
+    assert b'href="/item/4"' in conversions[f"{base}/list/2"]
+
+
+async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_keys(
+    tmp_path, spa_web
+):
+    """A render's script on a CDN's edge name and its API calls on a host ``[render] hosts``
+    names go through the media lanes: robots.txt first, booked on the host's keys (the CDN
+    and its customer's misses; the named host's own site key, spaced, one in flight), the
+    script fetched once for every render. Any other host outside the seed is aborted."""
+    browser = ScriptedBrowser(spa_web.port)
+    browser.extra = [
+        (f"http://{CDN}:{{port}}/app/bundle.js", "script"),
+        (f"http://{API}:{{port}}/v1/data", "fetch"),
+        (f"http://{API}:{{port}}/private/me", "fetch"),
+        ("http://tracker.test:{port}/api", "fetch"),
+    ]
+    events = Events()
+    paths = ("/", "/list/2", "/list/3")
+    engine = _engine(tmp_path, spa_web, browser, events, paths=paths, hosts=(API,))
+    await run_until(engine, lambda: spa_web.paths(API).count("/v1/data") >= 3)
+    assert spa_web.paths(CDN) == ["/robots.txt", "/app/bundle.js"]  # then from the cache
+    api = spa_web.paths(API)
+    assert api[0] == "/robots.txt" and "/private/me" not in api
+    assert spa_web.paths("tracker.test") == []
+    times = [t for t, h, _p, _headers in spa_web.hits if h == API]
+    assert min(b - a for a, b in itertools.pairwise(times)) >= INTERVAL - 0.03
+    outcomes: dict[tuple[str, str], list[Fulfil | Abort]] = {}
+    for target, answer in browser.answers:
+        name = (target.split("/")[2].split(":")[0], target.rsplit("/", 1)[1])
+        outcomes.setdefault(name, []).append(answer)
+    bundles = outcomes[CDN, "bundle.js"]
+    assert len(bundles) >= 3 and all(isinstance(a, Fulfil) for a in bundles)
+    assert {a.body for a in bundles} == {b"d1.cloudfront.net/app/bundle.js"}  # type: ignore[union-attr]
+    assert all(isinstance(a, Fulfil) and a.status == 200 for a in outcomes[API, "data"])
+    assert set(outcomes[API, "me"]) <= {Abort("robots"), Abort("stopping")}
+    assert Abort("robots") in outcomes[API, "me"]
+    assert set(outcomes["tracker.test", "api"]) <= {Abort("third-party"), Abort("stopping")}
+    rendered = {e.url.split("/")[2].split(":")[0]: e.context for e in events.seen
+                if e.context.kind == "render"}  # fmt: skip
+    cdn_keys = set(rendered[CDN].keys)
+    assert "cdn:cloudfront.net" in cdn_keys and any(k.startswith("cdn-miss:") for k in cdn_keys)
+    # (an expected miss reaches the app's origin: booked on it too)
+    assert any(k.startswith("origin:") for k in cdn_keys), cdn_keys
+    assert rendered[API].keys == (f"site:{API}:{spa_web.port}",)
+    # Costs: a script an image's, whatever its URL; an API call its page's (an index page's
+    # here), dearer than its own URL's class (a detail's).
+    assert (rendered[CDN].cost, rendered[API].cost) == (1.0, 4.0)
+    assert rendered[API].render_decision.startswith("auto: shell")

@@ -223,3 +223,41 @@ def test_the_operators_origin_budgets_over_the_configured_policy() -> None:
     later = operator_policy(base, controls, now + 61.0)  # pin:x's ran out
     assert later.params_of("origin:pin:x").interval == 0.25
     assert operator_policy(base, {}, now) is base
+
+
+async def test_a_sites_render_controls_reach_the_render_lane_at_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    from courtier.frontier.controls import ControlAction, SiteControl
+    from courtier.pipeline.lanes.controls import Controls
+    from courtier.render.decision import RenderMode
+
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    try:
+        store = h.frontier.store
+        controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
+        await h.frontier.call(controls.load)
+        rendering = h.site_lanes.rendering
+        controls.wire(h.pages, Feeding(h.site_lanes.look_again), PinnedOrigins(), rendering)  # type: ignore[arg-type]
+        h.site("a.test", ["/p"])
+        assert rendering.operator("a.test") is None
+        now = h.timer.now()
+        control = SiteControl("a.test").rendering(now, "always", None).rendering(now, "never", "/x")
+        store.record_control(ControlAction("site render", "a.test", {}, "t", "me", now), control)
+        await controls.poll()
+        own = rendering.operator("a.test")
+        assert own is not None and own.mode is RenderMode.ALWAYS
+        assert (
+            rendering.rules.decide(
+                "a.test", "http://a.test/x/1", "shell", available=True, operator=own
+            )
+            is None
+        )  # never, by the operator's rule
+        assert rendering.operator("a.test") is own  # compiled once per change
+        cleared = control.rendering(now, None, None)
+        store.record_control(ControlAction("site render", "a.test", {}, "t", "me", now), cleared)
+        await controls.poll()
+        assert rendering.operator("a.test") is None
+    finally:
+        await h.close()

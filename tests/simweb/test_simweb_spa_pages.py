@@ -15,7 +15,7 @@ from courtier.simweb import Behaviour, Network, SimWeb, Site, SiteKind, World, b
 from courtier.simweb.catalogue import Page
 from courtier.simweb.pages import PageRenderer
 from courtier.simweb.spa import METADATA_URL, PRIVATE_URL, STATIC_MODIFIED, revalidated
-from courtier.simweb.world import THIRD_PARTY_SCRIPT_HOST
+from courtier.simweb.world import CDN_HOST, THIRD_PARTY_SCRIPT_HOST
 
 NET = Network(100, 8080)
 _LINK = re.compile(r'<a href="([^"]*)">([^<]*)</a>')
@@ -48,7 +48,10 @@ def test_every_route_of_an_spa_is_the_same_shell_without_a_link(
         assert shell.status == 200 and shell.content_type.startswith("text/html")
         assert "<a" not in body and not _LINK.search(body)
         assert "<title>Loading…</title>" in body
-        assert '<link rel="stylesheet" href="/static/app.css">' in body
+        styles = "/static/app.css"
+        if Behaviour.SPA_CDN_STYLES in site.behaviours:
+            styles = f"http://{CDN_HOST}:8080/{site.host}/static/app.css"
+        assert f'<link rel="stylesheet" href="{styles}">' in body
         assert '<script src="/static/app.js" defer></script>' in body
         tracker = f"http://{THIRD_PARTY_SCRIPT_HOST}:8080/t.js"
         assert f'<script async src="{tracker}"></script>' in body
@@ -238,3 +241,18 @@ def test_the_app_script_renders_what_the_twin_serves(world: World, renderer: Pag
             continue
         assert _LINK.findall(shown["html"]) == _LINK.findall(twin_page.body.decode()), route
         assert f"<title>{shown['title']}</title>" in twin_page.body.decode(), route
+
+
+def test_the_shared_cdn_serves_the_stylesheet_of_the_app_that_keeps_it_there(
+    world: World, renderer: PageRenderer
+) -> None:
+    apps = world.sites_of_kind(SiteKind.SPA)
+    (styled,) = world.sites_with(Behaviour.SPA_CDN_STYLES)
+    assert styled is apps[1] and Behaviour.RENDER_HANG not in styled.behaviours
+    cdn = world.sites[CDN_HOST]
+    own = _render(renderer, styled, "/static/app.css")
+    served = _render(renderer, cdn, f"/{styled.host}/static/app.css")
+    assert served == own and served.status == 200 and served.content_type.startswith("text/css")
+    # Another app's stylesheet is not there; the CDN's images are what they were.
+    assert _render(renderer, cdn, f"/{apps[0].host}/static/app.css").status == 404
+    assert _render(renderer, cdn, f"/{styled.host}/static/app.js").status == 404

@@ -1,5 +1,5 @@
-"""``courtier site pause|resume|limit|drop SITE... --store S``: an operator's answer to "please
-slow down" and "stop crawling us", taken by every running worker within seconds.
+"""``courtier site pause|resume|limit|render|drop SITE... --store S``: an operator's answer
+to "please slow down" and "stop crawling us", taken by every running worker within seconds.
 
 Rules (what a worker does with them: ``courtier.pipeline.lanes.controls``):
 - ``pause [--until T]``: no request starts on the site (work in flight finishes) until
@@ -7,6 +7,10 @@ Rules (what a worker does with them: ``courtier.pipeline.lanes.controls``):
 - ``limit --rate R [--until T]``: the site's requests start at most ``R`` per second, in
   place of the configured rate (backoff and Crawl-delay still slow it further); ``limit
   --clear`` goes back to the configured rate.
+- ``render --mode M [--rule REGEX]``: the site's pages are rendered ``never``, ``auto`` or
+  ``always``, over the configuration's ``[render]``; with ``--rule``, only its URLs the
+  regex is found in (those rules go before the site's mode). ``render --clear`` goes back
+  to the configuration (``--clear --rule REGEX``: that rule only).
 - ``drop``: the site leaves the seed (state ``horizon``): not crawled again unless it is
   seeded again (the seeds file at a start, ``seed add``, a promotion). ``drop --opt-out``:
   its owner asked not to be crawled: state ``opted-out``, which nothing changes back; no
@@ -57,7 +61,7 @@ def parse_until(text: str, now: float) -> float:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "site",
-        help="pause, resume, slow down or drop sites of a running crawl",
+        help="pause, resume, slow down, render or drop sites of a running crawl",
         description="Control sites of a crawl through its store: every running worker "
         "takes the change within seconds ([control] poll).",
     )
@@ -70,13 +74,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rate.add_argument("--rate", type=positive, metavar="R", help="requests per second, above 0")
     rate.add_argument("--clear", action="store_true", help="back to the configured rate")
     limit.add_argument("--until", metavar="T", help="end the rate by itself: 30m, 2h, a time")
+    render = commands.add_parser("render", help="when the site's pages are rendered")
+    mode = render.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--mode", choices=("never", "auto", "always"), help="over the config's")
+    mode.add_argument("--clear", action="store_true", help="back to the configuration")
+    render.add_argument("--rule", type=_regex, metavar="REGEX", help="only URLs it is found in")
     drop = commands.add_parser("drop", help="take the site out of the seed")
     drop.add_argument(
         "--opt-out",
         action="store_true",
         help="its owner asked not to be crawled: never fetched again, whoever links it",
     )
-    for command in (pause, resume, limit, drop):
+    for command in (pause, resume, limit, render, drop):
         command.add_argument("sites", nargs="+", metavar="SITE", help="host, host:port or URL")
         command.add_argument("--reason", default="", help="why (shown by status)")
         command.add_argument(
@@ -94,6 +103,14 @@ def positive(text: str) -> float:
     if not (0 < value < float("inf")):
         raise argparse.ArgumentTypeError(f"must be a number above 0, got {text!r}")
     return value
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"not a regular expression ({exc})") from None
+    return text
 
 
 def run_site(args: argparse.Namespace) -> int:
@@ -154,6 +171,12 @@ def _change(
         rate = None if args.clear else args.rate
         detail["rate"] = rate if rate is not None else "configured"
         return old.limited_at(now, rate, until), {}, detail
+    if verb == "render":
+        mode = None if args.clear else args.mode
+        detail["render"] = mode or "configured"
+        if args.rule is not None:
+            detail["rule"] = args.rule
+        return old.rendering(now, mode, args.rule), {}, detail
     if args.opt_out:
         detail["opt_out"] = True
         control = SiteControl(old.site, opted_out=True, reason=args.reason, updated_at=now)

@@ -13,6 +13,8 @@ Rules (the store keeps them; the workers apply them, ``pipeline.lanes.controls``
 - **One row per origin** (``origin_controls``, ``origins limit``): a budget of its own for
   the origin's shared key (a rate in cost units per second, and a burst in seconds or the
   configured one), over the configuration and its overrides, until a time or for good.
+- **An operator's rendering** (``site render``): a site's own render mode and URL rules
+  (``never``, ``auto``, ``always``), over the configuration's ``[render]``, until cleared.
 - **Opted out is for good**: the site's state becomes ``opted-out`` (``SiteState.OPTED_OUT``),
   which no seeding, promotion, ``seed add`` or redirect changes back; no request of any kind
   (page, robots.txt, media, a render's) goes to its host again.
@@ -49,6 +51,11 @@ class SiteControl:
     origin: str | None = None
     """The origin the operator placed the site on (``courtier origins pin|split``), over
     what inference says; None: inference decides."""
+    render: str | None = None
+    """The site's render mode (``never``, ``auto``, ``always``) over the configuration's;
+    None: the configuration decides."""
+    render_rules: tuple[str, ...] = ()
+    """``"REGEX => MODE"`` rules for the site's URLs, over its render mode."""
 
     def held_until(self, now: float) -> float:
         """Before when nothing may start on the site (0: no pause in effect)."""
@@ -83,6 +90,17 @@ class SiteControl:
     def pinned_at(self, now: float, origin: str | None) -> SiteControl:
         return replace(self, origin=origin, updated_at=now)
 
+    def rendering(self, now: float, mode: str | None, rule: str | None) -> SiteControl:
+        """The site's render ``mode`` (None: cleared), or with ``rule`` (a regex) the mode
+        of the site's URLs it matches (None: that rule removed). The newest rule for a
+        regex replaces an older one and goes first."""
+        if rule is None:
+            rules = () if mode is None else self.render_rules
+            return replace(self, render=mode, render_rules=rules, updated_at=now)
+        kept = tuple(r for r in self.render_rules if r.rpartition("=>")[0].strip() != rule)
+        rules = kept if mode is None else (f"{rule} => {mode}", *kept)
+        return replace(self, render_rules=rules, updated_at=now)
+
     def describe(self, now: float) -> str:
         """One line: what is in effect (``-`` when nothing is)."""
         parts = [] if self.origin is None else [f"origin {self.origin} (operator's)"]
@@ -97,6 +115,9 @@ class SiteControl:
             parts.append(
                 f"rate {1 / interval:g}/s" + ("" if until is None else f" until {utc_text(until)}")
             )
+        if self.render is not None:
+            parts.append(f"render {self.render}")
+        parts.extend(f"render {rule}" for rule in self.render_rules)
         if self.reason and parts:
             parts.append(f"({self.reason})")
         return " ".join(parts) or "-"
@@ -176,7 +197,7 @@ SQLITE_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS site_controls (
         site TEXT PRIMARY KEY, paused INTEGER NOT NULL, paused_until REAL,
         rate REAL, rate_until REAL, opted_out INTEGER NOT NULL, reason TEXT NOT NULL,
-        updated_at REAL NOT NULL, origin TEXT)""",
+        updated_at REAL NOT NULL, origin TEXT, render TEXT, render_rules TEXT)""",
     """CREATE TABLE IF NOT EXISTS origin_controls (
         origin TEXT PRIMARY KEY, rate REAL, burst REAL, rate_until REAL,
         reason TEXT NOT NULL, updated_at REAL NOT NULL)""",
@@ -189,11 +210,16 @@ POSTGRES_TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS site_controls (
         site text PRIMARY KEY, paused boolean NOT NULL, paused_until float8,
         rate float8, rate_until float8, opted_out boolean NOT NULL, reason text NOT NULL,
-        updated_at float8 NOT NULL, origin text)""",
+        updated_at float8 NOT NULL, origin text, render text, render_rules text)""",
+    # A store made before a column was: the column added, NULL for every row.
+    """ALTER TABLE site_controls ADD COLUMN IF NOT EXISTS origin text,
+        ADD COLUMN IF NOT EXISTS render text, ADD COLUMN IF NOT EXISTS render_rules text""",
     """CREATE TABLE IF NOT EXISTS origin_controls (
         origin text PRIMARY KEY, rate float8, burst float8, rate_until float8,
         reason text NOT NULL, updated_at float8 NOT NULL)""",
 )
+LATER_COLUMNS: Final = (("origin", "TEXT"), ("render", "TEXT"), ("render_rules", "TEXT"))
+"""``site_controls`` columns a SQLite store made before them gets (``ALTER TABLE``)."""
 
 INSERT_ACTION: Final = (
     "INSERT INTO control_actions (at, action, target, detail, command, actor) "
@@ -201,10 +227,12 @@ INSERT_ACTION: Final = (
 )
 UPSERT_CONTROL: Final = (
     "INSERT INTO site_controls (site, paused, paused_until, rate, rate_until, opted_out, "
-    "reason, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO "
+    "reason, updated_at, origin, render, render_rules) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO "
     "UPDATE SET paused = excluded.paused, paused_until = excluded.paused_until, "
     "rate = excluded.rate, rate_until = excluded.rate_until, opted_out = excluded.opted_out, "
-    "reason = excluded.reason, updated_at = excluded.updated_at, origin = excluded.origin"
+    "reason = excluded.reason, updated_at = excluded.updated_at, origin = excluded.origin, "
+    "render = excluded.render, render_rules = excluded.render_rules"
 )
 UPSERT_ORIGIN_CONTROL: Final = (
     "INSERT INTO origin_controls (origin, rate, burst, rate_until, reason, updated_at) "
@@ -226,7 +254,7 @@ LAST_ACTIONS: Final = (
 )
 CONTROLS: Final = (
     "SELECT site, paused, paused_until, rate, rate_until, opted_out, reason, updated_at, "
-    "origin FROM site_controls"
+    "origin, render, render_rules FROM site_controls"
 )
 
 ORIGIN_CONTROLS: Final = (
@@ -248,7 +276,8 @@ def control_row(control: SiteControl) -> tuple[Any, ...]:
     c = control
     return (
         c.site, c.paused, c.paused_until, c.rate, c.rate_until, c.opted_out, c.reason,
-        c.updated_at, c.origin,
+        c.updated_at, c.origin, c.render,
+        json.dumps(list(c.render_rules)) if c.render_rules else None,
     )  # fmt: skip
 
 
@@ -272,10 +301,29 @@ def actions_from(rows: Iterable[Sequence[Any]]) -> list[ControlAction]:
 def controls_from(rows: Iterable[Sequence[Any]]) -> dict[str, SiteControl]:
     return {
         row[0]: SiteControl(
-            row[0], bool(row[1]), row[2], row[3], row[4], bool(row[5]), row[6], row[7], row[8]
+            row[0],
+            bool(row[1]),
+            row[2],
+            row[3],
+            row[4],
+            bool(row[5]),
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+            _rules(row[10]),
         )
         for row in rows
     }
+
+
+def _rules(text: str | None) -> tuple[str, ...]:
+    """A site's render rules as stored (a JSON list of strings); unreadable ones: none."""
+    try:
+        rules = json.loads(text) if text else []
+    except ValueError:
+        return ()
+    return tuple(r for r in rules if isinstance(r, str)) if isinstance(rules, list) else ()
 
 
 Execute = Callable[[str, Sequence[Any]], Any]

@@ -315,6 +315,10 @@ class SqliteFrontier:
         origin_tables.create_tables(self._db)
         for statement in controls.SQLITE_TABLES:
             self._db.execute(statement)
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(site_controls)")}
+        for name, declaration in controls.LATER_COLUMNS:
+            if name not in present:  # a store made before the column was
+                self._db.execute(f"ALTER TABLE site_controls ADD COLUMN {name} {declaration}")
         self._db.execute(observations.SQLITE_TABLE)
         self._db.execute(fresh.SQLITE_TABLE)
 

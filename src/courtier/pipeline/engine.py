@@ -199,7 +199,9 @@ class Engine:
                     open_renderer(self.config)
                 )
                 self.stages = stages = wire(self._parts(renderer), fetcher)
-                self.controls.wire(stages.pages, stages.feeder, stages.origins)
+                self.controls.wire(
+                    stages.pages, stages.feeder, stages.origins, stages.site_lanes.rendering
+                )
                 await self._take_over(stages)
                 await self._crawl(stages)
             await self._finish(stages)
@@ -247,9 +249,7 @@ class Engine:
         log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
         self.inherited = await self.frontier.call(load_inherited, self.frontier.store, now)
         self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
-        assert self.discovery.fresh is not None
-        hand = freshlane_urls(self.config, self.scope)
-        await self.discovery.fresh.start(hand, self.config.frontier.freshlane_interval)
+        await self.discovery.start_fresh(freshlane_urls(self.config, self.scope))
 
     def _parts(self, renderer: Renderer | None = None) -> Parts:
         return Parts(

@@ -216,8 +216,9 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
     seed.refill = site_lanes.request_refill
     media: MediaLanes | None = None
     media_scheduler: Scheduler[MediaLane, Any] | None = None
-    if config.media.fetch:
+    if config.media.fetch or parts.renderer is not None:
         media, media_scheduler = _media(parts, services, origins, scheduler)
+        site_lanes.rendering.media = media  # a render's requests to media hosts go there
     feeder = Feeder(
         config,
         frontier=parts.frontier,
@@ -239,7 +240,8 @@ def _media(
     origins: LiveOrigins,
     scheduler: Callable[[Any, int], Scheduler[Any, Any]],
 ) -> tuple[MediaLanes, Scheduler[MediaLane, Any]]:
-    """The media lanes (the requisites of seed pages on media hosts) and their scheduler."""
+    """The media lanes (the requisites of seed pages on media hosts, unless ``[media] fetch``
+    is off; a render's requests to media hosts) and their scheduler."""
     seed = parts.seed
     media_scheduler: Scheduler[MediaLane, Any] | None = None
 
@@ -249,7 +251,8 @@ def _media(
 
     media = MediaLanes(services, origin_of=seed.origin_of, arm=arm)
     media_scheduler = scheduler(media, parts.config.media.max_in_flight)
-    parts.discovery.media = media.offer
+    if parts.config.media.fetch:
+        parts.discovery.media = media.offer
     if parts.inference is not None:
         media.places = MediaPlaces(
             origins.hosts_facts,
@@ -270,16 +273,14 @@ NO_BROWSER = (
 
 @contextlib.asynccontextmanager
 async def open_renderer(config: Config) -> AsyncIterator[Renderer | None]:
-    """The crawl's headless Chromium when ``[render]`` may render anything and a browser is
-    installed (it starts with the first render); else None, said once."""
-    rules = config.render.decisions()
-    if not rules.may_render:
-        yield None
-        return
+    """The crawl's headless Chromium when a browser is installed (it starts with the first
+    render: a crawl that renders nothing starts none, yet an operator's ``site render`` can
+    turn rendering on while it runs); else None, said once if ``[render]`` may render."""
     settings = config.render
     executable = find_chromium(settings.browser or None)
     if executable is None:
-        log.warning(NO_BROWSER)
+        if settings.decisions().may_render:
+            log.warning(NO_BROWSER)
         yield None
         return
     renderer = ChromiumRenderer(

@@ -282,6 +282,9 @@ class MediaSource(StrEnum):
     IMGSVC = "imgsvc"
     SAME_ORIGIN = "same-origin"
     """A media host on a seed site's servers (``pipeline.media_places``): its origin pays."""
+    HOST = "host"
+    """A host outside the seed that renders may fetch from (``[render] hosts``): booked on
+    its own site key."""
 
 
 DEFAULT_CDN_HOSTS: Final = frozenset({"images.ctfassets.net", "cdn.simcdn.test"})

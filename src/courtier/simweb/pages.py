@@ -383,7 +383,11 @@ class PageRenderer:
             name = f"cdn//{site.customer}{path}"  # the bytes cdn.simcdn.test/<host>/… serves
             return self._media_image(site, True, path.lstrip("/"), name)
         host, _, rest = path.lstrip("/").partition("/")
-        return self._media_image(site, host in self.world.sites, rest, f"cdn/{path}")
+        customer = self.world.sites.get(host)
+        styles = None if customer is None else self._spa.cdn_static(customer, rest)
+        if styles is not None:  # an app's stylesheet (`simweb.spa`)
+            return styles
+        return self._media_image(site, customer is not None, rest, f"cdn/{path}")
 
     def _platform_media(self, site: Site, path: str) -> Page:
         label, _, rest = path.lstrip("/").partition("/")  # /<tenant label>/img/N.jpg

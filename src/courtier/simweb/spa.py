@@ -15,6 +15,8 @@ Rules:
   `Site.catalogue`, so an SPA and its twin list the same items. The twin (`SPA_TWIN`) serves as
   plain HTML exactly the links the SPA's script renders, at the same routes, and nothing
   hostile.
+- A `SPA_CDN_STYLES` site's shell takes its stylesheet from the shared CDN
+  (`CDN_HOST/<host>/static/app.css`), which serves it (`cdn_static`) as the site would.
 - The static files carry `ETag`, `Last-Modified` and `Cache-Control: max-age=3600`; a request
   whose `If-None-Match` matches (or, without one, whose `If-Modified-Since` is not older) gets
   304 (`revalidated`). Nothing else in the simulated web answers conditionally.
@@ -43,6 +45,7 @@ from courtier.simweb.catalogue import (
 )
 from courtier.simweb.network import Network
 from courtier.simweb.world import (
+    CDN_HOST,
     THIRD_PARTY_SCRIPT_HOST,
     Behaviour,
     Site,
@@ -237,6 +240,8 @@ class SpaPages:
         self._app_js = _static(_APP_JS.replace("PROBES", json.dumps(probes)), JAVASCRIPT)
         self._hang_js = _static(_HANG_JS, JAVASCRIPT)
         self._app_css = _static(_APP_CSS, CSS)
+        self._cdn = network.origin_url(CDN_HOST)
+        self._cdn_shells: dict[str, Page] = {}
         self._tracker_js = Page(
             200, _TRACKER_JS.encode(), JAVASCRIPT, (("Cache-Control", f"max-age={STATIC_MAX_AGE}"),)
         )
@@ -250,7 +255,24 @@ class SpaPages:
             return self._api(site, path)
         if path == "/static" or path.startswith("/static/"):
             return self._static(site, path)
-        return self._shell
+        return self._shell_of(site)
+
+    def _shell_of(self, site: Site) -> Page:
+        if Behaviour.SPA_CDN_STYLES not in site.behaviours:
+            return self._shell
+        shell = self._cdn_shells.get(site.host)
+        if shell is None:
+            styles = f'href="{self._cdn}/{site.host}/static/app.css"'.encode()
+            body = self._shell.body.replace(b'href="/static/app.css"', styles)
+            shell = self._cdn_shells[site.host] = Page(200, body, HTML, self._shell.headers)
+        return shell
+
+    def cdn_static(self, customer: Site, rest: str) -> Page | None:
+        """What the shared CDN serves at `/<customer>/<rest>` for an SPA that keeps its
+        stylesheet there (None: not such a request)."""
+        if Behaviour.SPA_CDN_STYLES in customer.behaviours and rest == "static/app.css":
+            return self._app_css
+        return None
 
     def _api(self, site: Site, path: str) -> Page:
         data = self._numbered(site, path.removeprefix("/api"))

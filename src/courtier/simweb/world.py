@@ -23,7 +23,9 @@ Rules:
 - Single-page apps (`n_spa`, `spa_twin`, `spa_hang`) are built after the real web's shapes, the
   same way. Each SPA site `app-…N.test` is its own origin on its own server; the first one's
   twin `twin-…N.test` (same words) serves the same catalogue as plain HTML (`Site.twin_of`);
-  the last `spa_hang` SPA sites' script hangs the browser (`Behaviour.RENDER_HANG`). The
+  the last `spa_hang` SPA sites' script hangs the browser (`Behaviour.RENDER_HANG`); the
+  second one, unless it hangs, keeps its stylesheet on the shared CDN
+  (`cdn.simcdn.test/<host>/static/app.css`, `Behaviour.SPA_CDN_STYLES`). The
   third-party script host `THIRD_PARTY_SCRIPT_HOST` every SPA shell embeds exists whenever
   there is an SPA site: never a seed host, so fetching from it is a request outside the seed.
 """
@@ -146,6 +148,7 @@ class Behaviour(StrEnum):
     REBIND = "rebind"  # DNS: first answer inside the block, later answers the canary
     CANARY_ALIAS = "canary-alias"  # DNS: always answers the canary
     RENDER_HANG = "render-hang"  # an SPA whose script loops forever before rendering anything
+    SPA_CDN_STYLES = "spa-cdn-styles"  # an SPA whose stylesheet the shared CDN serves
 
 
 # Standalone sites 0..len-1 get these, in this order, so a small world still has each one.
@@ -840,6 +843,8 @@ def _spa(b: _Builder) -> None:
         b.a_records[host] = (slot,)
         hang = i >= p.n_spa - p.spa_hang
         behaviours = frozenset({Behaviour.RENDER_HANG}) if hang else frozenset()
+        if i == 1 and not hang:
+            behaviours = frozenset({Behaviour.SPA_CDN_STYLES})
         apps.append(
             b.add(Site(host, SiteKind.SPA, host, (slot,), behaviours, robots_text=DEFAULT_ROBOTS))
         )

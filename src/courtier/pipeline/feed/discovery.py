@@ -156,6 +156,11 @@ class Discovery:
         if self.fresh is not None:
             self.fresh.page(rt, item, page, len(self.new_urls) - found)
 
+    async def start_fresh(self, hand: list[NewUrl]) -> None:
+        """The fast sources' start: the hand list, then what earlier runs learned."""
+        if self.fresh is not None:
+            await self.fresh.start(hand)
+
     async def watch_fresh(self) -> None:
         """The fast sources' writer, while the crawl runs (``FreshSources.run``)."""
         if self.fresh is not None:

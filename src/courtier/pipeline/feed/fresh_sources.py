@@ -50,13 +50,16 @@ class FreshSources:
         *,
         learn: bool = True,
         flush: float = 1.0,
+        hand_interval: float = 60.0,
     ) -> None:
-        """``learn``: find sources (False: only the hand list is watched)."""
+        """``learn``: find sources (False: only the hand list is watched, every
+        ``hand_interval`` seconds)."""
         self.policy = policy
         self.frontier = frontier
         self.timer = timer
         self.learn = learn
         self.flush = flush
+        self.hand_interval = hand_interval
         self.sources: dict[int, FreshSource] = {}
         """Watched pages (and pages that were, now quiet), by URL id."""
         self._seen: set[int] = set()
@@ -72,13 +75,18 @@ class FreshSources:
         settings = config.frontier
         policy = FreshPolicy(probe=settings.fresh_probe)
         return cls(
-            policy, frontier, timer, learn=settings.fresh_sources, flush=config.crawl.flush_interval
+            policy,
+            frontier,
+            timer,
+            learn=settings.fresh_sources,
+            flush=config.crawl.flush_interval,
+            hand_interval=settings.freshlane_interval,
         )
 
-    async def start(self, hand: list[NewUrl], interval: float) -> None:
+    async def start(self, hand: list[NewUrl]) -> None:
         """The hand list into the freshlane (it wins over learning), then what earlier runs
         learned."""
-        store, now = self.frontier.store, self.timer.now()
+        store, now, interval = self.frontier.store, self.timer.now(), self.hand_interval
         if hand:
             await self.frontier.call(store.set_freshlane, hand, interval, now)
         canonicals = [url.canonical for url in hand]

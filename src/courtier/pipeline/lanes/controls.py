@@ -1,5 +1,5 @@
-"""An operator's controls as this worker applies them: pauses, rates, drops, opt-outs, new
-seed sites and recrawls, taken from the store while the crawl runs.
+"""An operator's controls as this worker applies them: pauses, rates, render modes, drops,
+opt-outs, new seed sites and recrawls, taken from the store while the crawl runs.
 
 Rules (the store's side: ``courtier.frontier.controls``):
 - At the start every site's controls are read before any lane is made, and each lane is
@@ -27,6 +27,8 @@ Rules (the store's side: ``courtier.frontier.controls``):
   give up their slots and book again at the new spacing (the slots given up stay consumed);
   made faster, what is booked stands. It ends like a site's rate, at the first poll after
   ``--until``.
+- A site's render mode and rules (``site render``) are read by the render lane for each page
+  parsed after the poll that brought them (``render_of``), over the configuration's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import dataclasses
 import functools
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -47,18 +50,28 @@ from courtier.pipeline.scheduling.timer import Timer, sleep_until
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import KeyParams
 from courtier.politeness.keys import LimitPolicy, origin_key
+from courtier.render.decision import SiteRender
 from courtier.url import host_of_site
 
 if TYPE_CHECKING:
     from courtier.pipeline.lanes.feeding import Feeder
     from courtier.pipeline.lanes.origins_live import LiveOrigins
+    from courtier.pipeline.lanes.rendering import Rendering
     from courtier.pipeline.scheduling.clocks import KeyClocks
     from courtier.pipeline.scheduling.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
 SITE_ACTIONS = frozenset(
-    {"site pause", "site resume", "site limit", "origins pin", "origins split", "origins unpin"}
+    {
+        "site pause",
+        "site resume",
+        "site limit",
+        "site render",
+        "origins pin",
+        "origins split",
+        "origins unpin",
+    }
 )
 DROPS = frozenset({"site drop", "seed remove"})
 ADMITS = frozenset({"seed add", "promote"})
@@ -126,13 +139,39 @@ class Controls:
         """The operator's origin each lane was last placed on here."""
         self._dropped: list[SiteLane] = []
         """Lanes dropped whose leased URLs have not gone back to the store yet."""
+        self._renders: dict[str, tuple[SiteControl, SiteRender | None]] = {}
+        """Each site's render controls as last compiled, with the control they came from."""
         seed.shape = self.shape
 
-    def wire(self, pages: Scheduler[SiteLane, Any], feeder: Feeder, origins: LiveOrigins) -> None:
+    def wire(
+        self,
+        pages: Scheduler[SiteLane, Any],
+        feeder: Feeder,
+        origins: LiveOrigins,
+        rendering: Rendering | None = None,
+    ) -> None:
         self.hold, self.drop_lane = pages.hold, pages.drop
         self.look_again = feeder.lease_urgent  # a recrawl overtakes what the site holds
         self.repin = origins.repin
         origins.manual = self.origin_of
+        if rendering is not None:
+            rendering.operator = self.render_of
+
+    def render_of(self, site: str) -> SiteRender | None:
+        """The operator's render mode and rules for ``site`` (None: the configuration's)."""
+        control = self.by_site.get(site)
+        if control is None or (control.render is None and not control.render_rules):
+            return None
+        compiled = self._renders.get(site)
+        if compiled is not None and compiled[0] is control:
+            return compiled[1]
+        try:
+            own: SiteRender | None = SiteRender.of(control.render, control.render_rules)
+        except (ValueError, re.error) as error:  # written by something else than `site`
+            log.warning("operator's render controls of %s ignored: %s", site, error)
+            own = None
+        self._renders[site] = (control, own)
+        return own
 
     def origin_of(self, site: str) -> str | None:
         """The origin the operator placed ``site`` on (None: inference decides)."""

@@ -21,6 +21,7 @@ Theory of operation:
   origin pushes back on that origin. A URL is asked at most ``MAX_ATTEMPTS`` times.
 - Media URLs live in memory for the run that discovers them (bounded) and each is fetched
   once per run.
+- A render's request to a media host (``render_media``) goes before the host's images.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from collections.abc import Callable
 from typing import Any
 
 from courtier.frontier.dedup import DedupCache
+from courtier.net.fetch import FetchResult
 from courtier.origins.media import CacheVerdict, ServiceBehaviour, cache_verdict
 from courtier.pipeline.answers.verdict import Verdict, decide, document
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.keeping.keeper import Keeper
 from courtier.pipeline.lanes.media_lane import MediaHost, MediaItem, MediaLane, MediaWork
 from courtier.pipeline.lanes.media_places import MediaPlaces, Placement
+from courtier.pipeline.lanes.render_media import answer_render, refuse_render
 from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
@@ -144,6 +147,14 @@ class MediaLanes(LaneKindBase):
         if self.queued >= self.config.media.max_queued:
             self.stats.media_dropped += 1
             return True
+        lane = self.lane_for(url, source, placement)
+        origin = self.origin_of(referrer) or customer_origin
+        lane.queue.append(MediaItem(url, referrer, source, redirects, origin, placement))
+        self.queued += 1
+        self.arm(lane)
+        return True
+
+    def lane_for(self, url: Url, source: MediaSource, placement: Placement | None) -> MediaLane:
         if placement is None:
             name = str(politeness_keys(url, rules=self.rules)[-1])
         else:
@@ -151,20 +162,16 @@ class MediaLanes(LaneKindBase):
             name = str(placement.miss_key or placement.keys[0])
         lane = self.lanes.get(name)
         if lane is None:
-            interval = self.config.site_interval
             lane = self.lanes[name] = MediaLane(
                 name,
                 url.site,
                 url.scheme,
-                backoff=BackoffState(interval=interval),
+                backoff=BackoffState(interval=self.config.site_interval),
                 same_origin=source is MediaSource.SAME_ORIGIN,
+                single=source is MediaSource.HOST,
             )
         self.hosts.setdefault(url.site, MediaHost())
-        origin = self.origin_of(referrer) or customer_origin
-        lane.queue.append(MediaItem(url, referrer, source, redirects, origin, placement))
-        self.queued += 1
-        self.arm(lane)
-        return True
+        return lane
 
     # -- choosing -----------------------------------------------------------------------
 
@@ -174,7 +181,7 @@ class MediaLanes(LaneKindBase):
         return min(self.lead, MISS_MAX_LEAD) if lane.books_origin else self.lead
 
     def max_in_flight(self, lane: MediaLane) -> int:
-        return self.config.media.max_in_flight_per_key
+        return 1 if lane.single else self.config.media.max_in_flight_per_key
 
     def choose(self, lane: MediaLane, now: float) -> MediaWork | Wait | None:
         if self.hosts[lane.site].suspended_reason is not None:
@@ -185,9 +192,12 @@ class MediaLanes(LaneKindBase):
         while lane.queue:
             item = lane.queue.popleft()
             self.queued -= 1
+            if item.render is not None and item.render.answer.done():
+                continue  # the render gave up on it
             if rules.allows(item.url.fetch_url, self.token):
                 return item
             self.stats.refused["robots"] += 1
+            refuse_render(item.render)
         return None
 
     def not_before(self, lane: MediaLane, work: MediaWork, now: float) -> float:
@@ -233,7 +243,7 @@ class MediaLanes(LaneKindBase):
         if host.crawl_delay and not spaced:
             limits.append(self._site_limit(lane.site, host.crawl_delay))
         lane.books_origin = books_origin
-        return tuple(limits), self.image_cost
+        return tuple(limits), self.image_cost if work.render is None else work.render.cost
 
     def _site_limit(self, site: str, interval: float) -> Limit:
         params = self.config.limits.site
@@ -272,6 +282,8 @@ class MediaLanes(LaneKindBase):
         if isinstance(work, RobotsWork):
             return self._robots(lane, work, context_of(work.site, "robots", launch))
         origin = _booked_origin(launch.slot.keys)
+        if work.render is not None:
+            return answer_render(self, lane, work, work.render, launch, origin)
         context = context_of(
             work.url.site,
             "media",
@@ -321,12 +333,7 @@ class MediaLanes(LaneKindBase):
         if result is None:
             return
         self.stats.media_requests[item.source.value] += 1
-        cache = None
-        if item.source in _CACHES and result.status is not None and (result.status < 500):
-            cache = cache_verdict(result.headers)
-            self.stats.cache[cache.value] += 1
-            lane.observations.record(cache)
-            await self._charge_unexpected_miss(lane, item, context.keys, cache)
+        cache = await self.observe_cache(lane, item, context.keys, result)
         if verdict is Verdict.REDIRECT and answer.redirect is not None:
             self._redirect(item, answer.redirect)
         done()  # the key's place in flight: keeping the answer is our own work
@@ -340,6 +347,18 @@ class MediaLanes(LaneKindBase):
             extra["md5"] = md5
         extra |= kept.fields()
         self.write_document(document(result, url=item.url.fetch_url, site=item.url.site, **extra))
+
+    async def observe_cache(
+        self, lane: MediaLane, item: MediaItem, keys: tuple[str, ...], result: FetchResult
+    ) -> CacheVerdict | None:
+        """A cache's verdict on an answer (None: no cache in front), learnt from."""
+        if item.source not in _CACHES or result.status is None or result.status >= 500:
+            return None
+        cache = cache_verdict(result.headers)
+        self.stats.cache[cache.value] += 1
+        lane.observations.record(cache)
+        await self._charge_unexpected_miss(lane, item, keys, cache)
+        return cache
 
     def _redirect(self, item: MediaItem, location: str) -> None:
         target = self.intake.redirect(location, item.url.fetch_url, item.redirects)

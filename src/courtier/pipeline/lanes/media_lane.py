@@ -1,7 +1,9 @@
-"""A media lane and its work: the images that share one media key, queued in memory.
+"""A media lane and its work: the images that share one media key, queued in memory, and
+the requests renders make to media hosts (``RenderFetch``), queued before them.
 
 A lane is named by its most specific key (a bucket, a CDN customer's misses, an image
-service's customer, a same-origin media host); ``media`` schedules and runs it.
+service's customer, a same-origin media host, a host renders may fetch from); ``media``
+schedules and runs it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from courtier.origins.media import CacheObservations
 from courtier.pipeline.lanes.media_places import Placement
-from courtier.pipeline.lanes.site import RobotsWork
+from courtier.pipeline.lanes.site import RenderFetch, RobotsWork
 from courtier.pipeline.scheduling.lanes import LaneState
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.keys import MediaSource
@@ -33,6 +35,9 @@ class MediaItem:
     the item still waits here, and its miss still reaches that origin."""
     placement: Placement | None = None
     """Where a host known by its DNS, not its name, lives (``media_places``): its keys."""
+    render: RenderFetch | None = None
+    """A render's request (not an image): its answer goes back to the render, which keeps
+    it; nothing is retried or followed here."""
 
 
 MediaWork = MediaItem | RobotsWork
@@ -52,6 +57,9 @@ class MediaLane:
     observations: CacheObservations = field(default_factory=CacheObservations)
     same_origin: bool = False
     """A same-origin media host's lane (``media_places``): booked as far ahead as pages."""
+    single: bool = False
+    """One request in flight, like a site: a host renders may fetch from (``[render]
+    hosts``) on its own site key."""
     books_origin: bool = False
     """Its work being booked now includes a customer's origin (an expected miss): set by
     ``booking``, read by ``max_lead`` for the same booking."""

@@ -134,8 +134,9 @@ class MediaPlaces:
     def known(self, site: str) -> bool:
         return site in self.placed
 
-    def ask(self, url: Url, referrer: str) -> None:
-        """An image of an unknown host: look the host up (once) and fetch it if it is media."""
+    def ask(self, url: Url, referrer: str, *, image: bool = True) -> None:
+        """An image of an unknown host: look the host up (once) and fetch it if it is media.
+        ``image`` False (a render's request): only look the host up, for later renders."""
         site = url.site
         if self.stopping or site in self.placed:
             return
@@ -149,7 +150,7 @@ class MediaPlaces:
                 task = asyncio.get_running_loop().create_task(self._look_up_soon())
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
-        if len(waiting) < PENDING_PER_HOST:
+        if image and len(waiting) < PENDING_PER_HOST:
             waiting.append((url, referrer))
 
     async def _look_up_soon(self) -> None:

@@ -1,6 +1,6 @@
 """One page's render as the crawl answers it: every request the browser makes, fetched
-through the site's lane, taken from the cache, or aborted with its reason
-(``rendering`` has the rules)."""
+through the site's lane (or a media lane, ``render_media``), taken from the cache, or
+aborted with its reason (``rendering`` has the rules)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,18 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from courtier.frontier.base import LeasedUrl
 from courtier.net.fetch import FetchResult
 from courtier.net.spool import body_bytes
 from courtier.pipeline.answers.fetching import Answer
+from courtier.pipeline.lanes.media_places import Placement
 from courtier.pipeline.lanes.render_cache import CachedAsset
+from courtier.pipeline.lanes.render_media import ROBOTS, ask_media
 from courtier.pipeline.lanes.site import RenderFetch, SiteLane, target_of
+from courtier.politeness.keys import KeyType, LimitKey, MediaSource
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, RenderResult
 from courtier.sinks.redact import redact_url
 from courtier.url import Url, UrlError, parse_url
@@ -31,6 +35,17 @@ _PASSED_ON = ("accept", "accept-language", "content-type", "x-requested-with")
 """Request headers of the browser's the fetch sends on."""
 LOG_ENTRIES = 100
 """Requests of one render listed in its document (all are counted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outside:
+    """A host outside the seed: fetched through the media lanes if it is a media host or
+    one ``[render] hosts`` names (``placement``: its own site key), else aborted."""
+
+    placement: Placement | None
+
+
+Where = SiteLane | Outside
 
 
 class RenderSession:
@@ -55,7 +70,7 @@ class RenderSession:
         self.counts: Counter[str] = Counter()
         self.sent = 0
         self.entries: list[dict[str, Any]] = []
-        self.queued: list[tuple[SiteLane, RenderFetch]] = []
+        self.queued: list[tuple[SiteLane | None, RenderFetch]] = []
 
     async def __call__(self, request: BrowserRequest) -> Fulfil | Abort:
         try:
@@ -85,15 +100,16 @@ class RenderSession:
             return Abort("bad-url")
         if url.scheme not in ("http", "https"):
             return Abort("bad-url")
-        lane = self._lane_of(url.site, url.host)
-        if isinstance(lane, Abort):
-            return lane
+        where = self._lane_of(url)
+        if isinstance(where, Abort):
+            return where
         rendering = self.rendering
-        rules = rendering.robots.rules(lane.site, rendering.timer.now())
-        if rules is None or not rules.allows(url.fetch_url, rendering.token):
-            return Abort("robots")
+        if isinstance(where, SiteLane):  # (a media lane asks its host's robots.txt itself)
+            rules = rendering.robots.rules(where.site, rendering.timer.now())
+            if rules is None or not rules.allows(url.fetch_url, rendering.token):
+                return Abort("robots")
         if request.resource_type not in STATIC:
-            return await self._get(request, lane, url, None)
+            return await self._get(request, where, url, None)
         # One fetch of a script at a time for all renders: the others wait for its answer.
         pending = rendering.pending.get(url.fetch_url)
         if pending is not None:
@@ -109,16 +125,16 @@ class RenderSession:
         rendering.pending[url.fetch_url] = future
         answer: Fulfil | Abort = Abort("budget")
         try:
-            answer = await self._get(request, lane, url, cached)
+            answer = await self._get(request, where, url, cached)
         finally:
             del rendering.pending[url.fetch_url]
             future.set_result(answer)
         return answer
 
     async def _get(
-        self, request: BrowserRequest, lane: SiteLane, url: Url, cached: CachedAsset | None
+        self, request: BrowserRequest, where: Where, url: Url, cached: CachedAsset | None
     ) -> Fulfil | Abort:
-        """``url`` fetched through ``lane`` (with ``cached``'s validators when there is one)."""
+        """``url`` fetched through ``where`` (with ``cached``'s validators if there is one)."""
         rendering = self.rendering
         if self.sent >= rendering.config.max_requests:
             return Abort("budget")
@@ -126,16 +142,14 @@ class RenderSession:
         if cached is not None:
             headers.update(cached.validators())
         cost = rendering.cost_of(request.resource_type, url.target, self.page_target)
-        answer = await self._fetch(
-            lane, url.fetch_url, url.host, request.resource_type, cost, headers
-        )
-        if answer is None:
-            return Abort("budget")
+        answer = await self._fetch(where, url, request.resource_type, cost, headers)
+        if isinstance(answer, Abort):
+            return answer
         result = answer.result
         if result is None:
-            return Abort(f"guard:{answer.refusal}")
+            return Abort(ROBOTS if answer.refusal == ROBOTS else f"guard:{answer.refusal}")
         now = rendering.timer.now()
-        await rendering.keeper.keep(result, lane.site, sent=headers if cached else None)
+        await rendering.keeper.keep(result, url.site, sent=headers if cached else None)
         if cached is not None and result.status == 304:
             rendering.cache.revalidated(url.fetch_url, result.headers, now)
             self.counts["revalidated"] += 1
@@ -157,38 +171,52 @@ class RenderSession:
         except UrlError:
             return False
 
-    def _lane_of(self, site: str, host: str) -> SiteLane | Abort:
-        lanes = self.rendering.lanes
-        lane = lanes.get(site)
+    def _lane_of(self, url: Url) -> Where | Abort:
+        rendering = self.rendering
+        lane = rendering.lanes.get(url.site)
         if lane is not None:
             return lane
-        if site in self.rendering.scope:
+        if url.site in rendering.scope:
             return Abort("not-ours")
-        verdict = self.rendering.judge_name(host)
+        verdict = rendering.judge_name(url.host)
         if verdict is not None and not verdict.allowed:
             return Abort(f"guard:{verdict.reason}")
-        return Abort("third-party")
+        if rendering.media is None:
+            return Abort("third-party")
+        if url.host in rendering.hosts:
+            key = LimitKey(KeyType.SITE, url.site)
+            return Outside(Placement(MediaSource.HOST, (key,), why="[render] hosts"))
+        return Outside(None)
 
     async def _fetch(
-        self, lane: SiteLane, url: str, host: str, kind: str, cost: float, headers: dict[str, str]
-    ) -> Answer | None:
-        """Queue the request on its site and wait for its answer; None: the page's time ran
-        out before it started (it is withdrawn)."""
+        self, where: Where, url: Url, kind: str, cost: float, headers: dict[str, str]
+    ) -> Answer | Abort:
+        """Queue the request on its lane and wait for its answer; ``budget``: the page's
+        time ran out before it started (it is withdrawn)."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
-            return None
+            return Abort("budget")
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        page = self.item.fetch_url
         work = RenderFetch(
-            url, host, kind, cost, headers, future, self.item.fetch_url, self.decision
+            url.fetch_url, url.host, kind, cost, headers, future, page, self.decision
         )
-        lane.renders.append(work)
-        self.queued.append((lane, work))
+        if isinstance(where, SiteLane):
+            where.renders.append(work)
+            self.rendering.arm(where)
+            self.queued.append((where, work))
+        else:
+            media = self.rendering.media
+            if media is None or media.stopping:
+                return Abort("stopping")
+            if not ask_media(media, url, work, self.lane.site, where.placement):
+                return Abort("third-party")
+            self.queued.append((None, work))
         self.sent += 1
-        self.rendering.arm(lane)
         try:
             return await asyncio.wait_for(asyncio.shield(future), remaining)
         except TimeoutError:
-            return None
+            return Abort("budget")
         finally:
             if not future.done():
                 future.cancel()
@@ -197,8 +225,8 @@ class RenderSession:
         """The render ended: whatever it still waits for is withdrawn."""
         for lane, work in self.queued:
             if not work.answer.done():
-                work.answer.cancel()
-            if work in lane.renders:
+                work.answer.cancel()  # a media lane skips it when its turn comes
+            if lane is not None and work in lane.renders:
                 lane.renders.remove(work)
         self.queued.clear()
 

@@ -2,8 +2,9 @@
 by the crawl's own booked, guarded, archived fetch.
 
 Rules:
-- After a page is parsed, ``render.decision`` says whether it is rendered (``[render]``
-  mode, site and URL rules; ``auto`` renders what ``content.shell`` calls a shell).
+- After a page is parsed, ``render.decision`` says whether it is rendered (an operator's
+  ``site render`` controls, then ``[render]`` mode, site and URL rules; ``auto`` renders
+  what ``content.shell`` calls a shell).
 - While one of its pages renders, a site takes no new page: the render's requests are the
   site's next starts (``SiteLane.renders`` go before its queue), each booked on the site's
   and its origin's keys, one in flight, spaced from its real send like a page. The page
@@ -13,9 +14,11 @@ Rules:
   type is not in ``fetch_types`` (``type``: images, fonts and media by default, the rendered
   page's images reach the media lanes as any page's); its URL is not http(s)
   (``bad-url``); its host is an address the guard refuses (``guard:<reason>``); its host is
-  not a seed site of this crawl (``third-party``) or one another worker holds (``not-ours``);
-  robots.txt does not allow it (``robots``); the render has sent ``max_requests``
-  (``budget``), or its start would come after the page's time is up (``budget``).
+  a seed site another worker holds (``not-ours``), or outside the seed and neither a media
+  host nor one ``[render] hosts`` names (``third-party``: those go through the media lanes,
+  ``render_media``); robots.txt does not allow it (``robots``); the render has sent
+  ``max_requests`` (``budget``), or its start would come after the page's time is up
+  (``budget``); it is for a media lane while the crawl stops (``stopping``).
 - Costs: a script or stylesheet costs an image; any other request costs what the page it
   serves costs, or its own URL's class when that is dearer.
 - Scripts and stylesheets are kept across renders (``render_cache``) and asked again with
@@ -41,14 +44,16 @@ from courtier.net.guard import Resolution
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.events import RequestContext
 from courtier.pipeline.keeping.keeper import Keeper
+from courtier.pipeline.lanes.media import MediaLanes
 from courtier.pipeline.lanes.render_cache import AssetCache
 from courtier.pipeline.lanes.render_session import STATIC, RenderSession
 from courtier.pipeline.lanes.services import LaneServices, Parse
 from courtier.pipeline.lanes.site import RenderFetch, SiteLane
 from courtier.pipeline.workers.jobs import parse_guarded
 from courtier.politeness.keys import CostModel, RequestClass
-from courtier.render.decision import RenderRules
+from courtier.render.decision import RenderRules, SiteRender
 from courtier.render.intercept import Abort, Fulfil, Intercept, RenderResult
+from courtier.url import canonical_host
 
 _DOM_HEADERS = ("x-robots-tag", "link")
 """Headers of a page's answer that still speak for its rendered DOM (robots directives, a
@@ -90,6 +95,8 @@ class Rendering:
         config = services.config.render
         self.config = config
         self.rules: RenderRules = config.decisions()
+        self.operator: Callable[[str], SiteRender | None] = lambda site: None
+        """The operator's render controls of a site (``lanes.controls``)."""
         self.renderer = renderer
         self.timer = services.timer
         self.stats = services.stats
@@ -109,6 +116,9 @@ class Rendering:
         self.pending: dict[str, asyncio.Future[Fulfil | Abort]] = {}
         """Scripts and stylesheets being fetched for a render: other renders wait for them."""
         self.fetch_types = frozenset(config.fetch_types)
+        self.hosts = frozenset(canonical_host(host) for host in config.hosts)
+        self.media: MediaLanes | None = None
+        """The media lanes, where a render's requests to media hosts go (``wiring``)."""
 
     async def consider(
         self,
@@ -123,7 +133,11 @@ class Rendering:
         if "format" in page.fields:  # a PDF or a feed (``content.reading``): no page to render
             return page, None
         decision = self.rules.decide(
-            lane.site, item.fetch_url, page.shell, available=self.renderer is not None
+            lane.site,
+            item.fetch_url,
+            page.shell,
+            available=self.renderer is not None,
+            operator=self.operator(lane.site),
         )
         if decision is None:
             return page, None
