@@ -54,7 +54,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -75,6 +75,7 @@ from courtier.politeness.limiter.base import (
     check_floors,
     check_time,
 )
+from courtier.runtime.pg_arrays import float_array, int_array, text_array
 
 log = logging.getLogger(__name__)
 
@@ -251,9 +252,9 @@ class PostgresLimiter:
         check_request(limits, cost, max_lead, slack)
         keys = [limit.key for limit in limits]
         params: dict[str, Any] = {
-            "keys": _text_array(keys),
-            "bursts": _float_array(limit.params.burst for limit in limits),
-            "charges": _float_array(limit.params.charge(cost) for limit in limits),
+            "keys": text_array(keys),
+            "bursts": float_array(limit.params.burst for limit in limits),
+            "charges": float_array(limit.params.charge(cost) for limit in limits),
             "lead": max_lead,
             "fshard": None if fence is None else fence.shard,
             "fowner": None if fence is None else fence.owner,
@@ -266,7 +267,7 @@ class PostgresLimiter:
                 raise LeaseLost(f"shard {fence.shard if fence else '?'} is no longer ours")
             if found == len(keys):
                 break
-            await self._fetch_all(_ADD_KEYS, (_text_array(keys),), rows=False)
+            await self._fetch_all(_ADD_KEYS, (text_array(keys),), rows=False)
         else:
             raise LimiterError(f"the rows of {keys!r} keep disappearing (a concurrent prune?)")
         return _answer(limits, cost, max_lead, slack, params["now"], start, saturated)
@@ -297,7 +298,7 @@ class PostgresLimiter:
                     )
             if short:
                 keys = sorted({limit.key for i in short for limit in requests[i].limits})
-                await self._fetch_all(_ADD_KEYS, (_text_array(keys),), rows=False)
+                await self._fetch_all(_ADD_KEYS, (text_array(keys),), rows=False)
             pending = short
         if pending:
             keys = [limit.key for limit in requests[pending[0]].limits]
@@ -310,8 +311,8 @@ class PostgresLimiter:
             return
         keys = sorted(checked)
         params = {
-            "keys": _text_array(keys),
-            "floors": _float_array(checked[key] for key in keys),
+            "keys": text_array(keys),
+            "floors": float_array(checked[key] for key in keys),
         }
         await self._fetch_all(_RAISE_FLOOR, params, rows=False)
 
@@ -327,7 +328,7 @@ class PostgresLimiter:
 
     async def tats(self, keys: Sequence[str]) -> dict[str, float]:
         query = f"SELECT key, tat FROM {TABLE} WHERE key = ANY (%s::text[]) AND tat > '-Infinity'"
-        return dict(await self._fetch_all(query, (_text_array(keys),)))
+        return dict(await self._fetch_all(query, (text_array(keys),)))
 
     async def prune(self, margin: float = DEFAULT_PRUNE_MARGIN) -> int:
         query = f"WITH gone AS (DELETE FROM {TABLE} WHERE tat < %s RETURNING 1) "
@@ -428,42 +429,16 @@ def _batch_params(requests: Sequence[BookingRequest], now: float) -> dict[str, A
         ends.append(end)
     fences = [r.fence for r in requests]
     return {
-        "keys": _text_array(limit.key for limit in limits),
-        "bursts": _float_array(limit.params.burst for limit in limits),
-        "charges": _float_array(
-            limit.params.charge(r.cost) for r in requests for limit in r.limits
-        ),
-        "ends": "{" + ",".join(map(str, ends)) + "}",
+        "keys": text_array(limit.key for limit in limits),
+        "bursts": float_array(limit.params.burst for limit in limits),
+        "charges": float_array(limit.params.charge(r.cost) for r in requests for limit in r.limits),
+        "ends": int_array(ends),
         "now": now,
-        "leads": _float_array(r.max_lead for r in requests),
-        "shards": _nullable_array(None if f is None else f.shard for f in fences),
-        "owners": _text_array_or_null(None if f is None else f.owner for f in fences),
-        "tokens": _nullable_array(None if f is None else f.token for f in fences),
+        "leads": float_array(r.max_lead for r in requests),
+        "shards": int_array(None if f is None else f.shard for f in fences),
+        "owners": text_array(None if f is None else f.owner for f in fences),
+        "tokens": int_array(None if f is None else f.token for f in fences),
     }
-
-
-def _nullable_array(values: Iterable[int | None]) -> str:
-    """An integer[] literal, None as NULL."""
-    return "{" + ",".join("NULL" if v is None else str(int(v)) for v in values) + "}"
-
-
-def _text_array_or_null(values: Iterable[str | None]) -> str:
-    """A text[] literal, None as NULL (a quoted "NULL" stays the text NULL)."""
-    return "{" + ",".join("NULL" if v is None else _quoted(v) for v in values) + "}"
-
-
-def _quoted(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _text_array(values: Iterable[str]) -> str:
-    """A text[] literal: each element quoted, so commas or braces in a key stay inside it."""
-    return "{" + ",".join(map(_quoted, values)) + "}"
-
-
-def _float_array(values: Iterable[float]) -> str:
-    """A float8[] literal; ``repr`` is exact and PostgreSQL reads it back to the same double."""
-    return "{" + ",".join(map(repr, values)) + "}"
 
 
 async def _open(conninfo: str, synchronous_commit: bool) -> psycopg.AsyncConnection[Any]:
