@@ -78,6 +78,8 @@ class KeyClocks:
         """Shared limiter: the latest ready time known per key (own sends and reads)."""
         self._sent_unwritten: dict[str, float] = {}
         self._sent_writer: asyncio.Task[None] | None = None
+        self._floors_pending: dict[str, float] = {}
+        self._floor_writer: asyncio.Task[None] | None = None
         self._next_read: _SentRead | None = None
         """The read of other workers' sends that launches asking now join."""
         self._read_turn = asyncio.Lock()
@@ -218,9 +220,11 @@ class KeyClocks:
                 read.done.set_result(None)
 
     async def flush_sent(self) -> None:
-        """Wait until every recorded send is written (a stop)."""
-        while self._sent_writer is not None:
-            await asyncio.shield(self._sent_writer)
+        """Wait until every recorded send, and every floor it raised, is written (a stop)."""
+        while self._sent_writer is not None or self._floor_writer is not None:
+            writer = self._sent_writer or self._floor_writer
+            assert writer is not None
+            await asyncio.shield(writer)
 
     # -- floors ----------------------------------------------------------------------------
 
@@ -240,6 +244,38 @@ class KeyClocks:
                 await self.limiter.raise_floor(wanted)
             except LimiterUnavailable:
                 self._keep_floors(wanted)  # written before the next booking
+
+    def raise_floors_soon(self, floors: Mapping[str, float]) -> None:
+        """``raise_floors`` (not durable) without waiting for it: a shared limiter gets the
+        floors asked for while a write is out in the next write, one round trip for all of
+        them (a real send's floor on its site key, after every request)."""
+        wanted = {
+            key: when + self._burst(key) for key, when in floors.items() if math.isfinite(when)
+        }
+        if not wanted:
+            return
+        self.booked_keys.update(wanted)
+        if self._memory is not None:
+            self._memory.raise_floor_now(wanted)
+            return
+        pending = self._floors_pending
+        for key, when in wanted.items():
+            pending[key] = max(when, pending.get(key, -math.inf))
+        if self._floor_writer is None:
+            self._floor_writer = asyncio.get_running_loop().create_task(self._write_floors())
+
+    async def _write_floors(self) -> None:
+        try:
+            while self._floors_pending:
+                batch, self._floors_pending = self._floors_pending, {}
+                try:
+                    await self.limiter.raise_floor(batch)
+                except LimiterUnavailable:
+                    self._keep_floors(batch)  # written before the next booking
+                except LimiterError as error:
+                    log.warning("floors after real sends not written: %s", error)
+        finally:
+            self._floor_writer = None
 
     def _burst(self, key: str) -> float:
         try:
