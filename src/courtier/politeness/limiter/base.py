@@ -7,7 +7,8 @@ machines book the same keys at once. Backends differ only in where the TATs live
 - ``MemoryLimiter``: a dict in one process (the embedded default's hot path);
 - ``SqliteLimiter``: a SQLite file, one ``BEGIN IMMEDIATE`` transaction per booking, safe for
   several processes on one machine;
-- ``PostgresLimiter``: one table and one atomic statement per booking, for many machines.
+- ``PostgresLimiter``: one table and one atomic statement per booking (one call per batch),
+  for many machines.
 
 Contract for callers:
 

@@ -1,4 +1,4 @@
-"""PostgreSQL limiter: TATs in one table, one atomic statement per booking, many machines.
+"""PostgreSQL limiter: TATs in one table, one atomic statement per booking (or batch).
 
 A booking is one statement (``_BOOK``), so one transaction, that runs the arithmetic of
 ``courtier.politeness.gcra.book`` in SQL:
