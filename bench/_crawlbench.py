@@ -265,12 +265,16 @@ def run(
     courtier: list[str] | None = None,
     env: dict[str, str] | None = None,
     beside: Callable[[int], Callable[[], None]] | None = None,
+    store: str | None = None,
+    workers: int = 1,
 ) -> RunResult:
     """One run of `crawler` ("courtier" or "scrapy") against a fresh simulated web.
 
     `courtier`: how Courtier is started (default `python -m courtier`); `env`: the crawler
     process's environment (default this one's); `beside`: started with the crawler's PID
-    once it runs, returning what stops it when the crawler has exited."""
+    once it runs, returning what stops it when the crawler has exited; `store`: Courtier's
+    `--store` (default its SQLite file under the run's output); `workers`: its `--workers`
+    (a PostgreSQL store)."""
     workdir.mkdir(parents=True, exist_ok=True)
     settings = settings or []
     site_interval, allow_media = 1.0, True
@@ -289,6 +293,8 @@ def run(
                 "--dns", web.dns, "--allow-net", web.allow_net, "--out", str(out),
                 "--duration", str(duration), "--json",
                 *(arg for setting in settings for arg in ("-s", setting)),
+                *(["--store", store] if store else []),
+                *(["--workers", str(workers)] if workers > 1 else []),
             ]  # fmt: skip
         elif crawler == "scrapy":
             command = [

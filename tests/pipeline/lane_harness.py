@@ -281,6 +281,9 @@ class FleetLimiter:
     async def book(self, limits: Any, cost: float, **kwargs: Any) -> Any:
         return await self.shared.book(limits, cost, **kwargs)
 
+    async def book_many(self, requests: Any) -> Any:
+        return await self.shared.book_many(requests)
+
     async def raise_floor(self, floors: Mapping[str, float]) -> None:
         await self.shared.raise_floor(floors)
 

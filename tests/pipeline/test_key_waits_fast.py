@@ -133,3 +133,58 @@ async def test_a_line_due_now_is_not_busy() -> None:
     waits: KeyWaits[str] = KeyWaits(timer, lambda lane: None)
     waits.wait("a", "k", timer.now())
     assert waits.busy(["k"], timer.now()) is None  # due: asking may succeed
+
+
+class QueuedAsker(Asker):
+    """The same lanes and key, booked by a task (as a SQLite or PostgreSQL limiter is): a
+    woken lane is queued, and asks the key when the booker takes the queue."""
+
+    def __init__(self, timer: FakeTimer, interval: float) -> None:
+        super().__init__(timer, interval)
+        self.queued: list[str] = []
+        self.waits = KeyWaits(timer, self.queue)
+
+    def queue(self, lane: str) -> bool:
+        self.queued.append(lane)
+        return True  # its ask is out until the booker answers it
+
+    def book_queued(self) -> None:
+        """The booker's turn: every queued lane asks, then the line hears each answer."""
+        queued, self.queued = self.queued, []
+        for lane in queued:
+            self.ask(lane)
+        for lane in queued:
+            self.waits.answered(lane)
+
+
+async def test_a_line_waits_for_its_queued_lanes_answer_before_the_next_asks() -> None:
+    timer = FakeTimer()
+    asker = QueuedAsker(timer, interval=1.0)
+    lanes = [f"s{n}" for n in range(20)]
+    for lane in lanes:
+        asker.ask(lane)
+    for _ in range(400):  # the booker takes the queue every 50 ms
+        await timer.advance(0.05)
+        assert len(asker.queued) <= 1  # never the whole line queued at once
+        asker.book_queued()
+    assert [lane for _t, lane in asker.booked] == lanes
+    assert len(asker.asked) <= 20 + 2 * 19  # still one refusal at most per slot
+    assert asker.waits.lines() == 0
+
+
+async def test_a_queued_lane_that_never_asks_lets_the_line_go_on() -> None:
+    """A lane woken from the line and dropped before the booker took it: answered anyway,
+    and the next in line asks."""
+    timer = FakeTimer()
+    asker = QueuedAsker(timer, interval=1.0)
+    for lane in ("a", "b", "c"):
+        asker.ask(lane)  # a books; b and c are refused and wait in the line
+    await timer.advance(1.0)
+    assert asker.queued == ["b"]  # c waits for b's answer
+    asker.queued.clear()
+    asker.waits.answered("b")  # dropped: it left without asking
+    await timer.advance(0.0)
+    assert asker.queued == ["c"]
+    asker.book_queued()
+    assert asker.booked[-1][1] == "c"
+    assert asker.waits.lines() == 0

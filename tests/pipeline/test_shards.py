@@ -11,7 +11,7 @@ import pytest
 
 from courtier.pipeline.cluster.shards import _LOCK_SPACE, ShardKeeper, shard_of
 from courtier.politeness.gcra import KeyParams, Limit, Slot
-from courtier.politeness.limiter.base import Fence, LeaseLost
+from courtier.politeness.limiter.base import BookingRequest, Fence, LeaseLost
 from courtier.politeness.limiter.postgres import LEASES, PostgresLimiter
 
 SHARDS = 8
@@ -120,6 +120,19 @@ async def test_a_booking_fenced_by_a_lost_lease_is_refused(dsn: str) -> None:
         await limiter.book([limit], 1.0, fence=stale)  # the old holder books nothing more
     fresh = second.fence(shard)
     assert isinstance(await limiter.book([limit], 1.0, fence=fresh), Slot)
+    # In a batch, the stale fence fails its own request only, and books nothing for it.
+    other = Limit("site:b.test", KeyParams(1.0))
+    before = await limiter.tats(["site:a.test"])
+    batch = [
+        BookingRequest((other,), 1.0, fence=fresh),
+        BookingRequest((limit,), 1.0, fence=stale),
+        BookingRequest((other,), 1.0),
+    ]
+    first_slot, lost, second_slot = await limiter.book_many(batch)
+    assert isinstance(lost, LeaseLost)
+    assert isinstance(first_slot, Slot) and isinstance(second_slot, Slot)
+    assert second_slot.start == first_slot.start + 1.0
+    assert await limiter.tats(["site:a.test"]) == before
     await limiter.close()
     await second.stop()
 

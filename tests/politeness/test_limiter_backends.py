@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book, charge_after
 from courtier.politeness.limiter import Limiter, LimiterError, MemoryLimiter, SqliteLimiter
+from courtier.politeness.limiter.base import BookingRequest, LeaseLost
 from courtier.politeness.limiter.postgres import TABLE, PostgresLimiter
 from pg import PostgresCluster, PostgresUnavailable
 
@@ -267,6 +268,93 @@ async def test_concurrent_tasks_get_distinct_evenly_spaced_slots(backend: Backen
     starts = sorted(start for result in results for start in result)
     assert starts == [T0 + 0.5 * i for i in range(80)]
     assert tats == {"site:a.test": T0 + 40.0, "origin:o": T0 + 40.0}
+
+
+def _batch_requests() -> list[BookingRequest]:
+    """Overlapping keys, keys first seen mid-batch, a burst key, weighted costs, a request
+    refused for its lead and one with a slot width of its own."""
+    site_a, site_b = key("site:a.test", 1.0), key("site:b.test", 0.5)
+    origin = key("origin:o", 0.25)
+    bucket = key("bucket:s3/b", 0.1, burst=0.3)
+    return [
+        BookingRequest((site_a, origin), 2),
+        BookingRequest((site_b, origin), 4),
+        BookingRequest((site_a, origin), 2),
+        BookingRequest((bucket,), 1),
+        BookingRequest((bucket, origin), 1, slack=0.05),
+        BookingRequest((key("site:new.test", 2.0), origin), 2),
+        BookingRequest((site_a, origin), 2, max_lead=0.5),  # both keys booked too far ahead
+        BookingRequest((bucket,), 3),
+        BookingRequest((site_b, origin), 1, max_lead=10.0),
+    ]
+
+
+async def test_a_batch_books_exactly_as_bookings_one_after_another(backend: Backend) -> None:
+    requests = _batch_requests()
+    answers = {}
+    for how in ("one by one", "batch"):
+        backend.reset()
+        clock = FakeClock()
+        async with backend.limiter(clock) as limiter:
+            await limiter.book([key("site:b.test", 0.5)], 1)  # an earlier booking
+            clock.advance(0.1)
+            if how == "batch":
+                got = await limiter.book_many(requests)
+            else:
+                got = [
+                    await limiter.book(r.limits, r.cost, max_lead=r.max_lead, slack=r.slack)
+                    for r in requests
+                ]
+            keys = sorted({limit.key for r in requests for limit in r.limits})
+            answers[how] = (got, await limiter.tats(keys))
+    assert answers["batch"] == answers["one by one"]
+    bookings, _ = answers["batch"]
+    assert isinstance(bookings[6], Refusal) and bookings[6].keys == ("site:a.test", "origin:o")
+    assert sum(isinstance(b, Slot) for b in bookings) == 8
+
+
+async def test_an_empty_batch_books_nothing(backend: Backend) -> None:
+    async with backend.limiter(FakeClock()) as limiter:
+        assert await limiter.book_many([]) == []
+
+
+async def test_concurrent_postgres_batches_on_crossing_keys_never_overlap(
+    postgres_dsn: str,
+) -> None:
+    """Batches from several sessions lock their keys in key order, whatever order their
+    requests name them in: they queue, never deadlock, and no two slots on a key are
+    closer than its interval, keys that another session creates meanwhile included (each
+    round books a new key from every session at once)."""
+    backend = Backend("postgres", Path("unused"), postgres_dsn)
+    backend.reset()
+    a, b, c = key("origin:a", 0.01), key("origin:b", 0.01), key("origin:c", 0.01)
+    orders = [[(a, b), (b, c), (c, a)], [(c, b), (b, a), (a, c)], [(b,), (c, a), (a, b)]]
+    fresh = [key(f"origin:new{n}", 0.01) for n in range(15)]
+    limiters = [await backend.open() for _ in orders]
+    try:
+
+        async def session(limiter: Limiter, pairs: list[tuple[Limit, ...]]) -> list[Slot]:
+            booked: list[Slot] = []
+            for new in fresh:
+                batch = [*pairs, (new, pairs[0][0]), (new,)]
+                got = await limiter.book_many([BookingRequest(keys, 1) for keys in batch])
+                booked += [slot(b) for b in got if not isinstance(b, LeaseLost)]
+            return booked
+
+        results = await asyncio.wait_for(
+            asyncio.gather(
+                *(session(lim, order) for lim, order in zip(limiters, orders, strict=True))
+            ),
+            60,
+        )
+    finally:
+        for limiter in limiters:
+            await limiter.close()
+    slots = [s for got in results for s in got]
+    assert len(slots) == len(fresh) * sum(len(order) + 2 for order in orders)
+    for name in {k for s in slots for k in s.keys}:
+        starts = sorted(s.start for s in slots if name in s.keys)
+        assert min(y - x for x, y in itertools.pairwise(starts)) >= 0.01 - 1e-6, name
 
 
 # --- clock adjustments: floors, late charges, busy keys ---

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -73,6 +73,7 @@ from courtier.frontier.refresh import Importance, RefreshPolicy, RefreshState, r
 from courtier.origins.cluster import Assignment, OriginChange
 from courtier.origins.store import changes_from, evidence_json
 from courtier.politeness.limiter.base import SHARD_LEASES, Fence
+from courtier.runtime.pg_arrays import float_array, int_array, text_array
 
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -453,12 +454,12 @@ class PostgresFrontier:
             _INSERT_URLS,
             {
                 "now": now,
-                "canonical": [u.canonical for u in new_urls],
-                "fetch_url": [u.fetch_url for u in new_urls],
-                "site": [u.site for u in new_urls],
-                "depth": [u.depth for u in new_urls],
-                "redirects": [u.redirects for u in new_urls],
-                "lane": [int(u.lane) for u in new_urls],
+                "canonical": text_array(u.canonical for u in new_urls),
+                "fetch_url": text_array(u.fetch_url for u in new_urls),
+                "site": text_array(u.site for u in new_urls),
+                "depth": int_array(u.depth for u in new_urls),
+                "redirects": int_array(u.redirects for u in new_urls),
+                "lane": int_array(int(u.lane) for u in new_urls),
             },
         )
         sites = [row[0] for row in cur.fetchall()]
@@ -485,8 +486,8 @@ class PostgresFrontier:
             return
         cur.execute(
             "SELECT id, fingerprint, refresh_interval, unchanged_fetches, importance, freshlane, "
-            "etag, last_modified, payload_digest FROM urls WHERE id = ANY(%s) FOR UPDATE",
-            (sorted({o.url_id for o in outcomes}),),
+            "etag, last_modified, payload_digest FROM urls WHERE id = ANY(%s::bigint[]) FOR UPDATE",
+            (int_array(sorted({o.url_id for o in outcomes})),),
         )
         stored = {
             row[0]: ScheduleRow(row[1], row[2], row[3], Importance(row[4]), *row[5:])
@@ -514,7 +515,7 @@ class PostgresFrontier:
             "%s::text[]) AS v(id, status, http_status, fetched_at, lane, fingerprint, "
             "refresh_interval, unchanged, next_due, etag, last_modified, digest) "
             "WHERE urls.id = v.id",
-            [latest[name] for name in _OUTCOME_ARRAYS],
+            [_OUTCOME_LITERAL[name](latest[name]) for name in _OUTCOME_ARRAYS],
         )
 
     def _record_horizon(
@@ -858,7 +859,8 @@ class PostgresFrontier:
         with self._transaction() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_ORIGINS_LOCK,))
             cur.execute(
-                "SELECT site, origin FROM origin_sites WHERE site = ANY(%s::text[])", (sites,)
+                "SELECT site, origin FROM origin_sites WHERE site = ANY(%s::text[])",
+                (text_array(sites),),
             )
             previous = {str(site): str(origin) for site, origin in cur.fetchall()}
             changes = changes_from(previous, assignments)
@@ -872,11 +874,11 @@ class PostgresFrontier:
                 "checked_at = excluded.checked_at, recheck_at = excluded.recheck_at",
                 (
                     checked_at,
-                    sites,
-                    [a.origin for a in rows],
-                    [a.confidence for a in rows],
-                    [evidence_json(a) for a in rows],
-                    [recheck_at.get(a.site, checked_at) for a in rows],
+                    text_array(sites),
+                    text_array(a.origin for a in rows),
+                    float_array(a.confidence for a in rows),
+                    text_array(evidence_json(a) for a in rows),
+                    float_array(recheck_at.get(a.site, checked_at) for a in rows),
                 ),
             )
             if changes:
@@ -886,9 +888,9 @@ class PostgresFrontier:
                     "WITH ORDINALITY AS v(s, o, n, i) ORDER BY i",
                     (
                         checked_at,
-                        [c.site for c in changes],
-                        [c.old for c in changes],
-                        [c.new for c in changes],
+                        text_array(c.site for c in changes),
+                        text_array(c.old for c in changes),
+                        text_array(c.new for c in changes),
                     ),
                 )
         return changes
@@ -914,6 +916,23 @@ _OUTCOME_ARRAYS: Final = (
     "last_modified",
     "digest",
 )
+
+
+_OUTCOME_LITERAL: Final[dict[str, Callable[[list[Any]], str]]] = {
+    "id": int_array,
+    "status": int_array,
+    "http_status": int_array,
+    "fetched_at": float_array,
+    "lane": int_array,
+    "fingerprint": text_array,
+    "refresh_interval": float_array,
+    "unchanged": int_array,
+    "next_due": float_array,
+    "etag": text_array,
+    "last_modified": text_array,
+    "digest": text_array,
+}
+"""How each column of an outcomes update is written as an array literal."""
 
 
 def _last_per_id(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:

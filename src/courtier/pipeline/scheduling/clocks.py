@@ -21,7 +21,8 @@ Rules:
   its charge, kept in the limiter beside the key's TAT as ``sent:<key>``, so every worker
   of a fleet sees every worker's late sends. In memory it is written and read in this
   thread; a shared limiter is written in coalesced batches a moment after the send and
-  read before a start that depends on it (``refresh_sent``).
+  read before a start that depends on it (``refresh_sent``: the starts that ask while a
+  read is out share the next one).
 - A shared limiter whose server cannot be reached (``LimiterUnavailable``) books nothing,
   so nothing is sent. A floor or a late charge that could not be written meanwhile is kept
   here and written before the next booking: no slot is booked past a pause or a charge the
@@ -34,10 +35,18 @@ import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from courtier.politeness.gcra import Booking, Limit
 from courtier.politeness.keys import KeyType, LimitPolicy
-from courtier.politeness.limiter.base import Fence, Limiter, LimiterError, LimiterUnavailable
+from courtier.politeness.limiter.base import (
+    BookingRequest,
+    BookingResult,
+    Fence,
+    Limiter,
+    LimiterError,
+    LimiterUnavailable,
+)
 from courtier.politeness.limiter.memory import MemoryLimiter
 
 log = logging.getLogger(__name__)
@@ -69,6 +78,12 @@ class KeyClocks:
         """Shared limiter: the latest ready time known per key (own sends and reads)."""
         self._sent_unwritten: dict[str, float] = {}
         self._sent_writer: asyncio.Task[None] | None = None
+        self._floors_pending: dict[str, float] = {}
+        self._floor_writer: asyncio.Task[None] | None = None
+        self._next_read: _SentRead | None = None
+        """The read of other workers' sends that launches asking now join."""
+        self._read_turn = asyncio.Lock()
+        self._readers: set[asyncio.Task[None]] = set()
         self._floors_unwritten: dict[str, float] = {}
         self._charges_unwritten: dict[str, tuple[Limit, float]] = {}
         """Floors and late charges (costs summed per key) a shared limiter could not take
@@ -83,6 +98,15 @@ class KeyClocks:
             await self._write_kept()
         self.booked_keys.update(limit.key for limit in limits)
         return await self.limiter.book(limits, cost, max_lead=max_lead, fence=fence)
+
+    async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
+        """``book`` for each request, in order, in one call to the limiter (its answers in
+        the requests' places: a slot, a refusal or ``LeaseLost``)."""
+        if self._floors_unwritten or self._charges_unwritten:
+            await self._write_kept()
+        for request in requests:
+            self.booked_keys.update(limit.key for limit in request.limits)
+        return await self.limiter.book_many(requests)
 
     async def _write_kept(self) -> None:
         """What the limiter could not take while it was unreachable, now (or it raises)."""
@@ -161,25 +185,46 @@ class KeyClocks:
             self._sent_writer = None
 
     async def refresh_sent(self, keys: Iterable[str]) -> None:
-        """Learn other workers' real sends on ``keys`` (a shared limiter; else nothing)."""
+        """Learn other workers' real sends on ``keys`` (a shared limiter; else nothing).
+
+        Every launch that asks while a read is out joins the next read, sent as soon as
+        that one is back: each caller's answer is read after it asked, and a burst of
+        launches costs one round trip instead of one each."""
         if self._memory is not None:
             return
-        keys = list(keys)
+        read = self._next_read
+        if read is None:
+            read = self._next_read = _SentRead(asyncio.get_running_loop().create_future())
+            task = asyncio.get_running_loop().create_task(self._read_sent(read))
+            self._readers.add(task)
+            task.add_done_callback(self._readers.discard)
+        read.keys.update(keys)
+        await asyncio.shield(read.done)
+
+    async def _read_sent(self, read: _SentRead) -> None:
         try:
-            found = await self.limiter.tats([SENT + key for key in keys])
+            async with self._read_turn:  # one read out at a time; the next gathers meanwhile
+                if self._next_read is read:
+                    self._next_read = None
+                keys = sorted(read.keys)
+                found = await self.limiter.tats([SENT + key for key in keys])
+            seen = self._sent_seen
+            for key in keys:
+                when = found.get(SENT + key)
+                if when is not None and when > seen.get(key, -math.inf):
+                    seen[key] = when
         except LimiterError as error:
             log.warning("other workers' real sends unknown: %s", error)
-            return
-        seen = self._sent_seen
-        for key in keys:
-            when = found.get(SENT + key)
-            if when is not None and when > seen.get(key, -math.inf):
-                seen[key] = when
+        finally:
+            if not read.done.done():
+                read.done.set_result(None)
 
     async def flush_sent(self) -> None:
-        """Wait until every recorded send is written (a stop)."""
-        while self._sent_writer is not None:
-            await asyncio.shield(self._sent_writer)
+        """Wait until every recorded send, and every floor it raised, is written (a stop)."""
+        while self._sent_writer is not None or self._floor_writer is not None:
+            writer = self._sent_writer or self._floor_writer
+            assert writer is not None
+            await asyncio.shield(writer)
 
     # -- floors ----------------------------------------------------------------------------
 
@@ -199,6 +244,38 @@ class KeyClocks:
                 await self.limiter.raise_floor(wanted)
             except LimiterUnavailable:
                 self._keep_floors(wanted)  # written before the next booking
+
+    def raise_floors_soon(self, floors: Mapping[str, float]) -> None:
+        """``raise_floors`` (not durable) without waiting for it: a shared limiter gets the
+        floors asked for while a write is out in the next write, one round trip for all of
+        them (a real send's floor on its site key, after every request)."""
+        wanted = {
+            key: when + self._burst(key) for key, when in floors.items() if math.isfinite(when)
+        }
+        if not wanted:
+            return
+        self.booked_keys.update(wanted)
+        if self._memory is not None:
+            self._memory.raise_floor_now(wanted)
+            return
+        pending = self._floors_pending
+        for key, when in wanted.items():
+            pending[key] = max(when, pending.get(key, -math.inf))
+        if self._floor_writer is None:
+            self._floor_writer = asyncio.get_running_loop().create_task(self._write_floors())
+
+    async def _write_floors(self) -> None:
+        try:
+            while self._floors_pending:
+                batch, self._floors_pending = self._floors_pending, {}
+                try:
+                    await self.limiter.raise_floor(batch)
+                except LimiterUnavailable:
+                    self._keep_floors(batch)  # written before the next booking
+                except LimiterError as error:
+                    log.warning("floors after real sends not written: %s", error)
+        finally:
+            self._floor_writer = None
 
     def _burst(self, key: str) -> float:
         try:
@@ -261,3 +338,11 @@ class KeyClocks:
                 spacing = max(params.interval, media_spacing(key))
                 floors[key] = min(tat, now + image * spacing)
         return floors
+
+
+@dataclass(slots=True)
+class _SentRead:
+    """One read of other workers' sends, for every launch that joined it."""
+
+    done: asyncio.Future[None]
+    keys: set[str] = field(default_factory=set)

@@ -83,7 +83,7 @@ class HopBooker:
         another site, another lane) starts there before its interval from that moment."""
         key = site_key(site)
         spacing = self.interval_of(site) or self.clocks.policy.params_of(key).interval + self.margin
-        await self.clocks.raise_floors({key: sent_at + spacing}, durable=False)
+        self.clocks.raise_floors_soon({key: sent_at + spacing})
 
     async def __call__(self, site: str, host: str) -> HopSlot | None:
         """Book one request to ``host`` (of ``site``) on its site and origin keys and wait

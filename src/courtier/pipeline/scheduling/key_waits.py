@@ -11,7 +11,10 @@ Rules:
 - ``wait(lane, key, not_before)`` puts the lane at the end of ``key``'s line. The line has
   one timer: at the earliest ``not_before`` it was told, it wakes the lane at its head.
 - When the woken lane has asked, the line's next lane asks at once unless the line has a
-  timer by then. The woken lane either booked, or left (no work left, dropped), or was
+  timer by then. A lane booked by a task (SQLite, PostgreSQL: ``booker.py``) has asked when
+  its answer comes back (``answered``), not when it is woken: until then the line waits,
+  or every lane of the line would be queued to ask at once, one turn of the loop apart.
+  The woken lane either booked, or left (no work left, dropped), or was
   refused again: on the same key it goes back to the head of the line (and the refusal
   arms the line's timer), on another key to the end of that key's line. So a slot costs one
   successful booking and at most one refusal, however many lanes wait, and lanes are served
@@ -65,11 +68,14 @@ class _Line(Generic[L]):
 class KeyWaits(Generic[L]):
     """The lines of refused lanes, one per saturated key (see the module rules)."""
 
-    def __init__(self, timer: Timer, wake: Callable[[L], None]) -> None:
+    def __init__(self, timer: Timer, wake: Callable[[L], bool]) -> None:
         self.timer = timer
         self.wake = wake
-        """Called with the lane at a line's head when its turn comes: it asks again."""
+        """Called with the lane at a line's head when its turn comes: it asks again. True:
+        its ask is still out (queued for a booker): ``answered`` says when it is back."""
         self._lines: dict[str, _Line[L]] = {}
+        self._asking: dict[int, str] = {}
+        """id(lane) -> the line whose head it is while its ask is out."""
 
     def wait(self, lane: L, key: str, not_before: float) -> KeyWait[L]:
         line = self._lines.get(key)
@@ -93,6 +99,10 @@ class KeyWaits(Generic[L]):
             if line is not None and line.handle is not None and line.when > now:
                 return key
         return None
+
+    def lined(self, key: str) -> bool:
+        """``key`` has a line (lanes it refused, waiting or asking in turn)."""
+        return key in self._lines
 
     def join(self, lane: L, key: str) -> KeyWait[L]:
         """``lane`` at the end of ``key``'s line (``busy`` said it has one), without asking."""
@@ -124,12 +134,32 @@ class KeyWaits(Generic[L]):
             if not place.cancelled:
                 place.cancelled = True  # woken: this place is used up
                 line.asking = place.lane
+                pending = False
                 try:
-                    self.wake(place.lane)
+                    pending = self.wake(place.lane)
                 finally:
-                    line.asking = None
+                    if not pending:
+                        line.asking = None
+                if pending:
+                    self._asking[id(place.lane)] = key
+                    return  # the line moves on when the answer comes (``answered``)
                 break
-        # A refusal while it asked armed the line again; otherwise the next asks now.
+        self._next(key, line)
+
+    def answered(self, lane: L) -> None:
+        """The ask of ``lane``, woken from a line and booked later (``wake`` returned True),
+        is answered: booked, refused (``wait`` kept its place) or given up. A lane that was
+        not asking for a line is ignored."""
+        key = self._asking.pop(id(lane), None)
+        line = None if key is None else self._lines.get(key)
+        if key is None or line is None or line.asking is not lane:
+            return
+        line.asking = None
+        self._next(key, line)
+
+    def _next(self, key: str, line: _Line[L]) -> None:
+        """After an ask: a refusal armed the line again; otherwise the next asks now."""
+        waits = line.waits
         while waits and waits[0].cancelled:
             waits.popleft()
         if not waits:

@@ -26,9 +26,9 @@ Theory of operation:
   (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`,
   `python bench/bench_stalls.py`).
 - Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
-  other ``Limiter`` backend is booked by one task (``booker``) that awaits
-  ``KeyClocks.book``. A booking refused for maximum lead consumed nothing and is asked again
-  at its ``not_before``; work for a saturated key waits unbooked, in that key's line
+  other ``Limiter`` backend is booked by one task (``booker``, ``booker.py``) in batches.
+  A booking refused for maximum lead consumed nothing and is asked again at its
+  ``not_before``; work for a saturated key waits unbooked, in that key's line
   (``key_waits``: the lanes it refused ask again one at a time, not all at once).
 - A lane's place in flight (``max_in_flight(lane)``: one connection per site) is taken at
   the start and given back when the server has answered (``Launch.answered``), not when the
@@ -53,9 +53,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Generic
 
+from courtier.pipeline.scheduling.booker import BatchBooker
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.key_waits import KeyWaits
-from courtier.pipeline.scheduling.lane_moves import LaneMoves
 from courtier.pipeline.scheduling.lanes import L, LaneKind, Launch, Phase, W, Wait
 from courtier.pipeline.scheduling.launch import Answered, Detach, Sent
 from courtier.pipeline.scheduling.ready_line import ReadyLine
@@ -64,12 +64,11 @@ from courtier.pipeline.scheduling.start_gate import StartGates
 from courtier.pipeline.scheduling.timer import Handle, Timer
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.gcra import Limit, Refusal, Slot
-from courtier.politeness.limiter.base import LeaseLost, LimiterUnavailable
 
 log = logging.getLogger(__name__)
 
 
-class Scheduler(LaneMoves[L], Generic[L, W]):
+class Scheduler(BatchBooker[L, W], Generic[L, W]):
     def __init__(
         self,
         kind: LaneKind[L, W],
@@ -98,7 +97,7 @@ class Scheduler(LaneMoves[L], Generic[L, W]):
         self.stopping = False
         self._to_book: deque[L] = deque()
         self._booker_wake = asyncio.Event()
-        self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake)
+        self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake_in_line)
         """Lanes a saturated key refused, in that key's line (``key_waits``)."""
         self.ready: ReadyLine[L] = ReadyLine(timer, gates, self._release)
         """Lanes waiting for capacity or the start gates, unbooked (``ready_line``)."""
@@ -160,6 +159,11 @@ class Scheduler(LaneMoves[L], Generic[L, W]):
         lane.sched.phase = Phase.IDLE
         self._arm(lane, at_once=True)
 
+    def _wake_in_line(self, lane: L) -> bool:
+        """``_wake`` for a key's line; True: its booking is queued (the booker answers)."""
+        self._wake(lane)
+        return lane.sched.phase is Phase.BOOKING
+
     def _release(self) -> None:
         """Capacity freed (or the start gate reopened): ready lanes book, oldest first."""
         ready = self.ready
@@ -173,30 +177,6 @@ class Scheduler(LaneMoves[L], Generic[L, W]):
 
     # -- booking ------------------------------------------------------------------------
 
-    async def booker(self) -> None:
-        """Book queued lanes one after another (run as one task for the whole crawl)."""
-        while not self.stopping:
-            await self._booker_wake.wait()
-            self._booker_wake.clear()
-            while self._to_book and not self.stopping:
-                lane = self._to_book.popleft()
-                if lane.sched.phase is not Phase.BOOKING:
-                    continue  # dropped meanwhile
-                try:
-                    await self._book(lane)
-                except LeaseLost:
-                    log.warning("%s: its shard lease is lost; it stops here", lane.name)
-                    self.drop(lane)
-                    if self.on_lease_lost is not None:
-                        self.on_lease_lost(lane)
-                except LimiterUnavailable:  # said once by the limiter; nothing was booked
-                    self.stats.limiter_unavailable += 1
-                    self._wait(lane, self.timer.now() + 1.0)
-                except Exception:
-                    log.exception("booking for %s failed; it is tried again", lane.name)
-                    self.stats.internal_errors += 1
-                    self._wait(lane, self.timer.now() + 1.0)
-
     def _book_now(self, lane: L, *, at_once: bool) -> bool:
         """Book in this call if the limiter allows it (memory); False: leave it to the
         booker. Failures are handled as the booker handles them."""
@@ -205,12 +185,10 @@ class Scheduler(LaneMoves[L], Generic[L, W]):
         try:
             limits, cost = self.kind.booking(lane, state.work)
             booked_at = self.timer.now()
-            if self._join_line(lane, limits, booked_at):
+            if self._join_line(lane, limits, booked_at) or self._held(lane, booked_at):
                 return True
             if not self.clocks.books_now:
-                return False
-            if self._held(lane, booked_at):
-                return True
+                return False  # the booker books it, its place in the gates taken here
             booking = self.clocks.book_now(
                 limits, cost, max_lead=self.kind.max_lead(lane), fence=lane.fence
             )
@@ -224,21 +202,6 @@ class Scheduler(LaneMoves[L], Generic[L, W]):
         lane.sched.limits = limits
         self._booked(lane, booking, booked_at, at_once=at_once)
         return True
-
-    async def _book(self, lane: L) -> None:
-        state = lane.sched
-        assert state.work is not None
-        limits, cost = self.kind.booking(lane, state.work)
-        booked_at = self.timer.now()
-        if self._join_line(lane, limits, booked_at) or self._held(lane, booked_at):
-            return
-        booking = await self.clocks.book(
-            limits, cost, max_lead=self.kind.max_lead(lane), fence=lane.fence
-        )
-        if self.stopping or state.phase is not Phase.BOOKING:
-            return
-        state.limits = limits
-        self._booked(lane, booking, booked_at, at_once=False)
 
     def _join_line(self, lane: L, limits: tuple[Limit, ...], now: float) -> bool:
         """A key of ``limits`` has lanes waiting for a later time: this one would only be

@@ -7,11 +7,14 @@ machines book the same keys at once. Backends differ only in where the TATs live
 - ``MemoryLimiter``: a dict in one process (the embedded default's hot path);
 - ``SqliteLimiter``: a SQLite file, one ``BEGIN IMMEDIATE`` transaction per booking, safe for
   several processes on one machine;
-- ``PostgresLimiter``: one table and one atomic statement per booking, for many machines.
+- ``PostgresLimiter``: one table and one atomic statement per booking (one call per batch),
+  for many machines.
 
 Contract for callers:
 
-- ``book`` returns a ``Slot`` or a ``Refusal``. A slot is an appointment: sleep until
+- ``book`` returns a ``Slot`` or a ``Refusal``; ``book_many`` books several requests in
+  order, exactly as that many ``book`` calls one after another with nobody booking between
+  them (PostgreSQL: one round trip for all of them). A slot is an appointment: sleep until
   ``slot.start``, then start the request only if ``not slot.is_missed(limiter.clock())``;
   a missed slot stays consumed, book again. A refusal consumed nothing: offer the work
   again at ``refusal.not_before`` (it waits in the frontier, not in memory).
@@ -82,6 +85,37 @@ class Fence:
     token: int
 
 
+@dataclass(frozen=True, slots=True)
+class BookingRequest:
+    """One request of a ``book_many`` batch: the arguments of one ``book`` call."""
+
+    limits: tuple[Limit, ...]
+    cost: float
+    max_lead: float = math.inf
+    slack: float | None = None
+    fence: Fence | None = None
+
+
+BookingResult = Booking | LeaseLost
+"""A batch's answer for one request: its slot or refusal, or the fence that failed."""
+
+
+async def book_each(limiter: Limiter, requests: Sequence[BookingRequest]) -> list[BookingResult]:
+    """``book_many`` as ``book`` calls one after another (backends that gain nothing from a
+    batch). ``LeaseLost`` is that request's answer; any other error ends the batch."""
+    results: list[BookingResult] = []
+    for r in requests:
+        try:
+            results.append(
+                await limiter.book(
+                    r.limits, r.cost, max_lead=r.max_lead, slack=r.slack, fence=r.fence
+                )
+            )
+        except LeaseLost as lost:
+            results.append(lost)
+    return results
+
+
 def check_time(name: str, value: float) -> float:
     """``value`` as a float if it is a finite number of seconds, else ValueError."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -126,6 +160,14 @@ class Limiter(Protocol):
         """Book one request of ``cost`` on every key of ``limits`` at ``clock()``. With a
         ``fence``, a backend shared by many workers books only while the fence holds and
         raises ``LeaseLost`` otherwise; one-process backends have no leases to check."""
+        ...
+
+    async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
+        """Book ``requests`` in order, as ``book`` one after another with no other booking
+        between them; each answer in its request's place (``LeaseLost`` when its fence
+        failed). Bad input raises ValueError before any I/O; a storage failure raises
+        ``LimiterError``: the answers are lost, and a slot the batch may have booked stays
+        consumed, unused (it delays later bookings, never crowds them)."""
         ...
 
     async def raise_floor(self, floors: Mapping[str, float]) -> None:

@@ -15,8 +15,11 @@ from collections.abc import Mapping, Sequence
 from courtier.politeness.gcra import Booking, Limit, book, charge_after
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
+    BookingRequest,
+    BookingResult,
     Clock,
     Fence,
+    book_each,
     check_charge,
     check_floors,
     check_time,
@@ -59,6 +62,9 @@ class MemoryLimiter:
         fence: Fence | None = None,
     ) -> Booking:
         return self.book_now(limits, cost, max_lead=max_lead, slack=slack)
+
+    async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
+        return await book_each(self, requests)
 
     def raise_floor_now(self, floors: Mapping[str, float]) -> None:
         """``raise_floor`` without a coroutine, for synchronous callers in the owning thread."""

@@ -1,4 +1,4 @@
-"""PostgreSQL limiter: TATs in one table, one atomic statement per booking, many machines.
+"""PostgreSQL limiter: TATs in one table, one atomic statement per booking (or batch).
 
 A booking is one statement (``_BOOK``), so one transaction, that runs the arithmetic of
 ``courtier.politeness.gcra.book`` in SQL:
@@ -27,6 +27,19 @@ those keys be booked from a slightly earlier TAT.
 One statement with data-modifying CTEs measured about twice the throughput of the same logic
 in a PL/pgSQL function (three statements) under pgbench on the benchmark machine.
 
+``book_many`` books a batch (the scheduler's queue of lanes waiting to book) in one round
+trip: ``courtier_book_many``, a PL/pgSQL function, locks every key of the batch in key order
+first (so batches and bookings queue on the first key they share, never deadlock), then runs
+each booking's arithmetic in the batch's order, each seeing the TATs the ones before it
+wrote, its fence checked like ``_BOOK``'s. A key whose row it did not lock (one another
+session inserted since) counts as missing: that booking writes nothing and is asked again
+after ``_ADD_KEYS``, as ``_BOOK``'s is (each statement of a function sees rows committed
+since the one before, so an unlocked row could have changed under it). Equal to that many
+``book`` calls one after another with nobody booking between them; what the client pays per
+round trip (psycopg, the event loop, the socket) is paid once per batch, which is most of a
+worker's CPU beside a booking (``python bench/bench_rebook.py --size web --sites 2000
+--page-bytes 6000 --duration 60 --store sqlite postgresql``).
+
 Connections are a small fixed set; concurrent ``book`` calls take turns on them. A session
 lost (a server restart, a failover) is replaced at its next use; while the server cannot be
 reached every call raises ``LimiterUnavailable`` (nothing is booked, so nothing is sent), and
@@ -41,7 +54,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -51,6 +64,8 @@ from courtier.politeness.gcra import Booking, Limit, Refusal, Slot, check_reques
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
     SHARD_LEASES,
+    BookingRequest,
+    BookingResult,
     Clock,
     Fence,
     LeaseLost,
@@ -60,6 +75,7 @@ from courtier.politeness.limiter.base import (
     check_floors,
     check_time,
 )
+from courtier.runtime.pg_arrays import float_array, int_array, text_array
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +94,43 @@ CREATE TABLE IF NOT EXISTS {LEASES} (
     owner text,
     token bigint NOT NULL DEFAULT 0,
     expires_at double precision NOT NULL DEFAULT 0
-)
+);
+CREATE OR REPLACE FUNCTION courtier_book_many(
+    p_keys text[], p_bursts float8[], p_charges float8[], p_ends integer[], p_now float8,
+    p_leads float8[], p_shards integer[], p_owners text[], p_tokens bigint[]
+) RETURNS TABLE (b_start float8, b_found integer, b_saturated text[], b_held boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    lo integer := 1;
+    hi integer;
+    locked text[];
+BEGIN
+    SELECT coalesce(array_agg(l.key), '{{}}') INTO locked FROM (
+        SELECT t.key FROM {TABLE} AS t WHERE t.key = ANY (p_keys) ORDER BY t.key FOR UPDATE
+    ) AS l;
+    FOR i IN 1 .. coalesce(cardinality(p_ends), 0) LOOP
+        hi := p_ends[i];
+        b_held := p_shards[i] IS NULL OR EXISTS (
+            SELECT 1 FROM {LEASES} AS f
+            WHERE f.shard = p_shards[i] AND f.owner = p_owners[i] AND f.token = p_tokens[i]
+              AND f.expires_at > extract(epoch FROM clock_timestamp()));
+        SELECT greatest(p_now, max(t.tat - r.burst)), count(*)::integer,
+               coalesce(array_agg(t.key ORDER BY t.key)
+                        FILTER (WHERE t.tat - r.burst - p_now > p_leads[i]), '{{}}')
+          INTO b_start, b_found, b_saturated
+          FROM unnest(p_keys[lo:hi], p_bursts[lo:hi]) AS r(key, burst)
+          JOIN {TABLE} AS t ON t.key = r.key
+         WHERE t.key = ANY (locked);
+        IF b_held AND b_found = hi - lo + 1 AND b_start - p_now <= p_leads[i] THEN
+            UPDATE {TABLE} AS t SET tat = greatest(t.tat, b_start) + r.charge
+              FROM unnest(p_keys[lo:hi], p_charges[lo:hi]) AS r(key, charge)
+             WHERE t.key = r.key;
+        END IF;
+        RETURN NEXT;
+        lo := hi + 1;
+    END LOOP;
+END
+$$
 """
 
 _BOOK: Final = f"""
@@ -111,6 +163,12 @@ WITH req AS (
     RETURNING 1
 )
 SELECT plan.start, plan.found, plan.saturated, fenced.held FROM plan, fenced
+"""
+
+_BOOK_MANY: Final = """
+SELECT * FROM courtier_book_many(%(keys)s::text[], %(bursts)s::float8[], %(charges)s::float8[],
+    %(ends)s::integer[], %(now)s::float8, %(leads)s::float8[], %(shards)s::integer[],
+    %(owners)s::text[], %(tokens)s::bigint[])
 """
 
 _ADD_KEYS: Final = f"""
@@ -194,9 +252,9 @@ class PostgresLimiter:
         check_request(limits, cost, max_lead, slack)
         keys = [limit.key for limit in limits]
         params: dict[str, Any] = {
-            "keys": _text_array(keys),
-            "bursts": _float_array(limit.params.burst for limit in limits),
-            "charges": _float_array(limit.params.charge(cost) for limit in limits),
+            "keys": text_array(keys),
+            "bursts": float_array(limit.params.burst for limit in limits),
+            "charges": float_array(limit.params.charge(cost) for limit in limits),
             "lead": max_lead,
             "fshard": None if fence is None else fence.shard,
             "fowner": None if fence is None else fence.owner,
@@ -209,13 +267,43 @@ class PostgresLimiter:
                 raise LeaseLost(f"shard {fence.shard if fence else '?'} is no longer ours")
             if found == len(keys):
                 break
-            await self._fetch_all(_ADD_KEYS, (keys,), rows=False)
+            await self._fetch_all(_ADD_KEYS, (text_array(keys),), rows=False)
         else:
             raise LimiterError(f"the rows of {keys!r} keep disappearing (a concurrent prune?)")
-        if start - params["now"] > max_lead:
-            held = set(saturated)  # reported in the caller's order, as gcra.book does
-            return Refusal(start - max_lead, start, tuple(k for k in keys if k in held))
-        return Slot(start, start + slot_slack(limits, slack), tuple(keys), cost)
+        return _answer(limits, cost, max_lead, slack, params["now"], start, saturated)
+
+    async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
+        for r in requests:
+            check_request(r.limits, r.cost, r.max_lead, r.slack)
+        results: dict[int, BookingResult] = {}
+        pending = list(range(len(requests)))
+        for _attempt in range(5):
+            if not pending:
+                break
+            now = self._clock()
+            rows = await self._fetch_all(
+                _BOOK_MANY, _batch_params([requests[i] for i in pending], now)
+            )
+            short: list[int] = []
+            for index, (start, found, saturated, held) in zip(pending, rows, strict=True):
+                r = requests[index]
+                if not held:
+                    shard = r.fence.shard if r.fence else "?"
+                    results[index] = LeaseLost(f"shard {shard} is no longer ours")
+                elif found < len(r.limits):
+                    short.append(index)  # a key seen for the first time: rows, then again
+                else:
+                    results[index] = _answer(
+                        r.limits, r.cost, r.max_lead, r.slack, now, start, saturated
+                    )
+            if short:
+                keys = sorted({limit.key for i in short for limit in requests[i].limits})
+                await self._fetch_all(_ADD_KEYS, (text_array(keys),), rows=False)
+            pending = short
+        if pending:
+            keys = [limit.key for limit in requests[pending[0]].limits]
+            raise LimiterError(f"the rows of {keys!r} keep disappearing (a concurrent prune?)")
+        return [results[i] for i in range(len(requests))]
 
     async def raise_floor(self, floors: Mapping[str, float]) -> None:
         checked = check_floors(floors)
@@ -223,8 +311,8 @@ class PostgresLimiter:
             return
         keys = sorted(checked)
         params = {
-            "keys": _text_array(keys),
-            "floors": _float_array(checked[key] for key in keys),
+            "keys": text_array(keys),
+            "floors": float_array(checked[key] for key in keys),
         }
         await self._fetch_all(_RAISE_FLOOR, params, rows=False)
 
@@ -239,8 +327,8 @@ class PostgresLimiter:
         return dict(await self._fetch_all(query, (check_time("when", when),)))
 
     async def tats(self, keys: Sequence[str]) -> dict[str, float]:
-        query = f"SELECT key, tat FROM {TABLE} WHERE key = ANY (%s) AND tat > '-Infinity'"
-        return dict(await self._fetch_all(query, (list(keys),)))
+        query = f"SELECT key, tat FROM {TABLE} WHERE key = ANY (%s::text[]) AND tat > '-Infinity'"
+        return dict(await self._fetch_all(query, (text_array(keys),)))
 
     async def prune(self, margin: float = DEFAULT_PRUNE_MARGIN) -> int:
         query = f"WITH gone AS (DELETE FROM {TABLE} WHERE tat < %s RETURNING 1) "
@@ -315,15 +403,42 @@ class Outage:
         return cls(last.since, now + delay * random.uniform(0.5, 1.0), delay, error)
 
 
-def _text_array(values: Iterable[str]) -> str:
-    """A text[] literal: each element quoted, so commas or braces in a key stay inside it."""
-    quoted = (value.replace("\\", "\\\\").replace('"', '\\"') for value in values)
-    return "{" + ",".join(f'"{value}"' for value in quoted) + "}"
+def _answer(
+    limits: Sequence[Limit],
+    cost: float,
+    max_lead: float,
+    slack: float | None,
+    now: float,
+    start: float,
+    saturated: Sequence[str],
+) -> Booking:
+    keys = tuple(limit.key for limit in limits)
+    if start - now > max_lead:
+        held = set(saturated)  # reported in the caller's order, as gcra.book does
+        return Refusal(start - max_lead, start, tuple(k for k in keys if k in held))
+    return Slot(start, start + slot_slack(limits, slack), keys, cost)
 
 
-def _float_array(values: Iterable[float]) -> str:
-    """A float8[] literal; ``repr`` is exact and PostgreSQL reads it back to the same double."""
-    return "{" + ",".join(map(repr, values)) + "}"
+def _batch_params(requests: Sequence[BookingRequest], now: float) -> dict[str, Any]:
+    """``courtier_book_many``'s arguments: the requests' keys one after another (``ends``:
+    where each request's keys end, 1-based), one lead and one fence per request."""
+    limits = [limit for r in requests for limit in r.limits]
+    ends, end = [], 0
+    for r in requests:
+        end += len(r.limits)
+        ends.append(end)
+    fences = [r.fence for r in requests]
+    return {
+        "keys": text_array(limit.key for limit in limits),
+        "bursts": float_array(limit.params.burst for limit in limits),
+        "charges": float_array(limit.params.charge(r.cost) for r in requests for limit in r.limits),
+        "ends": int_array(ends),
+        "now": now,
+        "leads": float_array(r.max_lead for r in requests),
+        "shards": int_array(None if f is None else f.shard for f in fences),
+        "owners": text_array(None if f is None else f.owner for f in fences),
+        "tokens": int_array(None if f is None else f.token for f in fences),
+    }
 
 
 async def _open(conninfo: str, synchronous_commit: bool) -> psycopg.AsyncConnection[Any]:

@@ -28,9 +28,12 @@ from typing import TypeVar
 from courtier.politeness.gcra import Booking, Limit, book, charge_after, check_request
 from courtier.politeness.limiter.base import (
     DEFAULT_PRUNE_MARGIN,
+    BookingRequest,
+    BookingResult,
     Clock,
     Fence,
     LimiterError,
+    book_each,
     check_charge,
     check_floors,
     check_time,
@@ -151,6 +154,9 @@ class SqliteLimiter:
         return await self._run(
             lambda: self.book_blocking(limits, cost, max_lead=max_lead, slack=slack)
         )
+
+    async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
+        return await book_each(self, requests)
 
     async def raise_floor(self, floors: Mapping[str, float]) -> None:
         rows = sorted(check_floors(floors).items())
