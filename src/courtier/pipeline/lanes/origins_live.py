@@ -37,7 +37,6 @@ from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-from courtier.frontier.base import FrontierStore
 from courtier.frontier.observations import Observation
 from courtier.origins.header_evidence import probe_response
 from courtier.origins.infer import InferenceResult, OriginInference
@@ -45,6 +44,7 @@ from courtier.origins.tls_evidence import tls_facts
 from courtier.pipeline.answers.fetching import TRANSIENT_REFUSALS, Answer, Resolver
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.media_places import HostFacts
+from courtier.pipeline.lanes.origin_saves import OriginSaves
 from courtier.pipeline.lanes.shared_evidence import TRANSITION, SharedEvidence
 from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.scheduling.clocks import KeyClocks
@@ -112,6 +112,7 @@ class LiveOrigins:
         self.arm = arm
         self.unresolved = unresolved  # backs off a lane whose host did not resolve for now
         self.timer = timer
+        self._saves = OriginSaves()
         self.recheck_every = recheck_every
         self.tasks = tasks
         self.early = early
@@ -317,7 +318,7 @@ class LiveOrigins:
 
     async def _apply(self, result: InferenceResult) -> None:
         self.stats.origins = len({a.origin for a in result.assignments.values()})
-        await self.frontier.call(_save, self.frontier.store, result, self.timer.now())
+        await self.frontier.call(self._saves, self.frontier.store, result, self.timer.now())
         lanes: dict[str, list[SiteLane]] = {}
         for lane in self.sites():
             lanes.setdefault(lane.host, []).append(lane)
@@ -394,7 +395,3 @@ class LiveOrigins:
             if state.slot is not None:
                 ends.append(state.slot.start + state.slot.cost * per_unit)
         return max(ends)
-
-
-def _save(store: FrontierStore, result: InferenceResult, now: float) -> None:
-    store.save_origins(list(result.assignments.values()), now, result.recheck_at)
