@@ -73,8 +73,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "render-third-party",
         "a render's request to a host outside the seed is aborted, never fetched",
         "courtier.pipeline.lanes.render_session",
-        '        return Abort("third-party")\n',
-        "        return lanes[next(iter(lanes))]\n",
+        "        return Outside(None)\n",
+        "        return self.lane\n",
         (f"{_RENDERING}::test_a_shell_is_rendered_through_booked_spaced_guarded_requests",),
     ),
     Mutation(
