@@ -228,8 +228,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "sends-not-shared",
         "workers of a fleet space their starts from each other's real sends",
         "courtier.pipeline.scheduling.clocks",
-        "        if self._memory is not None:\n            return\n        keys = list(keys)\n",
-        "        if True:\n            return\n        keys = list(keys)\n",
+        "        if self._memory is not None:\n            return\n        read = self._next_read\n",
+        "        if True:\n            return\n        read = self._next_read\n",
         (
             f"{_SCHEDULER}::test_two_workers_space_their_starts_on_a_shared_origin_from_each_others_sends",
             f"{_SPACING}::test_workers_on_one_sqlite_limiter_see_each_others_real_sends",
