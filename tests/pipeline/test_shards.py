@@ -88,14 +88,27 @@ async def test_a_dead_workers_shards_are_taken_at_once_with_new_tokens(dsn: str)
     await first.beat()
     tokens = dict(first.held)
     assert first._conn is not None
+    backend = (await (await first._conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
     await first._conn.close()  # the worker died: its session (and advisory locks) went too
-    await second.start()
-    await second.beat()
-    # The dead worker's heartbeat is still fresh (ttl 30 s), but its session holds no lock
-    # any more: it is not counted live, and the newcomer takes every shard at once.
-    assert len(second.held) == SHARDS
-    assert all(second.held[s] == tokens[s] + 1 for s in second.held)
-    await second.stop()
+    # The server ends the session's backend, and with it the locks, a moment after the
+    # client hung up: wait for that, not for the dead worker's heartbeat to expire.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(100):
+            gone = conn.execute(
+                "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = %s", (backend,)
+            ).fetchone()
+            if gone is not None and gone[0]:
+                break
+            await asyncio.sleep(0.05)
+    try:
+        await second.start()
+        await second.beat()
+        # The dead worker's heartbeat is still fresh (ttl 30 s), but its session holds no
+        # lock any more: it is not counted live, and the newcomer takes every shard at once.
+        assert len(second.held) == SHARDS
+        assert all(second.held[s] == tokens[s] + 1 for s in second.held)
+    finally:
+        await second.stop()
 
 
 async def test_a_booking_fenced_by_a_lost_lease_is_refused(dsn: str) -> None:
