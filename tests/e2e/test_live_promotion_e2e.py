@@ -8,12 +8,18 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from courtier.cli import main
 from courtier.simweb.audit import audit
 from courtier.simweb.log import read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
 from courtier.url import host_of_site
+
+# A 22 s crawl (two ranking cycles): in CI's `pytest -m long` run, keeping the default run
+# under its five minutes.
+pytestmark = pytest.mark.long
 
 
 def test_a_crawl_promotes_the_most_linked_horizon_host_and_crawls_it(tmp_path: Path) -> None:
