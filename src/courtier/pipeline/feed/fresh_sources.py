@@ -63,8 +63,8 @@ class FreshSources:
         self.sources: dict[int, FreshSource] = {}
         """Watched pages (and pages that were, now quiet), by URL id."""
         self._seen: set[int] = set()
-        """Pages visited in this run: the links their next visit yields are judged new or not
-        against this run's record."""
+        """Watched pages visited in this run: the links their next visit yields are judged
+        new or not against this run's record."""
         self._unsaved: dict[int, tuple[FreshSource, bool]] = {}
         """Changes to write: the page's state, and whether its row's schedule goes too."""
         self.urge: Callable[[str], None] = frontier.urge
@@ -114,6 +114,8 @@ class FreshSources:
             age = self.timer.now() - newest
             if age <= RECENT_LASTMOD:
                 evidence = f"sitemap lastmod {max(0.0, age):.0f} s old"
+        if item.id not in self.sources and (evidence is None or not self.learn):
+            return  # no digest of thousands of entries on the loop for a sitemap not watched
         lastmod = sitemap.lastmod
         entries = sorted(
             (link.canonical, lastmod.get(link.canonical, 0.0)) for link in sitemap.links
@@ -128,13 +130,14 @@ class FreshSources:
         new_links: int,
         evidence: str | None,
     ) -> None:
-        now = self.timer.now()
         source = self.sources.get(item.id)
+        if source is None and (evidence is None or not self.learn):
+            return  # most pages: nothing to watch, nothing to remember
+        now = self.timer.now()
         first = item.id not in self._seen
         self._seen.add(item.id)
         if source is None:
-            if evidence is None or not self.learn:
-                return
+            assert evidence is not None  # the return above
             source = candidate(
                 item.id, item.fetch_url, item.site, evidence, now, fingerprint, self.policy
             )
