@@ -33,6 +33,7 @@ from courtier.inputs import InputError, PostgresStore, SqliteStore, parse_store
 
 if TYPE_CHECKING:
     from courtier.config import Config
+    from courtier.frontier.sqlite_store import SqliteFrontier
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,23 +104,28 @@ _SITE_ROWS = (
 )
 
 
-def _sqlite_site(spec: SqliteStore, site: str) -> dict[str, Any]:
-    import sqlite3
-
+def _open_sqlite(spec: SqliteStore) -> tuple[Path, SqliteFrontier]:
+    """The SQLite store ``--store`` names, opened (a usage error when it is not one)."""
     from courtier.frontier.base import FrontierError
     from courtier.frontier.sqlite_store import SqliteFrontier
 
     path = Path(spec.path)
     if not path.is_file():
         raise InputError(f"--store: {path}: no such store")
-    now = time.time()
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        rows = db.execute(_SITE_ROWS.format(p="?"), (now - 60, site)).fetchall()
     try:
-        store = SqliteFrontier(path)
+        return path, SqliteFrontier(path)
     except FrontierError as exc:
         raise InputError(f"--store: {exc}") from None
+
+
+def _sqlite_site(spec: SqliteStore, site: str) -> dict[str, Any]:
+    import sqlite3
+
+    path, store = _open_sqlite(spec)
+    now = time.time()
     try:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            rows = db.execute(_SITE_ROWS.format(p="?"), (now - 60, site)).fetchall()
         return site_status(store, site, rows, now)
     finally:
         store.close()
@@ -159,16 +165,7 @@ def _sqlite_origin(
 ) -> dict[str, Any]:
     import sqlite3
 
-    from courtier.frontier.base import FrontierError
-    from courtier.frontier.sqlite_store import SqliteFrontier
-
-    path = Path(spec.path)
-    if not path.is_file():
-        raise InputError(f"--store: {path}: no such store")
-    try:
-        store = SqliteFrontier(path)
-    except FrontierError as exc:
-        raise InputError(f"--store: {exc}") from None
+    path, store = _open_sqlite(spec)
     try:
         with contextlib.closing(sqlite3.connect(path)) as db:
 
@@ -286,16 +283,7 @@ def _rows(conn: Any, query: str) -> list[tuple[Any, ...]]:
 def _sqlite(spec: SqliteStore) -> dict[str, Any]:
     import sqlite3
 
-    from courtier.frontier.base import FrontierError
-    from courtier.frontier.sqlite_store import SqliteFrontier
-
-    path = Path(spec.path)
-    if not path.is_file():
-        raise InputError(f"--store: {path}: no such store")
-    try:
-        store = SqliteFrontier(path)
-    except FrontierError as exc:
-        raise InputError(f"--store: {exc}") from None
+    path, store = _open_sqlite(spec)
     try:
         counts = store.counts()
         controls = controls_status(store, time.time())
