@@ -354,6 +354,47 @@ async def test_the_shards_kept_never_expire_while_one_give_back_outlasts_the_ttl
     await second.stop()
 
 
+async def test_shards_are_taken_again_as_soon_as_the_database_answers_again(dsn: str) -> None:
+    # A server restart: the session is ended and the first attempts to reconnect are
+    # refused. The keeper asks again with backoff, not at the heartbeat's pace, and takes its
+    # shards back at once: every site stands still until it does.
+    recorder = Recorder()
+    ttl = 6.0  # a beat every 2 s
+    worker = keeper(dsn, "w-a", recorder, ttl=ttl)
+    await worker.start()
+    running = asyncio.ensure_future(worker.run())
+    try:
+        while len(recorder.taken) < SHARDS:
+            await asyncio.sleep(0.05)
+        refusals = 2
+        start = worker.start
+
+        async def start_while_the_server_starts_up() -> None:
+            nonlocal refusals
+            if refusals:
+                refusals -= 1
+                raise psycopg.OperationalError("the database system is starting up")
+            await start()
+
+        worker.start = start_while_the_server_starts_up  # type: ignore[method-assign]
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(
+                "SELECT pg_terminate_backend(backend_pid) FROM courtier_workers WHERE id = 'w-a'"
+            )
+        while not recorder.lost:  # noticed at the next beat
+            await asyncio.sleep(0.02)
+        lost_at = asyncio.get_running_loop().time()
+        assert recorder.taken == {}
+        while len(recorder.taken) < SHARDS:
+            await asyncio.sleep(0.02)
+        assert refusals == 0
+        assert asyncio.get_running_loop().time() - lost_at < ttl / 3
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await worker.stop()
+
+
 async def test_a_give_back_whose_session_is_ended_meanwhile_still_finishes(dsn: str) -> None:
     # Renewing during a give-back fails once the session is gone; the give-back itself (its
     # sites' URLs put back through the frontier's own connection) must still run to its end.

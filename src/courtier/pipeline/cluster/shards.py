@@ -30,6 +30,9 @@ Rules:
 - A clean stop gives back every shard the session locks, held or not (a take cut short by
   the stop, a shard dropped since the last heartbeat: taken whole first), so no site's URLs
   stay leased until the next run takes its shard.
+- A lost session (a server restart, failover) drops every shard at once, and a new one is
+  asked for with backoff and jitter until the server answers; its shards are taken again
+  at once, since every one of their sites waits for them.
 - Times of leases and heartbeats are the database's (``clock_timestamp()``), so workers on
   machines whose clocks disagree still agree on who holds what.
 """
@@ -40,6 +43,7 @@ import asyncio
 import logging
 import math
 import os
+import random
 import socket
 import time
 import zlib
@@ -169,17 +173,34 @@ class ShardKeeper:
                     del self.held[shard]
                     await self.on_lost(shard, False)
                 await self._reconnect()
+                continue  # take shards again at once: every site waits for them
             await asyncio.sleep(self.ttl / 3)
 
     async def _reconnect(self) -> None:
+        """A new session, asked for with backoff and jitter until the server answers. Not
+        at the heartbeat's pace: a server restarted a moment after the first attempt would
+        leave every site unowned for beats on end (the crawl stands still meanwhile)."""
         import psycopg
 
         if self._conn is not None:
             await self._conn.close()
-        try:
-            await self.start()
-        except psycopg.Error as exc:
-            log.error("shard leases: cannot reconnect: %s", exc)
+        down_since = time.monotonic()
+        delay = 0.25
+        while True:
+            try:
+                await self.start()
+            except psycopg.Error as exc:
+                if self._conn is not None:  # connected, then lost again while starting
+                    await self._conn.close()
+                if delay == 0.25:  # said once per outage
+                    log.error("shard leases: cannot reconnect yet: %s", exc)
+                await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, self.ttl / 3)
+                continue
+            log.warning(
+                "shard leases: the database is back after %.1f s", time.monotonic() - down_since
+            )
+            return
 
     async def beat(self) -> None:
         conn = self._conn
