@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
@@ -50,6 +50,13 @@ def keeper(dsn: str, name: str, recorder: Recorder, ttl: float = 30.0) -> ShardK
         on_acquired=recorder.acquired,
         on_lost=recorder.lost_shard,
     )
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` (a keeper's callbacks change it from its own task)."""
+    async with asyncio.timeout(20):
+        while not condition():  # noqa: ASYNC110 - the recorder has no event to wait on
+            await asyncio.sleep(0.02)
 
 
 def _expire(dsn: str, shard: int) -> None:
@@ -364,8 +371,7 @@ async def test_shards_are_taken_again_as_soon_as_the_database_answers_again(dsn:
     await worker.start()
     running = asyncio.ensure_future(worker.run())
     try:
-        while len(recorder.taken) < SHARDS:
-            await asyncio.sleep(0.05)
+        await _until(lambda: len(recorder.taken) == SHARDS)
         refusals = 2
         start = worker.start
 
@@ -381,12 +387,10 @@ async def test_shards_are_taken_again_as_soon_as_the_database_answers_again(dsn:
             await conn.execute(
                 "SELECT pg_terminate_backend(backend_pid) FROM courtier_workers WHERE id = 'w-a'"
             )
-        while not recorder.lost:  # noticed at the next beat
-            await asyncio.sleep(0.02)
+        await _until(lambda: bool(recorder.lost))  # noticed at the next beat
         lost_at = asyncio.get_running_loop().time()
         assert recorder.taken == {}
-        while len(recorder.taken) < SHARDS:
-            await asyncio.sleep(0.02)
+        await _until(lambda: len(recorder.taken) == SHARDS)
         assert refusals == 0
         assert asyncio.get_running_loop().time() - lost_at < ttl / 3
     finally:
