@@ -428,6 +428,9 @@ def test_site_sizes_count_known_and_queued_discovery_urls(store: FrontierStore):
     leased = store.lease("a.test", 1, T0)
     assert len(leased) == 1
     assert store.site_sizes() == {"a.test": (2, 1), "b.test": (1, 1)}
+    # A worker taking a shard asks for its sites only; a site without URLs is absent.
+    assert store.site_sizes(["b.test", "none.test"]) == {"b.test": (1, 1)}
+    assert store.site_sizes([]) == {}
 
 
 # -- clock floors --------------------------------------------------------------------------
@@ -464,6 +467,12 @@ def test_robots_answers_outlive_the_store_until_they_expire(open_store: Opener):
     assert loaded["a.test"] == StoredRobots("a.test", 404, b"", T0 + 1, T0 + 90000)
     assert loaded["down.test"].http_status is None
     assert again.load_robots(T0)["bin.test"].body == b"\xff\xfe\x00binary"
+    assert sorted(again.load_robots(T0, ["bin.test", "down.test", "none.test"])) == [
+        "bin.test",
+        "down.test",
+    ]
+    assert again.load_robots(T0 + 100, ["bin.test"]) == {}
+    assert again.load_robots(T0, []) == {}
 
 
 def test_saved_clock_floors_are_only_raised_and_past_ones_are_forgotten(store: FrontierStore):

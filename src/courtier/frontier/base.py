@@ -632,9 +632,10 @@ class FrontierStore(Protocol):
     def sites_with_queued(self) -> list[str]:
         """Sites that have at least one queued (never fetched) URL."""
 
-    def site_sizes(self) -> dict[str, tuple[int, int]]:
-        """Per site with URLs: (URLs known in any state, queued discovery URLs). Scans the
-        table: for start-up, not for the crawl loop."""
+    def site_sizes(self, sites: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Per site with URLs (of ``sites`` only, when given): (URLs known in any state,
+        queued discovery URLs). Without ``sites`` it scans the table: for start-up, not for
+        the crawl loop (a worker taking a shard asks for its sites)."""
 
     def counts(self) -> dict[str, int]:
         """URL counts per status name, plus ``horizon_sites`` and ``horizon_urls``."""
@@ -664,8 +665,11 @@ class FrontierStore(Protocol):
         """Keep each host's last robots.txt answer (replacing the one before), so a restart
         uses it until it expires instead of asking again."""
 
-    def load_robots(self, now: float) -> dict[str, StoredRobots]:
-        """The saved robots.txt answers that have not expired at ``now``."""
+    def load_robots(
+        self, now: float, sites: Sequence[str] | None = None
+    ) -> dict[str, StoredRobots]:
+        """The saved robots.txt answers that have not expired at ``now`` (of ``sites`` only,
+        when given)."""
 
     # sitemaps -------------------------------------------------------------------------
 

@@ -748,11 +748,17 @@ class PostgresFrontier:
     def sites_with_queued(self) -> list[str]:
         return [row[0] for row in self._read("SELECT DISTINCT site FROM urls WHERE status = 0")]
 
-    def site_sizes(self) -> dict[str, tuple[int, int]]:
-        rows = self._read(
+    def site_sizes(self, sites: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        query = (
             "SELECT site, COUNT(*), SUM(CASE WHEN status = 0 AND lane = 3 THEN 1 ELSE 0 END) "
-            "FROM urls GROUP BY site"
+            "FROM urls"
         )
+        if sites is None:
+            rows = self._read(f"{query} GROUP BY site")
+        else:
+            rows = self._read(
+                f"{query} WHERE site = ANY(%s::text[]) GROUP BY site", (text_array(sites),)
+            )
         return {row[0]: (int(row[1]), int(row[2])) for row in rows}
 
     def counts(self) -> dict[str, int]:
@@ -814,12 +820,17 @@ class PostgresFrontier:
                 rows,
             )
 
-    def load_robots(self, now: float) -> dict[str, StoredRobots]:
-        rows = self._read(
+    def load_robots(
+        self, now: float, sites: Sequence[str] | None = None
+    ) -> dict[str, StoredRobots]:
+        query = (
             "SELECT site, http_status, body, fetched_at, expires_at FROM robots_answers "
-            "WHERE expires_at > %s",
-            (now,),
+            "WHERE expires_at > %s"
         )
+        if sites is None:
+            rows = self._read(query, (now,))
+        else:
+            rows = self._read(f"{query} AND site = ANY(%s::text[])", (now, text_array(sites)))
         return {str(r[0]): StoredRobots(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows}
 
     def refresh_lastmod(self, changes: Sequence[tuple[str, float]], now: float) -> int:

@@ -733,10 +733,12 @@ class SqliteFrontier:
         rows = self._db.execute("SELECT DISTINCT site FROM urls WHERE status = 0")
         return [row[0] for row in rows]
 
-    def site_sizes(self) -> dict[str, tuple[int, int]]:
+    def site_sizes(self, sites: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        where, params = _sites_in(sites, "WHERE")
         rows = self._db.execute(
             "SELECT site, COUNT(*), SUM(CASE WHEN status = 0 AND lane = 3 THEN 1 ELSE 0 END) "
-            "FROM urls GROUP BY site"
+            f"FROM urls {where} GROUP BY site",
+            params,
         )
         return {row[0]: (int(row[1]), int(row[2])) for row in rows}
 
@@ -785,11 +787,14 @@ class SqliteFrontier:
                 [(a.site, a.http_status, a.body, a.fetched_at, a.expires_at) for a in answers],
             )
 
-    def load_robots(self, now: float) -> dict[str, StoredRobots]:
+    def load_robots(
+        self, now: float, sites: Sequence[str] | None = None
+    ) -> dict[str, StoredRobots]:
+        where, params = _sites_in(sites, "AND")
         rows = self._db.execute(
             "SELECT site, http_status, body, fetched_at, expires_at FROM robots_answers "
-            "WHERE expires_at > ?",
-            (now,),
+            f"WHERE expires_at > ? {where}",
+            (now, *params),
         )
         return {
             str(row[0]): StoredRobots(row[0], row[1], bytes(row[2]), row[3], row[4]) for row in rows
@@ -837,3 +842,10 @@ _ENCODE: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False).enco
 def _json(values: Iterable[Any]) -> str:
     """A JSON array for ``json_each``: UTF-8 as is (SQLite's own escapes cover the rest)."""
     return _ENCODE(list(values))
+
+
+def _sites_in(sites: Sequence[str] | None, joiner: str) -> tuple[str, tuple[str, ...]]:
+    """A ``site IN (...)`` condition after ``joiner`` (WHERE, AND), or none for all sites."""
+    if sites is None:
+        return "", ()
+    return f"{joiner} site IN ({', '.join('?' * len(sites))})", tuple(sites)

@@ -101,8 +101,10 @@ class Cluster:
         sites = [s for s in self.shard_sites(shard) if s not in self.sites]
         store = self.frontier.store
         released = await self.frontier.call(lambda: store.release_leases(sites=sites))
-        stored = await self.frontier.call(store.load_robots, self.timer.now())
-        sizes = await self.frontier.call(store.site_sizes)
+        # The shard's sites only: a worker joining a fleet takes dozens of shards at once,
+        # and every one of them read the whole of both tables.
+        stored = await self.frontier.call(store.load_robots, self.timer.now(), sites)
+        sizes = await self.frontier.call(store.site_sizes, sites)
         fence = self.keeper.fence(shard)
         if fence is None:  # lost again while the store answered
             return
