@@ -262,3 +262,21 @@ async def test_an_older_result_applied_late_never_moves_a_site_back() -> None:
     await live._apply(InferenceResult(now, tuple(stale), {}, 0))
     assert [lane.origin for lane in lanes] == ["cname:tenants.platform.test"] * 2
     assert ("origin:cname:edge.test", "origin:cname:tenants.platform.test") in live.clocks.carried  # type: ignore[attr-defined]
+
+
+async def test_in_a_fleet_only_a_site_joining_others_books_its_old_origin_for_a_while() -> None:
+    """Tenants regrouped by evidence another worker may not have yet book their old key too
+    (``TRANSITION``): that worker still books its tenants there. A stranger split off a CDN
+    edge onto an origin of its own shares it with nobody: it books its new key alone at once
+    (booking the saturated edge key too held hundreds of edge sites back at a fleet's start)."""
+    lanes = [SiteLane(h, h) for h in ("t1.test", "t2.test", "s.test")]
+    for lane in lanes:
+        lane.origin, lane.origin_status = "cname:edge.test", OriginStatus.RESOLVED
+    live = _live(OriginInference(FlakyDns(WORLD, {})), WORLD, lanes, lambda lane: None)
+    live.sharing = object()  # type: ignore[assignment]
+    changes = [OriginChange(f"t{n}.test", "cname:edge.test", "hdr:plinth") for n in (1, 2)]
+    changes.append(OriginChange("s.test", "cname:edge.test", "site:s.test"))
+    assignments = {c.site: Assignment(c.site, c.new, 0.9, ()) for c in changes}
+    await live._apply(InferenceResult(assignments, tuple(changes), {}, 0))
+    assert [lane.origin for lane in lanes] == ["hdr:plinth", "hdr:plinth", "site:s.test"]
+    assert [lane.old_origin(0.0) for lane in lanes] == ["cname:edge.test"] * 2 + [None]

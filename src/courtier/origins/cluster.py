@@ -68,6 +68,11 @@ edge (or all of them, when fewer share it)."""
 _KEY_PRIORITY = {"cname": 4, "ptr": 3, "hdr": 2, "addr": 1}
 
 
+def own_origin(host: str) -> str:
+    """The origin of a site grouped with no other, named after it: nobody else books there."""
+    return f"site:{host}"
+
+
 @dataclass(frozen=True, slots=True)
 class SiteFacts:
     """Everything known about one site. ``headers`` and ``tls`` are None when not probed."""
@@ -395,7 +400,7 @@ class _Clustering:
 
     def _origin_id(self, members: list[str]) -> str:
         if len(members) == 1:
-            return f"site:{members[0]}"
+            return own_origin(members[0])
         counts: dict[str, int] = defaultdict(int)
         for host in members:
             for key in self.keys[host]:

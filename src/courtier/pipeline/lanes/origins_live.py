@@ -38,6 +38,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from courtier.frontier.observations import Observation
+from courtier.origins.cluster import own_origin
 from courtier.origins.header_evidence import probe_response
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.origins.tls_evidence import tls_facts
@@ -346,7 +347,8 @@ class LiveOrigins:
                 if self.manual(lane.site) is not None:
                     continue  # the operator's origin, whatever inference says
                 if lane.origin_status is OriginStatus.RESOLVED and lane.origin != now_origin:
-                    if self.sharing is not None:
+                    # A site alone on its new origin shares it with no other worker's sites.
+                    if self.sharing is not None and now_origin != own_origin(change.site):
                         lane.moved(self.timer.now() + TRANSITION)
                     lane.origin = now_origin
                     self._rebook(lane)

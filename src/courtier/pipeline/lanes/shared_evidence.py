@@ -7,7 +7,8 @@ origin keys, each with the whole budget. So every ``SHARE_EVERY`` seconds each w
 what its fetches showed and reads what the others' showed into its own inference: every
 worker groups sites on the same evidence and names the same origins, within seconds. For
 those seconds a site that moved books on its old origin's key as well as its new one
-(``TRANSITION``), so workers that have moved and workers that have not yet share a budget.
+(``TRANSITION``), so workers that have moved and workers that have not yet share a budget;
+not a site split off onto an origin of its own, where no other worker's site books.
 """
 
 from __future__ import annotations
