@@ -77,9 +77,10 @@ class KeyClocks:
         self._sent_seen: dict[str, float] = {}
         """Shared limiter: the latest ready time known per key (own sends and reads)."""
         self._sent_unwritten: dict[str, float] = {}
-        self._sent_writer: asyncio.Task[None] | None = None
         self._floors_pending: dict[str, float] = {}
-        self._floor_writer: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        """Writes real sends and the floors they raise, gathered: one round trip for all
+        that were asked for while the last one was out."""
         self._next_read: _SentRead | None = None
         """The read of other workers' sends that launches asking now join."""
         self._read_turn = asyncio.Lock()
@@ -170,19 +171,31 @@ class KeyClocks:
             if when > seen.get(key, -math.inf):
                 seen[key] = when
                 unwritten[key] = when
-        if unwritten and self._sent_writer is None:
-            self._sent_writer = asyncio.get_running_loop().create_task(self._write_sent())
+        if unwritten:
+            self._write_soon()
 
-    async def _write_sent(self) -> None:
+    def _write_soon(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write_pending())
+
+    async def _write_pending(self) -> None:
+        """Real sends (``note_sent``) and floors (``raise_floors_soon``), in one write: a
+        request's send asks for both at once."""
         try:
-            while self._sent_unwritten:
-                batch, self._sent_unwritten = self._sent_unwritten, {}
+            while self._sent_unwritten or self._floors_pending:
+                sent, self._sent_unwritten = self._sent_unwritten, {}
+                floors, self._floors_pending = self._floors_pending, {}
+                batch = floors | {SENT + key: when for key, when in sent.items()}
                 try:
-                    await self.limiter.raise_floor({SENT + k: v for k, v in batch.items()})
-                except LimiterError as error:  # this worker still holds them; others wait less
-                    log.warning("real sends not shared with other workers: %s", error)
+                    await self.limiter.raise_floor(batch)
+                except LimiterUnavailable as error:
+                    self._keep_floors(floors)  # written before the next booking
+                    if sent:  # this worker still holds them; others wait less
+                        log.warning("real sends not shared with other workers: %s", error)
+                except LimiterError as error:
+                    log.warning("real sends and their floors not written: %s", error)
         finally:
-            self._sent_writer = None
+            self._writer = None
 
     async def refresh_sent(self, keys: Iterable[str]) -> None:
         """Learn other workers' real sends on ``keys`` (a shared limiter; else nothing).
@@ -221,10 +234,8 @@ class KeyClocks:
 
     async def flush_sent(self) -> None:
         """Wait until every recorded send, and every floor it raised, is written (a stop)."""
-        while self._sent_writer is not None or self._floor_writer is not None:
-            writer = self._sent_writer or self._floor_writer
-            assert writer is not None
-            await asyncio.shield(writer)
+        while self._writer is not None:
+            await asyncio.shield(self._writer)
 
     # -- floors ----------------------------------------------------------------------------
 
@@ -261,21 +272,7 @@ class KeyClocks:
         pending = self._floors_pending
         for key, when in wanted.items():
             pending[key] = max(when, pending.get(key, -math.inf))
-        if self._floor_writer is None:
-            self._floor_writer = asyncio.get_running_loop().create_task(self._write_floors())
-
-    async def _write_floors(self) -> None:
-        try:
-            while self._floors_pending:
-                batch, self._floors_pending = self._floors_pending, {}
-                try:
-                    await self.limiter.raise_floor(batch)
-                except LimiterUnavailable:
-                    self._keep_floors(batch)  # written before the next booking
-                except LimiterError as error:
-                    log.warning("floors after real sends not written: %s", error)
-        finally:
-            self._floor_writer = None
+        self._write_soon()
 
     def _burst(self, key: str) -> float:
         try:
