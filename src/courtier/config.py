@@ -96,7 +96,8 @@ class CrawlSection:
     max_depth: int = 20
     """Links deeper than this from a seed root are not followed (a first bound on traps)."""
     parse_workers: int = 0
-    """Processes that parse HTML (0: one per core); parsing never runs on the fetch loop."""
+    """Processes that parse HTML (0: one per core; with ``crawl --workers N``, each worker's
+    share of them); parsing never runs on the fetch loop."""
     parse_timeout: float = 10.0
     """Seconds of a parse worker one page may take; past it the worker is killed and
     replaced, and the page is kept unparsed (``parse_error: parse-timeout``)."""

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -325,7 +326,7 @@ def handle(args: argparse.Namespace) -> int:
                 f"--workers {args.workers}: several workers need a PostgreSQL store (--store "
                 "postgresql://…); one crawl at a time runs on a SQLite store"
             )
-        return run_workers(args.words, args.workers, args.json)
+        return run_workers(args.words, args.workers, args.json, config.crawl.parse_workers)
     config = observe_config(config, args)
     observation = observation_for(config, args.out, console)
     crawler = make_crawler(
@@ -353,10 +354,10 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_workers(words: list[str], workers: int, as_json: bool) -> int:
-    """Start ``workers`` processes of this very command (one worker each), forward SIGINT and
-    SIGTERM to them, and wait; the exit status is the worst of theirs."""
-    command = [sys.executable, "-m", "courtier", *_without_workers(words)]
+def run_workers(words: list[str], workers: int, as_json: bool, parse_workers: int = 0) -> int:
+    """Start ``workers`` processes of this very command (one worker each, ``worker_command``),
+    forward SIGINT and SIGTERM to them, and wait; the exit status is the worst of theirs."""
+    command = worker_command(words, workers, parse_workers, os.cpu_count() or 1)
     children = [
         subprocess.Popen(command, stdout=subprocess.PIPE if as_json else None, text=True)
         for _ in range(workers)
@@ -378,6 +379,19 @@ def run_workers(words: list[str], workers: int, as_json: bool) -> int:
         total = sum(int(s.get("requests", 0)) for s in summaries)
         print(json.dumps({"workers": summaries, "requests": total}))
     return max(child.returncode for child in children)
+
+
+def worker_command(words: list[str], workers: int, parse_workers: int, cores: int) -> list[str]:
+    """The command one of ``workers`` workers on this machine runs: this one without
+    ``--workers``. Parse workers, "one per core" by default, are one per core *of this
+    machine*: each worker gets its share of the cores. A parse pool per worker sized to every
+    core put twice as many parsers as cores beside each other, each often asleep, and a page
+    took a third more CPU to parse (``python bench/bench_rebook.py --size web --sites 2000
+    --page-bytes 6000 --duration 60 --store postgresql --workers 2``)."""
+    command = [sys.executable, "-m", "courtier", *_without_workers(words)]
+    if parse_workers == 0:  # the default; an operator's own number is kept as given
+        command += ["-s", f"crawl.parse_workers={max(1, cores // workers)}"]
+    return command
 
 
 def _without_workers(words: list[str]) -> list[str]:
