@@ -15,7 +15,12 @@ from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
 from courtier.pipeline.cluster.shards import shard_of
 from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.lanes.seeding import SeedSites
+from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
 from courtier.pipeline.stats import CrawlStats
+from courtier.politeness.keys import LimitPolicy
+from courtier.politeness.limiter import MemoryLimiter
 from courtier.politeness.limiter.base import Fence
 
 SHARDS = 64
@@ -54,19 +59,40 @@ def _url(n: int, site: str, lane: UrlLane) -> LeasedUrl:
     return LeasedUrl(n, f"http://{site}/{n}", site, 1, 0, lane)
 
 
-def _cluster(frontier: FrontierIO) -> Cluster:
+class Lanes:
+    """The site lanes and page scheduler a shard's take and loss touch, recording them."""
+
+    def __init__(self) -> None:
+        self.spacing = SendSpacing(KeyClocks(MemoryLimiter(), LimitPolicy()))
+        self.refilled: list[str] = []
+        self.dropped: list[str] = []
+
+    def request_refill(self, lane: SiteLane) -> None:
+        self.refilled.append(lane.site)
+
+    def drop(self, lane: SiteLane) -> None:
+        self.dropped.append(lane.site)
+
+
+class Timer:
+    def now(self) -> float:
+        return 0.0
+
+
+def _cluster(frontier: FrontierIO, lanes: Lanes | None = None) -> Cluster:
     """A worker's cluster with nothing started: only its keeper's table of held shards."""
     stand_in: Any = None
+    lanes = lanes or Lanes()
     seed = SeedSites(Config(), SurfacePolicy(), lambda: 0.0, shared=True)
     seed.scope.update({"a.test", "b.test"})
     return Cluster(
         ClusterSpec("postgresql://unused", "w-a", shards=SHARDS),
         Config(),
         seed=seed,
-        site_lanes=stand_in,
-        pages=stand_in,
+        site_lanes=lanes,  # type: ignore[arg-type]
+        pages=lanes,  # type: ignore[arg-type]
         frontier=frontier,
-        timer=stand_in,
+        timer=Timer(),  # type: ignore[arg-type]
         stats=CrawlStats(),
         flush=stand_in,
     )
@@ -110,4 +136,38 @@ async def test_a_crawl_of_one_machine_leases_unfenced() -> None:
     frontier.want("a.test")
     assert [u.id for u in (await frontier.next_refill())["a.test"]] == [1]
     assert store.calls == [("lease_due", ["a.test"], None)]
+    await frontier.close()
+
+
+class ShardStore(RecordingStore):
+    """What a shard's take reads and writes: nothing saved yet."""
+
+    def release_leases(self, *_args: Any, **_kwargs: Any) -> int:
+        return 0
+
+    def load_robots(self, now: float, sites: Sequence[str] | None = None) -> dict[str, Any]:
+        return {}
+
+    def site_sizes(self, sites: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        return {}
+
+
+async def test_the_origin_of_a_site_alone_is_read_by_nobody_else_while_its_shard_is_held() -> None:
+    """A start on a key only this worker sends on reads no other worker's sends first: the
+    origin of a site alone on it (``origin:site:<host>``), while this worker holds the site."""
+    frontier = FrontierIO(ShardStore({}, []), queue_per_site=2)  # type: ignore[arg-type]
+    lanes = Lanes()
+    cluster = _cluster(frontier, lanes)
+    private = lanes.spacing.private
+    shard = shard_of("a.test", SHARDS)
+    assert not private("origin:site:a.test")  # not held yet
+    cluster.keeper.held[shard] = 3
+    await cluster.acquired(shard, 3)
+    assert lanes.refilled == ["a.test"]
+    assert private("origin:site:a.test")
+    assert not private("origin:site:b.test")  # another worker's site
+    assert not private("origin:cname:edge.test") and not private("site:a.test")
+    del cluster.keeper.held[shard]
+    await cluster.lost(shard, graceful=False)
+    assert lanes.dropped == ["a.test"] and not private("origin:site:a.test")
     await frontier.close()

@@ -68,3 +68,26 @@ async def test_workers_on_one_sqlite_limiter_see_each_others_real_sends(tmp_path
     finally:
         await one.close()
         await two.close()
+
+
+async def test_a_key_only_this_worker_sends_on_is_not_read_before_a_start(tmp_path) -> None:
+    """In a fleet, the origin of a site alone on it, held here: nobody else books there, so
+    a start reads nothing first; a key another worker may send on still is read."""
+    clock = lambda: 100.0  # noqa: E731
+    one = SqliteLimiter(tmp_path / "limiter.sqlite3", clock=clock)
+    try:
+        spacing = SendSpacing(KeyClocks(one, LimitPolicy()))
+        spacing.private = lambda key: key == "origin:site:a.test"
+        alone = ("site:a.test", "origin:site:a.test")
+        assert not spacing.needs_refresh(alone)
+        assert spacing.needs_refresh([*alone, "origin:shared"])
+        asked: list[list[str]] = []
+
+        async def refresh_sent(keys) -> None:  # type: ignore[no-untyped-def]
+            asked.append(list(keys))
+
+        spacing._clocks.refresh_sent = refresh_sent  # type: ignore[method-assign]
+        await spacing.refresh([*alone, "origin:shared"])
+        assert asked == [["origin:shared"]]
+    finally:
+        await one.close()

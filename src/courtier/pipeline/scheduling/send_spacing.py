@@ -22,12 +22,15 @@ Rules:
   workers of a fleet space from each other's sends: a start on a watched key first reads
   the others' (``refresh``) when the limiter is shared. Unsent launches are this process's
   own (another worker's launch that has not gone out is not seen until it does).
+- A key no other worker sends on (``private``: in a fleet, the origin of a site alone on it
+  whose shard this worker holds) is not read before a start: nobody else books there but a
+  robots.txt hop from another site, whose own slot there the booking already spaces from.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.politeness.gcra import KeyParams
@@ -44,6 +47,8 @@ class SendSpacing:
         self._unsent: Counter[str] = Counter()
         self.holds = 0
         """Starts held back by a late send on one of their keys."""
+        self.private: Callable[[str], bool] = lambda _key: False
+        """A watched key only this worker sends on: nothing to read before a start there."""
 
     def watched(self, keys: Iterable[str]) -> list[tuple[str, KeyParams]]:
         if self._clocks.policy is not self._policy:  # an operator's budget changed a key
@@ -74,10 +79,16 @@ class SendSpacing:
 
     def needs_refresh(self, keys: Iterable[str]) -> bool:
         """Other workers' sends on ``keys`` must be read before judging a start."""
-        return self._clocks.sends_shared and bool(self.watched(keys))
+        if not self._clocks.sends_shared:
+            return False
+        private = self.private
+        return any(not private(key) for key, _params in self.watched(keys))
 
     async def refresh(self, keys: Iterable[str]) -> None:
-        await self._clocks.refresh_sent(key for key, _params in self.watched(keys))
+        private = self.private
+        await self._clocks.refresh_sent(
+            key for key, _params in self.watched(keys) if not private(key)
+        )
 
     def hold_until(self, keys: Iterable[str], now: float) -> float:
         """When a start on ``keys`` may go out (``now``: at once), from the sends known here
