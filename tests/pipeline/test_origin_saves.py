@@ -55,3 +55,19 @@ def test_a_write_that_failed_is_tried_again_with_the_next_inference() -> None:
     store.down = False
     saves(store, _result({"a.test": "addr:1"}, {}), 2.0)  # type: ignore[arg-type]
     assert store.saved == [["a.test"]]
+
+
+def test_a_fleet_worker_writes_the_rows_of_the_sites_it_holds_only() -> None:
+    """Every worker infers every site's origin; each site's row (and each change logged) is
+    written by its holder alone. A site given back and taken again is written again."""
+    held = {"a.test"}
+    store, saves = Store(), OriginSaves(lambda: set(held))
+    origins = {"a.test": "addr:1", "b.test": "addr:1"}
+    saves(store, _result(origins, {}), 1.0)  # type: ignore[arg-type]
+    assert store.saved == [["a.test"]]
+    held = {"b.test"}  # a.test's shard given back, b.test's taken
+    saves(store, _result(origins, {}), 2.0)  # type: ignore[arg-type]
+    assert store.saved[-1] == ["b.test"]
+    held = {"a.test", "b.test"}
+    saves(store, _result(origins, {}), 3.0)  # type: ignore[arg-type]
+    assert store.saved[-1] == ["a.test"]

@@ -186,6 +186,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         origins.sharing = SharedEvidence(
             process_tag(), parts.inference, parts.frontier, timer, stats
         )
+        origins.saves.mine = lambda: {lane.host for lane in seed.lanes.values()}
     services = LaneServices(
         config,
         timer,

@@ -113,7 +113,7 @@ class LiveOrigins:
         self.arm = arm
         self.unresolved = unresolved  # backs off a lane whose host did not resolve for now
         self.timer = timer
-        self._saves = OriginSaves()
+        self.saves = OriginSaves()  # a fleet's worker writes its own sites' rows (wiring)
         self.recheck_every = recheck_every
         self.tasks = tasks
         self.early = early
@@ -319,7 +319,7 @@ class LiveOrigins:
 
     async def _apply(self, result: InferenceResult) -> None:
         self.stats.origins = len({a.origin for a in result.assignments.values()})
-        await self.frontier.call(self._saves, self.frontier.store, result, self.timer.now())
+        await self.frontier.call(self.saves, self.frontier.store, result, self.timer.now())
         lanes: dict[str, list[SiteLane]] = {}
         for lane in self.sites():
             lanes.setdefault(lane.host, []).append(lane)
