@@ -171,3 +171,19 @@ async def test_the_origin_of_a_site_alone_is_read_by_nobody_else_while_its_shard
     await cluster.lost(shard, graceful=False)
     assert lanes.dropped == ["a.test"] and not private("origin:site:a.test")
     await frontier.close()
+
+
+async def test_a_shard_taken_for_the_first_time_starts_its_sites_at_once() -> None:
+    """A shard's first holder ever (token 1) follows nobody: its sites start at once. A
+    shard that had a holder (token 2 on) waits one interval: that holder's last request is
+    unknown, so it is taken to be now."""
+    frontier = FrontierIO(ShardStore({}, []), queue_per_site=2)  # type: ignore[arg-type]
+    cluster = _cluster(frontier)
+    first, again = shard_of("a.test", SHARDS), shard_of("b.test", SHARDS)
+    cluster.keeper.held.update({first: 1, again: 2})
+    await cluster.acquired(first, 1)
+    await cluster.acquired(again, 2)
+    a, b = cluster.sites["a.test"], cluster.sites["b.test"]
+    assert a.next_start == 0.0
+    assert b.next_start == b.interval > 0
+    await frontier.close()

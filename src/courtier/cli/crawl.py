@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from courtier.api import build_engine
 from courtier.cli.options import (
     add_config_arguments,
     add_network_arguments,
@@ -35,17 +34,17 @@ from courtier.inputs import (
     parse_store,
     read_seed_file,
 )
-from courtier.pipeline.engine import Engine as Crawler
-from courtier.pipeline.events import Observer
-from courtier.pipeline.spacing_report import describe as describe_spacing
 from courtier.pipeline.stats import CrawlStats
-from courtier.pipeline.store_lock import StoreBusy
 from courtier.politeness.limiter.base import LimiterError
-from courtier.runtime import event_loop
-from courtier.sinks.documents import Sink
 
 if TYPE_CHECKING:
     from courtier.observe.observation import Observation
+    from courtier.pipeline.engine import Engine as Crawler
+    from courtier.pipeline.events import Observer
+    from courtier.sinks.documents import Sink
+
+# The engine is imported where a crawl is built, not here: ``crawl --workers N`` only starts N
+# copies of this command, and importing the engine took it half a second of CPU first.
 
 __all__ = [
     "add_config_arguments",
@@ -145,6 +144,8 @@ def make_crawler(
     """Everything ``courtier crawl`` wires together, every input checked first; raises
     ``InputError`` (one line naming the input) on bad input. ``store`` is the spec from
     ``parse_store`` (a path or a URL is parsed here); None: ``OUT/frontier.sqlite3``."""
+    from courtier.api import build_engine
+
     seeds, errors = read_seed_file(seeds_path)
     if store is None:
         spec: StoreSpec = SqliteStore(out / "frontier.sqlite3")
@@ -186,8 +187,10 @@ def observation_for(config: Config, out: Path, console: Console) -> Observation:
 
 
 def _slow_down(observation: Observation, anomaly: Any) -> None:
+    from courtier.pipeline.engine import Engine
+
     engine = getattr(observation, "engine", None)
-    if isinstance(engine, Crawler) and anomaly.state == "raised" and anomaly.origin:
+    if isinstance(engine, Engine) and anomaly.state == "raised" and anomaly.origin:
         engine.slow_origin(anomaly.origin)
 
 
@@ -243,7 +246,7 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
         ),
         (
             "spacing achieved / allowed, keys waited on (median)",
-            describe_spacing(data.get("spacing", {})),
+            _spacing_text(data.get("spacing", {})),
         ),
         (
             "missed slots (rebook rate)",
@@ -327,6 +330,9 @@ def handle(args: argparse.Namespace) -> int:
                 "postgresql://…); one crawl at a time runs on a SQLite store"
             )
         return run_workers(args.words, args.workers, args.json, config.crawl.parse_workers)
+    from courtier.pipeline.store_lock import StoreBusy
+    from courtier.runtime import event_loop
+
     config = observe_config(config, args)
     observation = observation_for(config, args.out, console)
     crawler = make_crawler(
@@ -405,3 +411,9 @@ def _without_workers(words: list[str]) -> list[str]:
         elif not word.startswith("--workers="):
             kept.append(word)
     return kept
+
+
+def _spacing_text(spacing: dict[str, Any]) -> str:
+    from courtier.pipeline.spacing_report import describe
+
+    return describe(spacing)

@@ -6,7 +6,9 @@ Rules (the leases themselves: ``shards.py``):
 - Taking a shard: the leases its sites' URLs still have (a dead worker's) are released, the
   sites' saved robots.txt answers are adopted, and each site starts no earlier than one
   interval from now: the last request of the shard's previous holder is unknown, so it is
-  taken to be now. Every booking of those sites carries the shard's fence.
+  taken to be now. A shard taken for the first time ever (token 1) had no holder: its sites
+  start at once (a fleet's first start lost a second). Every booking of those sites carries
+  the shard's fence.
 - Giving a shard back (rebalancing, a clean stop): its sites start nothing new, their work in
   flight finishes (bounded by the fetch timeout), outcomes are written, and every URL still
   leased for them goes back to the store (under the shard's fence: not if the shard is

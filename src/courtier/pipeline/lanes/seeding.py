@@ -142,7 +142,8 @@ class SeedSites:
                 continue
             lane = self._lane(site, "http", now, sizes)
             lane.fence = fence
-            lane.hold_start(now + lane.interval)
+            if fence.token > 1:  # a holder before: its last request is unknown, say now
+                lane.hold_start(now + lane.interval)
             taken.append(lane)
         return taken
 
