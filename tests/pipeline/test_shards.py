@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 
-from courtier.pipeline.cluster.shards import _LOCK_SPACE, ShardKeeper, shard_of
+from courtier.pipeline.cluster.lease_tables import LOCK_SPACE as _LOCK_SPACE
+from courtier.pipeline.cluster.shards import ShardKeeper, shard_of
 from courtier.politeness.gcra import KeyParams, Limit, Slot
 from courtier.politeness.limiter.base import BookingRequest, Fence, LeaseLost
 from courtier.politeness.limiter.postgres import LEASES, PostgresLimiter

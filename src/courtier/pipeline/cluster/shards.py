@@ -48,66 +48,34 @@ import socket
 import time
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
+from courtier.pipeline.cluster.lease_tables import (
+    LOCK_SPACE,
+    NOW,
+    SCHEMA,
+    TERMINATE_WAIT_MS,
+    WORKERS,
+    new_worker_id,
+    shard_of,
+    try_lock,
+    unlock,
+)
 from courtier.politeness.limiter.base import SHARD_LEASES as LEASES
 from courtier.politeness.limiter.base import Fence
+
+__all__ = ["WORKERS", "ShardKeeper", "new_worker_id", "shard_of"]
 
 if TYPE_CHECKING:  # psycopg is the optional ``postgres`` extra: imported when a keeper starts
     import psycopg
 
 log = logging.getLogger(__name__)
 
-WORKERS: Final = "courtier_workers"
-_LOCK_SPACE: Final = 0x636F7572  # advisory lock class id ("cour"); objid = the shard
-_NOW: Final = "extract(epoch FROM clock_timestamp())"
-_TERMINATE_WAIT_MS: Final = 2000
-"""How long ending a hung holder's session may wait for it to be gone (its locks freed)."""
-
-_SCHEMA: Final = f"""
-CREATE TABLE IF NOT EXISTS {LEASES} (
-    shard integer PRIMARY KEY,
-    owner text,
-    token bigint NOT NULL DEFAULT 0,
-    expires_at double precision NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS {WORKERS} (
-    id text PRIMARY KEY,
-    host text NOT NULL,
-    pid integer NOT NULL,
-    started_at double precision NOT NULL,
-    heartbeat_at double precision NOT NULL,
-    shards integer NOT NULL DEFAULT 0,
-    requests bigint NOT NULL DEFAULT 0
-);
-ALTER TABLE {WORKERS} ADD COLUMN IF NOT EXISTS backend_pid integer
-"""
-
-
-def shard_of(site: str, shards: int) -> int:
-    return zlib.crc32(site.encode()) % shards
-
-
-def new_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
-
-
 Acquired = Callable[[int, int], Awaitable[None]]
 """(shard, token): the shard is ours from now on."""
 Lost = Callable[[int, bool], Awaitable[None]]
 """(shard, graceful): the shard is no longer ours (graceful: we give it back; else it was
 taken from us and nothing more may be booked for it)."""
-
-
-async def _try_lock(conn: psycopg.AsyncConnection[Any], shard: int) -> bool:
-    """Take the shard's advisory lock for this session, if no other session holds it."""
-    cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, shard))
-    row = await cursor.fetchone()
-    return bool(row and row[0])
-
-
-async def _unlock(conn: psycopg.AsyncConnection[Any], shard: int) -> None:
-    await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, shard))
 
 
 class ShardKeeper:
@@ -145,8 +113,8 @@ class ShardKeeper:
         self._conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
         self._locked.clear()  # a new session holds no lock
         async with self._conn.transaction():
-            await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_SPACE,))
-            for statement in _SCHEMA.split(";"):
+            await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_SPACE,))
+            for statement in SCHEMA.split(";"):
                 await self._conn.execute(statement.encode())
             await self._conn.execute(
                 f"INSERT INTO {LEASES} (shard) SELECT generate_series(0, %s - 1) "
@@ -155,8 +123,8 @@ class ShardKeeper:
             )
         await self._conn.execute(
             f"INSERT INTO {WORKERS} (id, host, pid, started_at, heartbeat_at, backend_pid) "
-            f"VALUES (%s, %s, %s, {_NOW}, {_NOW}, pg_backend_pid()) ON CONFLICT (id) DO UPDATE "
-            f"SET heartbeat_at = {_NOW}, backend_pid = pg_backend_pid()",
+            f"VALUES (%s, %s, %s, {NOW}, {NOW}, pg_backend_pid()) ON CONFLICT (id) DO UPDATE "
+            f"SET heartbeat_at = {NOW}, backend_pid = pg_backend_pid()",
             (self.worker_id, socket.gethostname(), os.getpid()),
         )
 
@@ -207,18 +175,18 @@ class ShardKeeper:
         assert conn is not None
         await self._keep_alive(conn)
         for shard in sorted(self._locked - self.held.keys()):
-            await _unlock(conn, shard)  # dropped since: free for whoever takes it next
+            await unlock(conn, shard)  # dropped since: free for whoever takes it next
             self._locked.discard(shard)
         # Live: a fresh heartbeat, and either no lease yet (a newcomer) or a session still
         # holding a shard's lock. A killed worker's locks went with its session, so its
         # shards are shared out at once, not after its heartbeat ages past the ttl.
         cursor = await conn.execute(
-            f"SELECT count(*) FROM {WORKERS} AS w WHERE w.heartbeat_at > {_NOW} - %s AND ("
+            f"SELECT count(*) FROM {WORKERS} AS w WHERE w.heartbeat_at > {NOW} - %s AND ("
             f"NOT EXISTS (SELECT 1 FROM {LEASES} AS l WHERE l.owner = w.id) OR EXISTS ("
             f"SELECT 1 FROM {LEASES} AS l JOIN pg_locks AS k ON k.locktype = 'advisory' "
             "AND k.classid = %s AND k.objid = l.shard::oid AND k.granted "
             "WHERE l.owner = w.id))",
-            (self.ttl, _LOCK_SPACE),
+            (self.ttl, LOCK_SPACE),
         )
         row = await cursor.fetchone()
         live = max(1, int(row[0]) if row else 1)
@@ -236,7 +204,7 @@ class ShardKeeper:
         from a hung holder's lock by the heartbeat (``_end_hung_holder``): it is kept fresh
         through long takes and give-backs as well as at each beat."""
         await conn.execute(
-            f"UPDATE {WORKERS} SET heartbeat_at = {_NOW}, shards = %s, requests = %s WHERE id = %s",
+            f"UPDATE {WORKERS} SET heartbeat_at = {NOW}, shards = %s, requests = %s WHERE id = %s",
             (len(self.held), self.requests(), self.worker_id),
         )
         await self._renew(conn)
@@ -247,7 +215,7 @@ class ShardKeeper:
         # Rows locked in shard order, as a fenced lease locks them (``PostgresFrontier``): a
         # renewal and a lease of this worker's never wait for each other in a cycle.
         cursor = await conn.execute(
-            f"UPDATE {LEASES} AS l SET expires_at = {_NOW} + %s FROM ("
+            f"UPDATE {LEASES} AS l SET expires_at = {NOW} + %s FROM ("
             f"SELECT shard FROM {LEASES} WHERE owner = %s AND shard = ANY(%s) "
             "ORDER BY shard FOR UPDATE) AS mine WHERE l.shard = mine.shard "
             "RETURNING l.shard, l.token",
@@ -268,8 +236,8 @@ class ShardKeeper:
         # was lost: a server restart) are taken again at once, as free ones: its new session
         # can lock them only if no other worker took them meanwhile.
         cursor = await conn.execute(
-            f"SELECT shard, owner IS NULL OR expires_at < {_NOW} OR owner = %s FROM {LEASES} "
-            f"WHERE owner IS NULL OR owner <> %s OR expires_at < {_NOW} "
+            f"SELECT shard, owner IS NULL OR expires_at < {NOW} OR owner = %s FROM {LEASES} "
+            f"WHERE owner IS NULL OR owner <> %s OR expires_at < {NOW} "
             "OR NOT shard = ANY(%s) ORDER BY (shard - %s + %s) %% %s",
             (self.worker_id, self.worker_id, list(self.held), offset, self.shards, self.shards),
         )
@@ -302,17 +270,17 @@ class ShardKeeper:
         self, conn: psycopg.AsyncConnection[Any], shard: int, expired: bool
     ) -> int | None:
         if shard not in self._locked:
-            if not await _try_lock(conn, shard):
+            if not await try_lock(conn, shard):
                 if not expired:
                     return None
                 await self._end_hung_holder(conn, shard)  # waits for its session to be gone
-                if not await _try_lock(conn, shard):
+                if not await try_lock(conn, shard):
                     return None
             self._locked.add(shard)
         # The advisory lock is ours: the last holder's session is gone (or never was), so
         # the shard is ours whatever its row says; a new token fences the old holder out.
         cursor = await conn.execute(
-            f"UPDATE {LEASES} SET owner = %s, token = token + 1, expires_at = {_NOW} + %s "
+            f"UPDATE {LEASES} SET owner = %s, token = token + 1, expires_at = {NOW} + %s "
             "WHERE shard = %s RETURNING token",
             (self.worker_id, self.ttl, shard),
         )
@@ -333,12 +301,12 @@ class ShardKeeper:
             "SELECT pg_terminate_backend(k.pid, %(wait)s) FROM pg_locks AS k "
             "WHERE k.locktype = 'advisory' AND k.classid = %(space)s AND k.objid = %(shard)s "
             "AND k.granted AND k.pid <> pg_backend_pid() "
-            f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %(shard)s AND expires_at < {_NOW}) "
+            f"AND EXISTS (SELECT 1 FROM {LEASES} WHERE shard = %(shard)s AND expires_at < {NOW}) "
             f"AND (EXISTS (SELECT 1 FROM {LEASES} AS l JOIN {WORKERS} AS w ON w.id = l.owner "
             "WHERE l.shard = %(shard)s AND w.backend_pid = k.pid) "
             f"OR NOT EXISTS (SELECT 1 FROM {WORKERS} AS w WHERE w.backend_pid = k.pid "
-            f"AND w.heartbeat_at > {_NOW} - %(ttl)s))",
-            {"wait": _TERMINATE_WAIT_MS, "space": _LOCK_SPACE, "shard": shard, "ttl": self.ttl},
+            f"AND w.heartbeat_at > {NOW} - %(ttl)s))",
+            {"wait": TERMINATE_WAIT_MS, "space": LOCK_SPACE, "shard": shard, "ttl": self.ttl},
         )
         if await cursor.fetchall():  # else another worker took the shard since we looked
             log.warning("shard %d: its holder stopped renewing; its session was ended", shard)
@@ -350,7 +318,7 @@ class ShardKeeper:
         del self.held[shard]
         await self._renewing(self._conn, self.on_lost(shard, True))
         # The lock first: a worker taking the shard once the row reads free gets the lock.
-        await _unlock(self._conn, shard)
+        await unlock(self._conn, shard)
         self._locked.discard(shard)
         await self._conn.execute(
             f"UPDATE {LEASES} SET owner = NULL, expires_at = 0 WHERE shard = %s AND owner = %s",
