@@ -286,6 +286,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/pipeline/test_fresh_sources_fast.py",),
     ),
+    Mutation(
+        "sends-alone-on-any-origin",
+        "only the origin of a site alone on it, held here, skips the read of others' sends",
+        "courtier.pipeline.cluster.membership",
+        "        return key.startswith(_OWN_ORIGINS) and key[len(_OWN_ORIGINS) :] in self.held_hosts\n",
+        "        return key.startswith(\"origin:\")\n",
+        ("tests/pipeline/test_fenced_refills.py",),
+    ),
+    Mutation(
+        "shard-reconnect-at-beat-pace",
+        "a keeper that lost its session asks for a new one with backoff, not once per beat",
+        "courtier.pipeline.cluster.shards",
+        "                continue  # take shards again at once: every site waits for them\n",
+        "",
+        ("tests/pipeline/test_shards.py",),
+    ),
 )
 
 
