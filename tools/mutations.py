@@ -290,7 +290,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "sends-alone-on-any-origin",
         "only the origin of a site alone on it, held here, skips the read of others' sends",
         "courtier.pipeline.cluster.membership",
-        "        return key.startswith(_OWN_ORIGINS) and key[len(_OWN_ORIGINS) :] in self.held_hosts\n",
+        "        return key.startswith(_OWN_ORIGINS) and key[len(_OWN_ORIGINS) :]"
+        " in self.held_hosts\n",
         "        return key.startswith(\"origin:\")\n",
         ("tests/pipeline/test_fenced_refills.py",),
     ),
