@@ -153,15 +153,16 @@ class ShardKeeper:
         if self._conn is not None:
             await self._conn.close()
         down_since = time.monotonic()
-        delay = 0.25
+        delay, said = 0.25, False
         while True:
             try:
                 await self.start()
             except psycopg.Error as exc:
                 if self._conn is not None:  # connected, then lost again while starting
                     await self._conn.close()
-                if delay == 0.25:  # said once per outage
+                if not said:
                     log.error("shard leases: cannot reconnect yet: %s", exc)
+                    said = True
                 await asyncio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, self.ttl / 3)
                 continue
