@@ -8,7 +8,10 @@ from typing import Any
 
 from lane_harness import FleetLimiter
 
-from courtier.pipeline.scheduling.clocks import SENT, KeyClocks
+from courtier.pipeline.scheduling.clocks import PRIVATE_GATHER, SENT, KeyClocks
+from courtier.pipeline.scheduling.send_spacing import SendSpacing
+from courtier.pipeline.scheduling.timer import FakeTimer
+from courtier.politeness.gcra import KeyParams, Limit, Slot
 from courtier.politeness.keys import LimitPolicy
 from courtier.politeness.limiter.base import LimiterUnavailable
 from courtier.politeness.limiter.memory import MemoryLimiter
@@ -89,3 +92,69 @@ async def test_launches_asking_while_a_read_is_out_share_the_next_read() -> None
     assert clocks.sent_ready("origin:o") == NOW + 2
     assert clocks.sent_ready("origin:p") == NOW + 4
     assert clocks.sent_ready("origin:q") is None
+
+
+def gathering_clocks(limiter: Any, timer: FakeTimer) -> KeyClocks:
+    return KeyClocks(limiter, LimitPolicy(), timer=timer)
+
+
+async def test_what_only_this_worker_books_is_written_together_a_moment_later() -> None:
+    timer = FakeTimer(NOW)
+    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
+    clocks = gathering_clocks(limiter, timer)
+    clocks.raise_floors_soon({"site:a.test": NOW + 1})
+    clocks.note_sent({"origin:site:a.test": NOW + 1}, urgent=False)
+    await timer.advance(PRIVATE_GATHER / 2)
+    clocks.raise_floors_soon({"site:b.test": NOW + 2})
+    assert limiter.floor_writes == []
+    await timer.advance(PRIVATE_GATHER / 2)
+    assert limiter.floor_writes == [
+        {"site:a.test": NOW + 1, "site:b.test": NOW + 2, SENT + "origin:site:a.test": NOW + 1}
+    ]
+
+
+async def test_a_send_another_worker_may_read_is_written_at_once_with_what_waited() -> None:
+    timer = FakeTimer(NOW)
+    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
+    clocks = gathering_clocks(limiter, timer)
+    clocks.raise_floors_soon({"site:a.test": NOW + 1})
+    await timer.settle()
+    clocks.note_sent({"origin:platform": NOW + 0.5})
+    await timer.settle()  # no time passes
+    assert limiter.floor_writes == [{"site:a.test": NOW + 1, SENT + "origin:platform": NOW + 0.5}]
+
+
+async def test_a_booking_on_a_key_with_a_floor_waiting_writes_it_first() -> None:
+    timer = FakeTimer(NOW)
+    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
+    clocks = gathering_clocks(limiter, timer)
+    clocks.raise_floors_soon({"site:a.test": NOW + 3, "site:b.test": NOW + 3})
+    await timer.settle()
+    slot = await clocks.book([Limit("site:a.test", KeyParams(1.0))], 1.0, max_lead=60.0)
+    assert isinstance(slot, Slot) and slot.start >= NOW + 3  # a hop waits for the send's floor
+    assert limiter.floor_writes == [{"site:a.test": NOW + 3, "site:b.test": NOW + 3}]
+
+
+async def test_a_stop_writes_what_waits_at_once() -> None:
+    timer = FakeTimer(NOW)
+    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
+    clocks = gathering_clocks(limiter, timer)
+    clocks.raise_floors_soon({"site:a.test": NOW + 1})
+    await clocks.flush_sent()
+    assert limiter.floor_writes == [{"site:a.test": NOW + 1}]
+    assert timer.now() == NOW
+
+
+async def test_a_send_is_urgent_unless_every_key_is_private() -> None:
+    timer = FakeTimer(NOW)
+    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
+    clocks = gathering_clocks(limiter, timer)
+    spacing = SendSpacing(clocks)
+    spacing.private = lambda key: key == "origin:site:a.test"
+    spacing.sent(["site:a.test", "origin:site:a.test"], 1.0, NOW, launched=False)
+    await timer.settle()
+    assert limiter.floor_writes == []
+    spacing.sent(["site:b.test", "origin:platform"], 1.0, NOW, launched=False)
+    await timer.settle()
+    assert len(limiter.floor_writes) == 1
+    assert set(limiter.floor_writes[0]) == {SENT + "origin:site:a.test", SENT + "origin:platform"}

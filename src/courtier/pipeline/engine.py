@@ -113,9 +113,8 @@ class Engine:
         self.tasks: set[asyncio.Task[None]] = set()
         self._stopping, self._stopped = False, asyncio.Event()
         self._surface = config.frontier.surface_policy(config.crawl.max_depth)
-        self.seed = SeedSites(
-            config, self._surface, lambda: self.timer.now(), shared=cluster is not None
-        )
+        shared = cluster is not None
+        self.seed = SeedSites(config, self._surface, lambda: self.timer.now(), shared=shared)
         self.sites, self.scope = self.seed.lanes, self.seed.scope
         self.intake = UrlIntake(self.stats.refused, redaction_policy(self.config))
         self.discovery = Discovery(
@@ -163,7 +162,8 @@ class Engine:
         self.frontier = FrontierIO(store, queue_per_site=crawl.queue_per_site, now=self.timer.now)
         self.frontier.outage = crawl.store_outage
         self.discovery.fresh = FreshSources.of(self.config, self.frontier, self.timer)
-        self.clocks = KeyClocks(limiter, self.config.limits.policy(), persist=self._save_floors_now)
+        policy, persist = self.config.limits.policy(), self._save_floors_now
+        self.clocks = KeyClocks(limiter, policy, persist=persist, timer=self.timer)
         self.controls = Controls(
             self.config, self.frontier, self.seed, self.timer, self.stats, self.clocks
         )

@@ -148,8 +148,10 @@ class Cluster:
             running = {task for lane in lanes for task in lane.sched.running}
             if running:
                 await asyncio.wait(running, timeout=self.config.fetch.total_timeout)
-            # Outcomes first: a URL answered here must not fall due for the next holder.
+            # Outcomes first: a URL answered here must not fall due for the next holder; and
+            # the floors its sends raised, for the next holder's first booking.
             await self.flush()
+            await self.pages.clocks.flush_sent()
             sites = [lane.site for lane in lanes]
             # Under the shard's fence: a keeper whose session was ended gives its shards back
             # too, and one may be another worker's by now, its URLs leased by that worker.

@@ -111,12 +111,14 @@ class SendSpacing:
         """A request on ``keys`` went out at ``at`` (``launched``: it was counted unsent by
         ``launched``; a robots.txt hop is not, see ``hops.py``)."""
         ready = {}
+        private, urgent = self.private, False
         for key, params in self.watched(keys):
             if launched:
                 self._release(key)
             ready[key] = at + (cost if params.weighted else 1.0) * params.interval
+            urgent = urgent or not private(key)
         if ready:
-            self._clocks.note_sent(ready)
+            self._clocks.note_sent(ready, urgent=urgent)
 
     def not_sent(self, keys: Iterable[str]) -> None:
         for key, _params in self.watched(keys):
