@@ -71,9 +71,12 @@ class AwayLimiter(MemoryLimiter):
         *,
         max_lead: float,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
         self._check()
-        return await super().book(limits, cost, max_lead=max_lead, fence=fence)
+        return await super().book(
+            limits, cost, max_lead=max_lead, fence=fence, start_after=start_after
+        )
 
     async def raise_floor(self, floors: Mapping[str, float]) -> None:
         self._check()

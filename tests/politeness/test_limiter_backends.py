@@ -272,7 +272,8 @@ async def test_concurrent_tasks_get_distinct_evenly_spaced_slots(backend: Backen
 
 def _batch_requests() -> list[BookingRequest]:
     """Overlapping keys, keys first seen mid-batch, a burst key, weighted costs, a request
-    refused for its lead and one with a slot width of its own."""
+    refused for its lead, one with a slot width of its own, and two that start no sooner than
+    a time (one of them past)."""
     site_a, site_b = key("site:a.test", 1.0), key("site:b.test", 0.5)
     origin = key("origin:o", 0.25)
     bucket = key("bucket:s3/b", 0.1, burst=0.3)
@@ -286,6 +287,9 @@ def _batch_requests() -> list[BookingRequest]:
         BookingRequest((site_a, origin), 2, max_lead=0.5),  # both keys booked too far ahead
         BookingRequest((bucket,), 3),
         BookingRequest((site_b, origin), 1, max_lead=10.0),
+        # Booked a moment before they may start: as if booked then.
+        BookingRequest((key("site:c.test", 1.0), key("origin:p", 0.25)), 1, start_after=T0 + 0.4),
+        BookingRequest((key("site:d.test", 1.0), key("origin:p", 0.25)), 1, start_after=T0),
     ]
 
 
@@ -302,7 +306,13 @@ async def test_a_batch_books_exactly_as_bookings_one_after_another(backend: Back
                 got = await limiter.book_many(requests)
             else:
                 got = [
-                    await limiter.book(r.limits, r.cost, max_lead=r.max_lead, slack=r.slack)
+                    await limiter.book(
+                        r.limits,
+                        r.cost,
+                        max_lead=r.max_lead,
+                        slack=r.slack,
+                        start_after=r.start_after,
+                    )
                     for r in requests
                 ]
             keys = sorted({limit.key for r in requests for limit in r.limits})
@@ -310,7 +320,25 @@ async def test_a_batch_books_exactly_as_bookings_one_after_another(backend: Back
     assert answers["batch"] == answers["one by one"]
     bookings, _ = answers["batch"]
     assert isinstance(bookings[6], Refusal) and bookings[6].keys == ("site:a.test", "origin:o")
-    assert sum(isinstance(b, Slot) for b in bookings) == 8
+    assert sum(isinstance(b, Slot) for b in bookings) == 10
+    assert slot(bookings[9]).start == T0 + 0.4  # its own time, the keys being free then
+    assert slot(bookings[10]).start == T0 + 0.4 + 0.25  # the clock's time had passed
+
+
+async def test_a_booking_made_before_its_start_books_as_if_made_then(backend: Backend) -> None:
+    clock = FakeClock()
+    site, origin = key("site:a.test", 1.0), key("origin:o", 0.5)
+    async with backend.limiter(clock) as limiter:
+        early = slot(await limiter.book([site, origin], 1, start_after=T0 + 0.05))
+        assert early.start == T0 + 0.05
+        assert await limiter.tats(["site:a.test", "origin:o"]) == {
+            "site:a.test": T0 + 1.05,
+            "origin:o": T0 + 0.55,
+        }
+        other = slot(await limiter.book([key("site:b.test", 1.0), origin], 1))
+        assert other.start == T0 + 0.55  # after it: the origin's clock ran from its start
+        with pytest.raises(ValueError, match="start_after"):
+            await limiter.book([site], 1, start_after=math.nan)
 
 
 async def test_an_empty_batch_books_nothing(backend: Backend) -> None:

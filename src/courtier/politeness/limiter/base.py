@@ -94,6 +94,9 @@ class BookingRequest:
     max_lead: float = math.inf
     slack: float | None = None
     fence: Fence | None = None
+    start_after: float | None = None
+    """The request starts no sooner: booked as at this time when it is past the clock's
+    (a lane books its next request a moment before its own spacing lets it start)."""
 
 
 BookingResult = Booking | LeaseLost
@@ -108,7 +111,12 @@ async def book_each(limiter: Limiter, requests: Sequence[BookingRequest]) -> lis
         try:
             results.append(
                 await limiter.book(
-                    r.limits, r.cost, max_lead=r.max_lead, slack=r.slack, fence=r.fence
+                    r.limits,
+                    r.cost,
+                    max_lead=r.max_lead,
+                    slack=r.slack,
+                    fence=r.fence,
+                    start_after=r.start_after,
                 )
             )
         except LeaseLost as lost:
@@ -134,6 +142,14 @@ def check_floors(floors: Mapping[str, float]) -> dict[str, float]:
     return checked
 
 
+def booking_time(clock: Clock, start_after: float | None) -> float:
+    """The time a booking is made at: the clock's, or ``start_after`` when that is later."""
+    now = clock()
+    if start_after is None:
+        return now
+    return max(now, check_time("start_after", start_after))
+
+
 def check_charge(limit: Limit, cost: float) -> None:
     """ValueError unless ``limit`` is a ``Limit`` and ``cost`` a positive finite number."""
     if not isinstance(limit, Limit):
@@ -156,10 +172,12 @@ class Limiter(Protocol):
         max_lead: float = math.inf,
         slack: float | None = None,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
-        """Book one request of ``cost`` on every key of ``limits`` at ``clock()``. With a
-        ``fence``, a backend shared by many workers books only while the fence holds and
-        raises ``LeaseLost`` otherwise; one-process backends have no leases to check."""
+        """Book one request of ``cost`` on every key of ``limits`` at ``clock()`` (at
+        ``start_after`` when that is later: the slot starts no sooner). With a ``fence``, a
+        backend shared by many workers books only while the fence holds and raises
+        ``LeaseLost`` otherwise; one-process backends have no leases to check."""
         ...
 
     async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:

@@ -20,6 +20,7 @@ from courtier.politeness.limiter.base import (
     Clock,
     Fence,
     book_each,
+    booking_time,
     check_charge,
     check_floors,
     check_time,
@@ -44,11 +45,11 @@ class MemoryLimiter:
         max_lead: float = math.inf,
         slack: float | None = None,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
         """``book`` without a coroutine, for synchronous callers in the owning thread."""
-        booking, updates = book(
-            self._tats, self._clock(), limits, cost, max_lead=max_lead, slack=slack
-        )
+        now = booking_time(self._clock, start_after)
+        booking, updates = book(self._tats, now, limits, cost, max_lead=max_lead, slack=slack)
         self._tats.update(updates)
         return booking
 
@@ -60,8 +61,9 @@ class MemoryLimiter:
         max_lead: float = math.inf,
         slack: float | None = None,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
-        return self.book_now(limits, cost, max_lead=max_lead, slack=slack)
+        return self.book_now(limits, cost, max_lead=max_lead, slack=slack, start_after=start_after)
 
     async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
         return await book_each(self, requests)

@@ -71,6 +71,7 @@ from courtier.politeness.limiter.base import (
     LeaseLost,
     LimiterError,
     LimiterUnavailable,
+    booking_time,
     check_charge,
     check_floors,
     check_time,
@@ -96,13 +97,14 @@ CREATE TABLE IF NOT EXISTS {LEASES} (
     expires_at double precision NOT NULL DEFAULT 0
 );
 CREATE OR REPLACE FUNCTION courtier_book_many(
-    p_keys text[], p_bursts float8[], p_charges float8[], p_ends integer[], p_now float8,
+    p_keys text[], p_bursts float8[], p_charges float8[], p_ends integer[], p_nows float8[],
     p_leads float8[], p_shards integer[], p_owners text[], p_tokens bigint[]
 ) RETURNS TABLE (b_start float8, b_found integer, b_saturated text[], b_held boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     lo integer := 1;
     hi integer;
+    p_now float8;
     locked text[];
 BEGIN
     SELECT coalesce(array_agg(l.key), '{{}}') INTO locked FROM (
@@ -110,6 +112,7 @@ BEGIN
     ) AS l;
     FOR i IN 1 .. coalesce(cardinality(p_ends), 0) LOOP
         hi := p_ends[i];
+        p_now := p_nows[i];
         b_held := p_shards[i] IS NULL OR EXISTS (
             SELECT 1 FROM {LEASES} AS f
             WHERE f.shard = p_shards[i] AND f.owner = p_owners[i] AND f.token = p_tokens[i]
@@ -167,7 +170,7 @@ SELECT plan.start, plan.found, plan.saturated, fenced.held FROM plan, fenced
 
 _BOOK_MANY: Final = """
 SELECT * FROM courtier_book_many(%(keys)s::text[], %(bursts)s::float8[], %(charges)s::float8[],
-    %(ends)s::integer[], %(now)s::float8, %(leads)s::float8[], %(shards)s::integer[],
+    %(ends)s::integer[], %(nows)s::float8[], %(leads)s::float8[], %(shards)s::integer[],
     %(owners)s::text[], %(tokens)s::bigint[])
 """
 
@@ -248,6 +251,7 @@ class PostgresLimiter:
         max_lead: float = math.inf,
         slack: float | None = None,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
         check_request(limits, cost, max_lead, slack)
         keys = [limit.key for limit in limits]
@@ -261,7 +265,7 @@ class PostgresLimiter:
             "ftoken": None if fence is None else fence.token,
         }
         for _attempt in range(5):
-            params["now"] = self._clock()
+            params["now"] = booking_time(self._clock, start_after)
             start, found, saturated, held = await self._fetch_one(_BOOK, params)
             if not held:
                 raise LeaseLost(f"shard {fence.shard if fence else '?'} is no longer ours")
@@ -280,12 +284,14 @@ class PostgresLimiter:
         for _attempt in range(5):
             if not pending:
                 break
-            now = self._clock()
+            nows = [booking_time(self._clock, requests[i].start_after) for i in pending]
             rows = await self._fetch_all(
-                _BOOK_MANY, _batch_params([requests[i] for i in pending], now)
+                _BOOK_MANY, _batch_params([requests[i] for i in pending], nows)
             )
             short: list[int] = []
-            for index, (start, found, saturated, held) in zip(pending, rows, strict=True):
+            for index, now, (start, found, saturated, held) in zip(
+                pending, nows, rows, strict=True
+            ):
                 r = requests[index]
                 if not held:
                     shard = r.fence.shard if r.fence else "?"
@@ -419,9 +425,9 @@ def _answer(
     return Slot(start, start + slot_slack(limits, slack), keys, cost)
 
 
-def _batch_params(requests: Sequence[BookingRequest], now: float) -> dict[str, Any]:
+def _batch_params(requests: Sequence[BookingRequest], nows: Sequence[float]) -> dict[str, Any]:
     """``courtier_book_many``'s arguments: the requests' keys one after another (``ends``:
-    where each request's keys end, 1-based), one lead and one fence per request."""
+    where each request's keys end, 1-based), one time, lead and fence per request."""
     limits = [limit for r in requests for limit in r.limits]
     ends, end = [], 0
     for r in requests:
@@ -433,7 +439,7 @@ def _batch_params(requests: Sequence[BookingRequest], now: float) -> dict[str, A
         "bursts": float_array(limit.params.burst for limit in limits),
         "charges": float_array(limit.params.charge(r.cost) for r in requests for limit in r.limits),
         "ends": int_array(ends),
-        "now": now,
+        "nows": float_array(nows),
         "leads": float_array(r.max_lead for r in requests),
         "shards": int_array(None if f is None else f.shard for f in fences),
         "owners": text_array(None if f is None else f.owner for f in fences),

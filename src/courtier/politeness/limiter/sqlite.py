@@ -34,6 +34,7 @@ from courtier.politeness.limiter.base import (
     Fence,
     LimiterError,
     book_each,
+    booking_time,
     check_charge,
     check_floors,
     check_time,
@@ -125,15 +126,15 @@ class SqliteLimiter:
         max_lead: float = math.inf,
         slack: float | None = None,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
         """One booking transaction on the calling thread (``book`` runs this off the loop)."""
         keys = [limit.key for limit in limits]
 
         def write(db: sqlite3.Connection) -> Booking:
             tats = dict(db.execute(self._select(len(keys)), keys).fetchall())
-            booking, updates = book(
-                tats, self._clock(), limits, cost, max_lead=max_lead, slack=slack
-            )
+            now = booking_time(self._clock, start_after)
+            booking, updates = book(tats, now, limits, cost, max_lead=max_lead, slack=slack)
             if updates:
                 db.executemany(_UPSERT, updates.items())
             return booking
@@ -148,11 +149,14 @@ class SqliteLimiter:
         max_lead: float = math.inf,
         slack: float | None = None,
         fence: Fence | None = None,
+        start_after: float | None = None,
     ) -> Booking:
         check_request(limits, cost, max_lead, slack)
         limits = tuple(limits)
         return await self._run(
-            lambda: self.book_blocking(limits, cost, max_lead=max_lead, slack=slack)
+            lambda: self.book_blocking(
+                limits, cost, max_lead=max_lead, slack=slack, start_after=start_after
+            )
         )
 
     async def book_many(self, requests: Sequence[BookingRequest]) -> list[BookingResult]:
