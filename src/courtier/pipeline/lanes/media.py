@@ -42,6 +42,7 @@ from courtier.pipeline.lanes.media_places import MediaPlaces, Placement
 from courtier.pipeline.lanes.render_media import answer_render, refuse_render
 from courtier.pipeline.lanes.services import LaneKindBase, LaneServices, RobotsOutcome, context_of
 from courtier.pipeline.lanes.site import RobotsWork
+from courtier.pipeline.scheduling.booker import BOOK_GATHER
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.politeness.backoff import BackoffState
 from courtier.politeness.gcra import KeyParams, Limit
@@ -75,6 +76,8 @@ sites' origins)."""
 class MediaLanes(LaneKindBase):
     """The ``LaneKind`` of media keys; the engine feeds it page images (``offer``)."""
 
+    book_wait = BOOK_GATHER  # an image is not hurried: its booking shares a round trip
+
     def __init__(
         self,
         services: LaneServices,
@@ -83,8 +86,7 @@ class MediaLanes(LaneKindBase):
         arm: Callable[[MediaLane], None],
     ) -> None:
         super().__init__(services)
-        config = self.config
-        self.lead = min(config.politeness.max_lead, MEDIA_MAX_LEAD)
+        config, self.lead = self.config, min(self.config.politeness.max_lead, MEDIA_MAX_LEAD)
         self.origin_of = origin_of
         self.arm = arm
         self.start_after = 0.0

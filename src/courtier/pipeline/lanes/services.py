@@ -117,6 +117,8 @@ def context_of(
 class LaneKindBase:
     """What both lane kinds do the same way: feedback after an answer, robots.txt."""
 
+    book_wait = 0.0  # a request that may start now is booked at once
+
     def __init__(self, services: LaneServices) -> None:
         config = services.config
         self.config = config

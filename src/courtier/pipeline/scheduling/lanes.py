@@ -102,6 +102,11 @@ class LaneState(Generic[W]):
     """The cost of the lane's last start (what it may have spent on its keys' clocks)."""
     held_until: float = 0.0
     """An operator's pause: nothing of the lane starts before it (inf: until lifted)."""
+    start_after: float | None = None
+    """The lane's own time for the work being booked, when it is booked ahead of it
+    (``booker.BOOK_AHEAD``): its slot starts no sooner."""
+    send_by: float = 0.0
+    """When the round trip that books it must go (a limiter booked by round trip)."""
 
 
 class Lane(Protocol):
@@ -121,6 +126,9 @@ Lc = TypeVar("Lc", bound=Lane, contravariant=True)
 class LaneKind(Protocol[Lc, W]):
     lead: float
     """The lead most of the kind's lanes book at (``max_lead`` of a lane may differ)."""
+    book_wait: float
+    """Seconds a booking of work that may start now can wait to share a round trip with
+    other bookings (a limiter booked by round trip; 0: none)."""
 
     def max_lead(self, lane: Lc) -> float:
         """Seconds ahead the lane's work may be booked (further: refused, it waits unbooked)."""

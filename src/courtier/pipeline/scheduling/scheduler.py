@@ -26,7 +26,8 @@ Theory of operation:
   (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`,
   `python bench/bench_stalls.py`).
 - Booking: a limiter that books in this thread (memory) is booked at once, in ``arm``; any
-  other ``Limiter`` backend is booked by one task (``booker``, ``booker.py``) in batches.
+  other ``Limiter`` backend is booked by one task (``booker``, ``booker.py``) in batches,
+  each lane ``BOOK_AHEAD`` before its own time, as of that time (``start_after``).
   A booking refused for maximum lead consumed nothing and is asked again at its
   ``not_before``; work for a saturated key waits unbooked, in that key's line
   (``key_waits``: the lanes it refused ask again one at a time, not all at once).
@@ -48,12 +49,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import Generic
 
-from courtier.pipeline.scheduling.booker import BatchBooker
+from courtier.pipeline.scheduling.booker import (
+    BOOK_AHEAD,
+    BOOK_GATHER,
+    BOOK_MARGIN,
+    BatchBooker,
+)
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.key_waits import KeyWaits
 from courtier.pipeline.scheduling.lanes import L, LaneKind, Launch, Phase, W, Wait
@@ -97,6 +104,7 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
         self.stopping = False
         self._to_book: deque[L] = deque()
         self._booker_wake = asyncio.Event()
+        self.booker_due = math.inf
         self.key_waits: KeyWaits[L] = KeyWaits(timer, self._wake_in_line)
         """Lanes a saturated key refused, in that key's line (``key_waits``)."""
         self.ready: ReadyLine[L] = ReadyLine(timer, gates, self._release)
@@ -129,11 +137,16 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
                 return
             state.work = choice
         earliest = self.kind.not_before(lane, state.work, now)
-        if earliest > now:
-            # Booked only when the lane itself may start: a long site pause never holds a
-            # slot on a key other lanes share.
-            self._wait(lane, earliest)
+        ahead = 0.0 if self.clocks.books_now else BOOK_AHEAD
+        if earliest - ahead > now:
+            # Booked only when the lane itself may start (a round trip's booking a moment
+            # before, as of then): a long site pause never holds a slot on a shared key.
+            self._wait(lane, earliest - ahead)
             return
+        if earliest > now:
+            state.start_after, state.send_by = earliest, earliest - BOOK_MARGIN
+        else:
+            state.start_after, state.send_by = None, now + self.kind.book_wait
         if not self.has_capacity():
             state.phase = Phase.READY
             self.ready.lanes.append(lane)
@@ -141,7 +154,8 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
         state.phase = Phase.BOOKING
         if not self._book_now(lane, at_once=at_once):
             self._to_book.append(lane)
-            self._booker_wake.set()
+            if state.send_by < self.booker_due:
+                self._booker_wake.set()
 
     def has_capacity(self) -> bool:
         return self.in_flight < self.max_in_flight
@@ -162,7 +176,11 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
     def _wake_in_line(self, lane: L) -> bool:
         """``_wake`` for a key's line; True: its booking is queued (the booker answers)."""
         self._wake(lane)
-        return lane.sched.phase is Phase.BOOKING
+        if lane.sched.phase is not Phase.BOOKING:
+            return False
+        # Its slot lands its lead ahead (why it waited): the round trip may wait for others.
+        lane.sched.send_by = max(lane.sched.send_by, self.timer.now() + BOOK_GATHER)
+        return True
 
     def _release(self) -> None:
         """Capacity freed (or the start gate reopened): ready lanes book, oldest first."""
