@@ -120,6 +120,8 @@ def run_one(
             workers=workers,
         )
         pg_cpu = server_cpu(cluster, settle=True) - pg_before if url else None
+        if url is not None:
+            drop_database(cluster, url)
     if result.returncode != 0 or not result.stats:
         print(f"run {n} {label}: courtier crawl exited {result.returncode}", file=sys.stderr)
         return False
@@ -183,7 +185,7 @@ def start_cluster() -> Any:
 
 
 def fresh_database(cluster: Any) -> str:
-    """A new database on the cluster, as a crawl's `--store` URL (dropped with the cluster)."""
+    """A new database on the cluster, as a crawl's `--store` URL (dropped after its run)."""
     import uuid
 
     import psycopg
@@ -192,6 +194,16 @@ def fresh_database(cluster: Any) -> str:
     with psycopg.connect(cluster.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return f"postgresql://postgres@127.0.0.1:{cluster.port}/{name}"
+
+
+def drop_database(cluster: Any, url: str) -> None:
+    """A finished run's database goes: the server's autovacuum of its tables would otherwise
+    run during a later run, on the same cores."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def server_cpu(cluster: Any, settle: bool = False) -> float:
