@@ -94,14 +94,15 @@ async def test_launches_asking_while_a_read_is_out_share_the_next_read() -> None
     assert clocks.sent_ready("origin:q") is None
 
 
-def gathering_clocks(limiter: Any, timer: FakeTimer) -> KeyClocks:
-    return KeyClocks(limiter, LimitPolicy(), timer=timer)
+def gathering() -> tuple[FakeTimer, CountingLimiter, KeyClocks]:
+    """A worker's clocks on a shared limiter, timed by a fake clock (writes gather)."""
+    timer = FakeTimer(NOW)
+    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
+    return timer, limiter, KeyClocks(limiter, LimitPolicy(), timer=timer)
 
 
 async def test_what_only_this_worker_books_is_written_together_a_moment_later() -> None:
-    timer = FakeTimer(NOW)
-    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
-    clocks = gathering_clocks(limiter, timer)
+    timer, limiter, clocks = gathering()
     clocks.raise_floors_soon({"site:a.test": NOW + 1})
     clocks.note_sent({"origin:site:a.test": NOW + 1}, urgent=False)
     await timer.advance(PRIVATE_GATHER / 2)
@@ -114,9 +115,7 @@ async def test_what_only_this_worker_books_is_written_together_a_moment_later() 
 
 
 async def test_a_send_another_worker_may_read_is_written_at_once_with_what_waited() -> None:
-    timer = FakeTimer(NOW)
-    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
-    clocks = gathering_clocks(limiter, timer)
+    timer, limiter, clocks = gathering()
     clocks.raise_floors_soon({"site:a.test": NOW + 1})
     await timer.settle()
     clocks.note_sent({"origin:platform": NOW + 0.5})
@@ -125,9 +124,7 @@ async def test_a_send_another_worker_may_read_is_written_at_once_with_what_waite
 
 
 async def test_a_booking_on_a_key_with_a_floor_waiting_writes_it_first() -> None:
-    timer = FakeTimer(NOW)
-    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
-    clocks = gathering_clocks(limiter, timer)
+    timer, limiter, clocks = gathering()
     clocks.raise_floors_soon({"site:a.test": NOW + 3, "site:b.test": NOW + 3})
     await timer.settle()
     slot = await clocks.book([Limit("site:a.test", KeyParams(1.0))], 1.0, max_lead=60.0)
@@ -136,9 +133,7 @@ async def test_a_booking_on_a_key_with_a_floor_waiting_writes_it_first() -> None
 
 
 async def test_a_stop_writes_what_waits_at_once() -> None:
-    timer = FakeTimer(NOW)
-    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
-    clocks = gathering_clocks(limiter, timer)
+    timer, limiter, clocks = gathering()
     clocks.raise_floors_soon({"site:a.test": NOW + 1})
     await clocks.flush_sent()
     assert limiter.floor_writes == [{"site:a.test": NOW + 1}]
@@ -146,9 +141,7 @@ async def test_a_stop_writes_what_waits_at_once() -> None:
 
 
 async def test_a_send_is_urgent_unless_every_key_is_private() -> None:
-    timer = FakeTimer(NOW)
-    limiter = CountingLimiter(MemoryLimiter(clock=timer.now))
-    clocks = gathering_clocks(limiter, timer)
+    timer, limiter, clocks = gathering()
     spacing = SendSpacing(clocks)
     spacing.private = lambda key: key == "origin:site:a.test"
     spacing.sent(["site:a.test", "origin:site:a.test"], 1.0, NOW, launched=False)
