@@ -50,19 +50,42 @@ def test_configured_suffixes_add_to_the_known_ones() -> None:
 @pytest.mark.parametrize(
     "headers",
     [
-        [("Server", "nginx"), ("X-Cache", "HIT")],
-        [("CF-Ray", "8a1b2c3d4e5f-FRA"), ("Server", "cloudflare")],
+        [("CF-Ray", "8a1b2c3d4e5f6789-FRA"), ("Server", "nginx")],
+        [("QS-Ray", "0123456789abcdef-SIM")],  # a ray id under another edge's name
+        [("CF-Cache-Status", "DYNAMIC")],
+        [("X-Served-By", "cache-lhr7341-LHR")],  # Fastly's cache nodes
+        [("X-Served-By", "cache-iad-kiad7000123-IAD, cache-lhr7341-LHR")],
+        [("X-Cache", "Miss from cloudfront")],
+        [("Via", "1.1 0123abcd.cloudfront.net (CloudFront)")],
+        [("Server", "cloudflare")],
         [("Server", "SimCDN")],
         [("Server", "AkamaiGHost")],
+        [("Server", "ECAcc (nyb/1D2E)")],
         [("X-Amz-Cf-Id", "abc==")],
+        [("X-Azure-Ref", "0Hk2bZAAAAAB4dGlkVGVzdFJlZmVyZW5jZQ==")],
     ],
 )
 def test_cdn_response_headers_are_recognised(headers: list[tuple[str, str]]) -> None:
     assert headers_cdn_reason(headers) is not None
 
 
-def test_ordinary_server_headers_are_not_a_cdn() -> None:
-    assert headers_cdn_reason([("Server", "Apache/2.4.58"), ("X-Powered-By", "PHP/8.2")]) is None
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("Server", "Apache/2.4.58"), ("X-Powered-By", "PHP/8.2")],
+        # What a platform's own Varnish, nginx or HAProxy front adds: names, not a CDN's values.
+        [("Server", "nginx"), ("X-Cache", "HIT")],
+        [("X-Served-By", "web1")],
+        [("X-Served-By", "haproxy-02")],
+        [("Via", "1.1 varnish (Varnish/6.0)"), ("X-Varnish", "32768 3")],
+        [("Age", "12"), ("X-Cache", "HIT from varnish1"), ("X-Cache-Hits", "3")],
+        [("Server", "Varnish")],
+        [("CF-Ray", "8a1b2c3d-FRA")],  # too short for a ray id
+        [("X-Request-Ray", "abc")],
+    ],
+)
+def test_ordinary_server_headers_are_not_a_cdn(headers: list[tuple[str, str]]) -> None:
+    assert headers_cdn_reason(headers) is None
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,9 @@ def test_a_shared_header_signature_on_a_shared_address_is_one_origin() -> None:
     assert result["a.test"].confidence >= 0.85
 
 
-def test_a_site_whose_server_contradicts_the_platform_stays_apart() -> None:
+def test_a_site_whose_server_contradicts_the_platform_joins_it_with_less_confidence() -> None:
+    """A different Server product is no proof of another backend (one front may serve both
+    stacks): a wrong split would break the promise to the server, so it joins."""
     result = cluster(
         [
             site("a.test", "192.0.2.5", headers=plinth("a.test")),
@@ -88,8 +90,9 @@ def test_a_site_whose_server_contradicts_the_platform_stays_apart() -> None:
             site("quiet.test", "192.0.2.5"),
         ]
     )
-    assert result["odd.test"].origin == "site:odd.test"
+    assert result["odd.test"].origin == result["a.test"].origin
     assert Kind.HEADER_CONFLICT in kinds(result["odd.test"])
+    assert result["odd.test"].confidence < result["a.test"].confidence
     # Not probed: nothing contradicts the shared address, so it joins, with low confidence.
     assert result["quiet.test"].origin == result["a.test"].origin
     assert result["quiet.test"].confidence < result["a.test"].confidence
@@ -108,7 +111,9 @@ def test_two_platforms_behind_one_address_are_two_origins() -> None:
     assert result["a.test"].origin == result["b.test"].origin
     assert result["c.test"].origin == result["d.test"].origin
     assert result["a.test"].origin != result["c.test"].origin
-    assert Kind.HEADER_CONFLICT in kinds(result["a.test"])
+    # The positive evidence for the split is named: two different backends answer there.
+    edge = [e for e in result["a.test"].evidence if e.kind is Kind.CDN]
+    assert edge and "2 different backends" in edge[0].detail
 
 
 def test_sites_behind_one_cdn_are_not_merged() -> None:
@@ -131,10 +136,16 @@ def test_a_platform_name_before_the_cdn_in_the_chain_still_merges() -> None:
     assert result["a.test"].origin == result["b.test"].origin == "cname:shops.platform.example"
 
 
-def test_cdn_headers_on_a_shared_address_prevent_a_merge() -> None:
-    edge = fingerprint("x", ("CF-Ray", "1-FRA"), ("X-Powered-By", "PHP/8.2"), server="cloudflare")
+def test_a_cdns_marks_alone_are_no_proof_that_different_backends_answer() -> None:
+    """Identical answers through a CDN: a platform behind it is as likely as strangers, so
+    the sites stay one origin unless the address is in a range the CDN publishes."""
+    edge = fingerprint(
+        "x", ("CF-Ray", "8a1b2c3d4e5f6789-FRA"), ("X-Powered-By", "PHP/8.2"), server="cloudflare"
+    )
     result = cluster([site(h, "203.0.113.9", headers=edge) for h in ("a.test", "b.test")])
-    assert result["a.test"].origin != result["b.test"].origin
+    assert result["a.test"].origin == result["b.test"].origin
+    published = cluster([site(h, "104.16.1.1", headers=edge) for h in ("a.test", "b.test")])
+    assert published["a.test"].origin != published["b.test"].origin
 
 
 def test_a_distinctive_backend_shared_behind_a_cdn_is_one_origin() -> None:
@@ -165,7 +176,7 @@ def test_a_site_whose_dns_failed_stays_alone() -> None:
 
 def test_headers_contradicting_dns_lower_confidence_but_do_not_split() -> None:
     chain = ("tenants.platform.example",)
-    other = fingerprint("x", ("X-Other-Platform", "1"), server="OtherServer")
+    other = fingerprint("x", server="OtherServer")  # generic: no backend of its own shown
     facts = [
         site(f"t{i}.test", "192.0.2.10", cname=chain, headers=plinth(f"t{i}")) for i in range(3)
     ]
@@ -174,6 +185,27 @@ def test_headers_contradicting_dns_lower_confidence_but_do_not_split() -> None:
     assert result["odd.test"].origin == result["t0.test"].origin
     assert Kind.HEADER_CONFLICT in kinds(result["odd.test"])
     assert result["odd.test"].confidence < result["t0.test"].confidence
+
+
+def test_two_distinctive_backends_behind_one_name_are_proof_of_an_edge() -> None:
+    chain = ("shared.example",)
+    other = fingerprint("x", ("X-Other-Platform", "1"), server="OtherServer")
+    facts = [
+        site(f"t{i}.test", "192.0.2.10", cname=chain, headers=plinth(f"t{i}")) for i in range(3)
+    ]
+    facts.append(site("odd.test", "192.0.2.10", cname=chain, headers=other))
+    # One answer of another backend could be one tenant's own app: no proof yet.
+    assert len({a.origin for a in cluster(facts).values()}) == 1
+    facts.append(site("odd2.test", "192.0.2.10", cname=chain, headers=other))
+    result = cluster(facts)
+    assert result["odd.test"].origin == result["odd2.test"].origin != result["t0.test"].origin
+    assert len({result[f"t{i}.test"].origin for i in range(3)}) == 1
+    # ... unless the servers' PTR names are the shared name's own domain: a platform.
+    ptr = {"192.0.2.10": ("web1.shared.example",)}
+    named = cluster(
+        [site(f.host, "192.0.2.10", cname=chain, ptr=ptr, headers=f.headers) for f in facts]
+    )
+    assert len({a.origin for a in named.values()}) == 1
 
 
 def _cert(serial: str, der: bytes, *names: str, issuer: str = "CA") -> TlsFacts:

@@ -5,9 +5,14 @@ Rules:
   registrable domain ends in ``cdn`` or is ``cdn`` and digits (``kxcdn.com``, ``b-cdn.net``,
   ``cdn77.org``, ``simcdn.test``). A site called ``cdn-photos.example`` is not a CDN, and
   words such as ``edge`` are not enough: platforms call their own load balancers that.
-- Response headers mark a CDN edge when they carry a cache-status header a CDN adds
-  (``X-Cache``, ``CF-Cache-Status``, ...), a CDN's request-id header (``CF-Ray``,
-  ``X-Amz-Cf-Id``, ...), or a ``Server`` naming a CDN product.
+- Response headers mark a CDN's edge only by what its vendor alone writes
+  (``CDN_VALUE_SHAPES``): a value in a vendor's shape (a ``CF-Ray``-shaped ray id, Fastly's
+  ``X-Served-By: cache-<pop><n>-<POP>``, ``X-Cache: Miss from cloudfront``), a header only
+  one vendor sends (``X-Amz-Cf-Id``, ``X-Azure-Ref``), or a ``Server`` naming a CDN product.
+  A header *name* alone is no proof: platforms' own Varnish, nginx and HAProxy fronts add
+  ``Via``, ``X-Cache``, ``X-Served-By``, ``Age`` and ``X-Varnish`` too. (``cdn_header_name``
+  still keeps such names out of a platform's distinctive evidence: whoever added them, they
+  are a cache's, not a platform's choice.)
 - An address is a CDN edge's when it lies in a range a CDN publishes for its edges
   (``PUBLISHED_CDN_RANGES``: Cloudflare's and Fastly's lists). Edges that publish nothing are
   known by their names and headers, or by behaviour (``courtier.origins.cluster``).
@@ -168,8 +173,41 @@ def cdn_header_name(name: str) -> bool:
 # b-cdn, cdn77); a site merely called "cdn-something" is not a CDN.
 _CDN_LABEL = re.compile(r"(cdn|^cdn\d+)$")
 
+# ``Server`` values naming a CDN's edge software (``cloudflare``, ``AkamaiGHost``, ``ECAcc``,
+# ``BunnyCDN-DE1``). Varnish, nginx and HAProxy are not here: platforms run them as their own
+# caches and fronts.
 _CDN_SERVER = re.compile(
-    r"(cdn|cloudflare|cloudfront|akamai|fastly|varnish|edgecast|bunny|stackpath)", re.IGNORECASE
+    r"(cdn|cloudflare|cloudfront|akamai|fastly|edgecast|^ec(acc|s) |bunny|stackpath|sucuri"
+    r"|incapsula|keycdn)",
+    re.IGNORECASE,
+)
+
+# What only a CDN's edge writes: a header its vendor alone sends, or a value in the shape its
+# vendor gives it. Header *names* everybody's caches use (``Via``, ``X-Cache``,
+# ``X-Served-By``, ``Age``, ``X-Varnish``) are not here: a platform's own Varnish, nginx or
+# HAProxy front adds them too (``X-Served-By: web1``, ``X-Cache: HIT``), and taking them for an
+# edge split a platform's tenants into origins of their own. Each row: a pattern the whole
+# lowercase header name matches, a pattern its value must match (searched), and the vendor.
+CDN_VALUE_SHAPES: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = tuple(
+    (re.compile(name), re.compile(value), vendor)
+    for name, value, vendor in (
+        # A ray id: 16 hex digits and the edge's three-letter location (CF-Ray's shape, which
+        # other edges copy under their own ``*-Ray`` names).
+        (r"(.+-)?ray(-id)?", r"^\s*[0-9a-f]{16}-[A-Z]{3}\s*$", "a ray-id edge"),
+        (r"cf-cache-status", r"^\s*[A-Z]+\s*$", "Cloudflare"),
+        # Fastly names the cache nodes that served an answer: cache-<pop><n>-<POP>, a list.
+        (r"x-served-by", r"^\s*cache-[a-z0-9-]+-[A-Z]{2,5}(\s*,|\s*$)", "Fastly"),
+        (r"x-fastly-request-id", r"^\s*[0-9a-f]{32,}\s*$", "Fastly"),
+        (r"x-amz-cf-id", r".", "CloudFront"),
+        (r"x-amz-cf-pop", r"^\s*[A-Z]{3}[0-9]{1,3}-[A-Z0-9]{2,4}\s*$", "CloudFront"),
+        (r"x-cache", r"(?i)^\s*\w+ from cloudfront\s*$", "CloudFront"),
+        (r"via", r"(?i)\.cloudfront\.net \(cloudfront\)", "CloudFront"),
+        (r"x-akamai-.+|akamai-grn|akamai-cache-status", r".", "Akamai"),
+        (r"x-azure-ref", r"^\s*[0-9A-Za-z+/=]{20,}", "Azure Front Door"),
+        (r"x-sucuri-id|x-sucuri-cache", r".", "Sucuri"),
+        (r"x-iinfo", r".", "Imperva"),
+        (r"cdn-pullzone|cdn-requestid", r".", "Bunny CDN"),
+    )
 )
 
 
@@ -223,11 +261,13 @@ def _cdn_match(name: str, extra_suffixes: tuple[str, ...]) -> tuple[str, bool] |
 
 
 def headers_cdn_reason(headers: Sequence[tuple[str, str]]) -> str | None:
-    """Why these response headers come from a CDN edge, or None."""
+    """Why these response headers were written by a CDN's edge (``CDN_VALUE_SHAPES``, or a
+    ``Server`` naming a CDN product), or None. A header's name alone never says so."""
     for name, value in headers:
         lower = name.lower()
-        if cdn_header_name(lower):
-            return f"response header {name} is added by CDN edges"
         if lower == "server" and _CDN_SERVER.search(value):
-            return f"Server: {value} is a CDN edge"
+            return f"Server: {value} names a CDN's edge"
+        for name_shape, value_shape, vendor in CDN_VALUE_SHAPES:
+            if name_shape.fullmatch(lower) and value_shape.search(value):
+                return f"response header {name}: {value.strip()[:40]} has {vendor}'s shape"
     return None

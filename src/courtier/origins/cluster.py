@@ -2,32 +2,39 @@
 
 A pure function of the facts gathered per site; no I/O, no clock.
 
-Rules, strongest first:
+Rules, strongest first. The asymmetry rules them all: a wrong merge costs speed, a wrong split
+breaks the promise to a server. Sites sharing a CNAME target or an address are split only on
+positive evidence that different backends serve them; no evidence means one origin.
 1. A site whose DNS lookup failed stays on its own (``dns-failure``).
 2. CDN edges are not origins. A name or address is an edge when it is known as one (a CDN
    suffix, a CDN's PTR name, a CDN's published address range: ``courtier.origins.cdn``) or
-   when it behaves as one (``_behaving_edges``): the sites that reach it directly answer with a
-   CDN's edge headers (a ray id, a cache status) and do not all share one distinctive backend,
-   which a platform behind a CDN would. A CNAME chain is read up to its first edge name; the
-   links before it are the platform's own names and still count. A site that is itself a CDN
-   name, whose chain reaches an edge, whose addresses are all edge addresses, or whose
-   responses carry CDN headers contributes no address.
-   Behind edges, only a shared distinctive fingerprint groups sites (``headers``): generic
-   stack evidence never does (``header_evidence``), so strangers on one edge stay apart.
-3. Sites sharing a CNAME chain link are one origin (``cname``, strong).
+   when its sites' answers prove it (``_edge_behaviour``): once ``EDGE_SAMPLE`` of the sites
+   reaching it directly have answered, either two different distinctive backends show (each
+   in two answers or more, sharing no platform header, cookie or ``X-Powered-By``), or every
+   answer carries a CDN's own mark (a vendor's header or value shape, never a header name
+   any cache adds: ``Via``, ``X-Cache``, ``X-Served-By``) over different server products.
+   What speaks for a platform vetoes it: an address with a PTR name, a PTR name in the shared
+   CNAME target's own registrable domain, one certificate naming several of its sites. A
+   CNAME chain is read up to its first edge name; the links before it are the platform's own
+   names and still count. A site that is itself a CDN name, whose chain reaches an edge, whose
+   addresses are all edge addresses or whose PTR names are a CDN's contributes no address.
+   Behind edges, only shared distinctive evidence groups sites (``headers``; sharing any
+   backend mark is enough): generic stack evidence never does (``header_evidence``), so
+   strangers on one edge stay apart.
+3. Sites sharing a CNAME chain link are one origin (``cname``, strong); so are a site and
+   the names that CNAME to its host (``www`` to the bare name).
 4. Sites sharing an address that has a (non-CDN) PTR name are one origin: the PTR names the
    server (``ptr-address``, strong).
-5. A shared address with no PTR name is indeterminate: it might be a shared server or a proxy
-   in front of several platforms. Header fingerprints decide, per address:
-   - no site there has a distinctive fingerprint: the address is taken for a shared server,
-     with low confidence (``shared-address``);
-   - one distinctive signature: its sites are one origin (``headers``); the others there join
-     it unless their server software contradicts it (``header-conflict``, they stay apart);
-   - several signatures: the address fronts several platforms; each signature is its own
-     origin, the sites without one stay apart.
-6. Conflicts never split a DNS grouping: a site whose distinctive signature differs from the
-   rest of its origin gets ``header-conflict`` evidence, which lowers its confidence.
-7. TLS certificates only raise or lower confidence (``courtier.origins.tls_evidence``).
+5. A shared address with no PTR name and not proven an edge is one origin: with one
+   distinctive backend its sites are grouped by it (``headers``) and the others join it
+   (``shared-address``); with none, or several before the sample is in, the address is taken
+   for a shared server with low confidence (``shared-address``).
+6. Conflicts never split a grouping: a site whose headers differ from the rest of its origin
+   (another distinctive signature, another server product) gets ``header-conflict``
+   evidence, which lowers its confidence.
+7. TLS certificates only raise or lower confidence (``courtier.origins.tls_evidence``), and
+   veto an edge by behaviour (rule 2).
+A group kept together once its sample is in says why in its evidence ("kept together: ...").
 
 Before their first answers are in, sites sharing a name or an address that is not known as
 an edge are one origin: a platform's tenants are never sent more than its one budget while
@@ -42,7 +49,7 @@ same facts always give the same ids, in any order.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -51,6 +58,7 @@ from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.evidence import Evidence, Kind, combined_confidence
 from courtier.origins.header_evidence import HeaderFingerprint
 from courtier.origins.tls_evidence import TlsFacts, tls_relation
+from courtier.url import registrable_domain
 
 CNAME_WEIGHT = 0.95
 PTR_WEIGHT = 0.9
@@ -64,6 +72,10 @@ TLS_PEERS_COMPARED = 8  # a site's certificate is compared with this many others
 EDGE_SAMPLE = 3
 """Sites reaching a shared name or address directly whose answers decide whether it is a CDN
 edge (or all of them, when fewer share it)."""
+
+NO_SPLIT_EVIDENCE = "no evidence that different backends serve it"
+"""Why sites sharing a name or address stay one origin once their answers are in: a wrong
+split breaks the promise to a server, a wrong merge only costs speed."""
 
 _KEY_PRIORITY = {"cname": 4, "ptr": 3, "hdr": 2, "addr": 1}
 
@@ -142,6 +154,8 @@ class _Clustering:
         """Shared addresses that are CDN edges (published ranges, behaviour) -> why."""
         self.pending: set[str] = set()
         """Shared names and addresses whose direct sites have not all answered the sample."""
+        self.kept: dict[str, str] = {}
+        """Shared names and addresses whose sample is in and shows no edge -> why together."""
 
     def run(self) -> dict[str, Assignment]:
         resolved = [f for f in self.facts.values() if f.dns.error is None]
@@ -167,11 +181,14 @@ class _Clustering:
             if link not in shared:
                 continue
             direct = [m for m in members if _direct(m.dns.cname_chain, link, shared)]
-            reason = _edge_behaviour(link, direct)
+            platform = _speaks_for_platform(link, direct)
+            reason = None if platform is not None else _edge_behaviour(link, direct)
             if reason is not None:
                 self.edge_names[link] = reason
             elif _sample_pending(direct):
                 self.pending.add(link)
+            else:
+                self.kept[link] = platform or NO_SPLIT_EVIDENCE
         by_address: dict[str, list[SiteFacts]] = defaultdict(list)
         for site in sites:
             for address in site.dns.addresses:
@@ -180,12 +197,15 @@ class _Clustering:
             published = published_cdn_range(address)
             if published is not None:
                 self.edge_addresses[address] = f"{address} is in {published}"
-            elif len(members) > 1 and not any(members[0].dns.ptr.get(address, ())):
+            elif len(members) > 1 and not any(m.dns.ptr.get(address) for m in members):
+                # A PTR name names the server: sites on it are never strangers on an edge.
                 reason = _edge_behaviour(address, members)
                 if reason is not None:
                     self.edge_addresses[address] = reason
                 elif _sample_pending(members):
                     self.pending.add(address)
+                else:
+                    self.kept[address] = NO_SPLIT_EVIDENCE
 
     def _edge_reason(self, site: SiteFacts) -> str | None:
         for link in site.dns.cname_chain:
@@ -197,12 +217,8 @@ class _Clustering:
         return None
 
     def _behind_edges(self, sites: list[SiteFacts]) -> None:
-        """Sites behind CDN edges: one origin only where a distinctive fingerprint is shared."""
-        by_signature: dict[str, list[SiteFacts]] = defaultdict(list)
-        for site in sites:
-            if site.headers is not None and site.headers.signature is not None:
-                by_signature[site.headers.signature].append(site)
-        for signature, holders in by_signature.items():
+        """Sites behind CDN edges: one origin only where distinctive evidence is shared."""
+        for signature, holders in _backends(sites):
             if len(holders) > 1:
                 self._one_fingerprint(signature, holders, "behind CDN edges", (f"hdr:{signature}",))
 
@@ -222,7 +238,6 @@ class _Clustering:
             or self.rules.first_name_reason(site.dns.cname_chain)
             or self.rules.first_name_reason(site.dns.ptr_names)
             or self._edge_reason(site)
-            or (site.headers.cdn if site.headers is not None else None)
         )
         if reason is not None:
             self.cdn[site.host] = reason
@@ -246,11 +261,18 @@ class _Clustering:
             for depth, link in enumerate(self._platform_links(site.dns)):
                 groups[link].append(site.host)
                 self.depth[f"cname:{link}"] = max(self.depth[f"cname:{link}"], depth)
+        for site in sites:
+            # ``www.example.test`` CNAMEs to ``example.test``: the name it aliases is a site of
+            # the set, served by the same server (unless that name is a CDN's own).
+            if site.host in groups and site.host not in self.cdn:
+                groups[site.host].append(site.host)
         for link, hosts in groups.items():
             if len(hosts) < 2:
                 continue
             self.union.union(hosts)
             detail = f"{len(hosts)} sites CNAME to {link}"
+            if link in self.kept:
+                detail += f"; kept together: {self.kept[link]}"
             for host in hosts:
                 self.evidence[host].append(Evidence(Kind.CNAME, link, CNAME_WEIGHT, detail))
                 self.keys[host].add(f"cname:{link}")
@@ -291,29 +313,27 @@ class _Clustering:
             self.keys[host].add(f"ptr:{names[0]}")
 
     def _indeterminate(self, address: str, members: list[SiteFacts]) -> None:
-        by_signature: dict[str, list[SiteFacts]] = defaultdict(list)
-        others: list[SiteFacts] = []
-        for member in members:
-            signature = member.headers.signature if member.headers is not None else None
-            if signature is None:
-                others.append(member)
-            else:
-                by_signature[signature].append(member)
-        if not by_signature:
+        by_signature = dict(_backends(members))
+        held = {h.host for holders in by_signature.values() for h in holders}
+        others = [m for m in members if m.host not in held]
+        if len(by_signature) != 1:
+            # No distinctive backend, or several before the sample that would prove an edge is
+            # in (then ``_behaving_edges`` took the address for one): one origin for now.
             self._shared_address(address, members)
-            return
-        for signature, holders in by_signature.items():
-            keys = (f"hdr:{signature}", f"addr:{address}")
-            self._one_fingerprint(signature, holders, f"on {address}", keys)
-        if len(by_signature) == 1:
-            holders = next(iter(by_signature.values()))
-            self._join_or_conflict(address, holders, others)
-        else:
-            detail = f"{address} serves {len(by_signature)} different platforms: a shared proxy"
-            for member in members:
-                self.evidence[member.host].append(
-                    Evidence(Kind.HEADER_CONFLICT, address, HEADER_CONFLICT_WEIGHT, detail)
+            if by_signature:
+                detail = (
+                    f"{address} answers with {len(by_signature)} distinctive backends so far; "
+                    "kept together until enough of its sites have answered"
                 )
+                for member in members:
+                    self.evidence[member.host].append(
+                        Evidence(Kind.HEADER_CONFLICT, address, HEADER_CONFLICT_WEIGHT, detail)
+                    )
+            return
+        signature, holders = next(iter(by_signature.items()))
+        keys = (f"hdr:{signature}", f"addr:{address}")
+        self._one_fingerprint(signature, holders, f"on {address}", keys)
+        self._join(address, holders, others)
 
     def _one_fingerprint(
         self, signature: str, holders: list[SiteFacts], where: str, keys: tuple[str, ...]
@@ -335,16 +355,18 @@ class _Clustering:
     def _shared_address(self, address: str, members: list[SiteFacts]) -> None:
         hosts = [m.host for m in members]
         self.union.union(hosts)
-        detail = f"{len(hosts)} sites resolve to {address} (no PTR name, no distinctive headers)"
+        detail = f"{len(hosts)} sites resolve to {address} (no PTR name"
+        detail += f"; kept together: {self.kept.get(address, NO_SPLIT_EVIDENCE)})"
         for host in hosts:
             self.evidence[host].append(
                 Evidence(Kind.SHARED_ADDRESS, address, SHARED_ADDRESS_WEIGHT, detail)
             )
             self.keys[host].add(f"addr:{address}")
 
-    def _join_or_conflict(
-        self, address: str, holders: list[SiteFacts], others: list[SiteFacts]
-    ) -> None:
+    def _join(self, address: str, holders: list[SiteFacts], others: list[SiteFacts]) -> None:
+        """The sites on ``address`` without distinctive headers join its one platform: a
+        different server product lowers their confidence but is no proof of another backend
+        (one front may serve both)."""
         reference = holders[0].headers
         assert reference is not None
         joining = [holders[0].host]
@@ -357,7 +379,6 @@ class _Clustering:
                 self.evidence[other.host].append(
                     Evidence(Kind.HEADER_CONFLICT, address, HEADER_CONFLICT_WEIGHT, detail)
                 )
-                continue
             joining.append(other.host)
             detail = (
                 f"shares {address} with {len(holders)} sites of one platform; "
@@ -469,23 +490,84 @@ def _sample_pending(direct: list[SiteFacts]) -> bool:
     return len(direct) > 1 and observed < min(EDGE_SAMPLE, len(direct))
 
 
+def _backends(sites: Iterable[SiteFacts]) -> list[tuple[str, list[SiteFacts]]]:
+    """The sites with distinctive answers, grouped where they share any backend mark (a
+    platform header or cookie name, a platform's ``X-Powered-By`` or 404 page), each group
+    named by its most common signature. Sharing any mark is enough to be one backend: the
+    signature's header order differs between a robots.txt answer and a not-found page."""
+    holders = [s for s in sites if s.headers is not None and s.headers.signature is not None]
+    union = _Union(s.host for s in holders)
+    owner: dict[str, str] = {}
+    for site in holders:
+        assert site.headers is not None
+        for mark in site.headers.backend_marks:
+            union.union((owner.setdefault(mark, site.host), site.host))
+    groups: dict[str, list[SiteFacts]] = defaultdict(list)
+    for site in holders:
+        groups[union.find(site.host)].append(site)
+    named = []
+    for members in groups.values():
+        counts = Counter(m.headers.signature for m in members if m.headers is not None)
+        signature = max(counts, key=lambda sig: (counts[sig], sig))
+        assert signature is not None
+        named.append((signature, members))
+    return sorted(named, key=lambda item: item[1][0].host)
+
+
+def _chose(holders: list[SiteFacts]) -> bool:
+    """Did the platform behind these answers choose something (not just a 404 page)?"""
+    return any(h.headers is not None and h.headers.chosen_marks for h in holders)
+
+
+def _speaks_for_platform(name: str, direct: list[SiteFacts]) -> str | None:
+    """What says the shared CNAME ``name`` is one platform's, whatever its answers look like:
+    a PTR name of its addresses in ``name``'s own registrable domain (the platform names its
+    servers), or one certificate naming several of the sites that reach it."""
+    domain = registrable_domain(name)
+    if domain is not None:
+        for site in direct:
+            for names in site.dns.ptr.values():
+                for ptr in names:
+                    if registrable_domain(ptr) == domain:
+                        return f"the PTR name {ptr} of its servers is in {domain}, as {name} is"
+    hosts = [s.host for s in direct]
+    for site in direct:
+        if site.tls is not None:
+            named = [h for h in hosts if h != site.host and site.tls.covers(h)]
+            if len(named) >= 2:
+                return f"the certificate of {site.host} names {len(named)} other sites on {name}"
+    return None
+
+
 def _edge_behaviour(name: str, direct: list[SiteFacts]) -> str | None:
     """Why the shared ``name`` (or address) is a CDN edge by what its direct sites answered,
-    or None: enough of them answered (``EDGE_SAMPLE``), every answer carried an edge's headers,
-    and they do not all share one distinctive backend (that is a platform behind a CDN)."""
-    observed = [s.headers for s in direct if s.headers is not None]
+    or None. Only positive evidence that different backends serve it counts (a wrong split
+    breaks the promise to a server, a wrong merge costs speed): once enough of them have
+    answered (``EDGE_SAMPLE``), either their answers show two different distinctive
+    backends (each in two answers or more), or every answer carries a CDN's own mark (a
+    vendor's header or value shape, never a header name any cache adds) and they come from
+    different server products."""
+    answered = [s for s in direct if s.headers is not None]
+    observed = [s.headers for s in answered if s.headers is not None]
     if len(direct) < 2 or len(observed) < min(EDGE_SAMPLE, len(direct)):
         return None
-    if any(fp.cdn is None and fp.via is None for fp in observed):
-        return None  # a proxy's Via counts too: a name only this rule trusts it for
-    signatures = {fp.signature for fp in observed}
-    if len(signatures) == 1 and None not in signatures:
+    backends = _backends(answered)
+    # A backend counts once two answers show it: an app on a platform may set a cookie of its
+    # own, which makes one tenant look like a backend of its own.
+    chosen = [h[0].headers for _, h in backends if _chose(h) and len(h) > 1]
+    reaching = f"{name}: {len(direct)} sites reach it"
+    if len(chosen) >= 2:
+        shown = "; ".join(fp.describe() for fp in chosen[:2] if fp is not None)
+        return f"{reaching} and their answers show {len(chosen)} different backends ({shown})"
+    if backends and sum(len(holders) for _, holders in backends) == len(observed):
+        return None  # one distinctive backend: a platform, behind a CDN or not
+    mark = observed[0].cdn
+    products = sorted({fp.product for fp in observed if fp.product})
+    if any(fp.cdn is None for fp in observed) or mark is None or len(products) < 2:
         return None
-    backends = len({fp.signature or f"site{n}" for n, fp in enumerate(observed)})
-    marks = observed[0].cdn or f"Via: {observed[0].via}"
     return (
-        f"{name}: {len(direct)} sites reach it and their answers carry CDN edge headers "
-        f"({marks}) over {backends} different backends"
+        f"{reaching}, every answer carries a CDN's own mark ({mark}) and they come from "
+        f"{len(products)} different server stacks ({', '.join(products[:4])})"
     )
 
 

@@ -20,7 +20,9 @@ Rules:
   (server product, ``X-Powered-By``, platform header and cookie names) and the not-found page's
   header order. A not-found page that does not name the host makes a fingerprint distinctive
   but is not part of the signature: one platform may serve several such pages.
-- CDN edges are recognised from these headers too (``courtier.origins.cdn``).
+- What only a CDN's edge writes (a vendor's header or value shape, ``courtier.origins.cdn``) is
+  noted as ``cdn``; header names any cache adds (``Via``, ``X-Cache``, ``X-Served-By``) are
+  neither a CDN's mark nor a platform's distinctive evidence.
 """
 
 from __future__ import annotations
@@ -263,7 +265,13 @@ class HeaderFingerprint:
     platform_headers: tuple[str, ...]
     not_found_hash: str | None  # only when the page does not name the host
     header_order: tuple[str, ...]
-    cdn: str | None  # why the responses look like a CDN edge's, or None
+    cdn: str | None
+    """What in the answers only a CDN's edge writes (``cdn.headers_cdn_reason``), or None."""
+
+    @property
+    def product(self) -> str | None:
+        """The server product (``nginx`` of ``nginx/1.24.0``), lowercase; None if unnamed."""
+        return _product(self.server) or None if self.server else None
 
     @property
     def distinctive(self) -> bool:
@@ -293,6 +301,27 @@ class HeaderFingerprint:
             ",".join(self.header_order),
         )
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+    @property
+    def chosen_marks(self) -> frozenset[str]:
+        """What the platform behind these answers chose: its header names, cookie names and
+        an ``X-Powered-By`` naming no common stack. Two answers sharing none of them and each
+        with some come from different backends; the header order and server version, which
+        vary with the page and the front that answered, never tell backends apart."""
+        marks = {f"header {h}" for h in self.platform_headers}
+        marks.update(f"cookie {c}" for c in self.cookie_names)
+        if self.powered_by and not generic_powered_by(self.powered_by):
+            marks.add(f"x-powered-by {self.powered_by.strip().lower()}")
+        return frozenset(marks)
+
+    @property
+    def backend_marks(self) -> frozenset[str]:
+        """``chosen_marks`` and the not-found page's hash when it is a platform's own: sites
+        sharing any of these are one backend (a platform may serve several 404 pages, so a
+        different one alone never tells two backends apart)."""
+        if self.not_found_hash is None:
+            return self.chosen_marks
+        return self.chosen_marks | {f"404 {self.not_found_hash}"}
 
     def describe(self) -> str:
         bits = [f"Server: {self.server}"] if self.server else []
