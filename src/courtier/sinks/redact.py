@@ -17,8 +17,14 @@ Rules:
   value with nothing secret-looking costs about a microsecond. Phone candidates are found
   by one regular expression (RE2 on the UTF-8 of a text whose digits are ASCII) and only
   those are given to ``phonenumbers``; a context rule looks for the anchors the scan found.
-- **Near misses stay**: exact lengths and character classes with boundaries on both sides
-  (an ``AIza`` string one character short is not a key), a known top-level domain for
+- **How wide**: each kind's lengths and character classes are the union of what the major
+  open scanners accept for it (gitleaks, TruffleHog, detect-secrets; e.g. SendGrid's
+  ``SG.`` + 20-24 + ``.`` + 39-50, or one run of 66), taken for tokens that carry the rule's
+  own literal prefix (the anchor): a scanner's other prefixes, its keyword-context
+  requirements and its case folding of the prefix are not adopted. The sources are named
+  beside the table.
+- **Near misses stay**: those ranges with boundaries on both sides (an ``AIza`` string one
+  character short is not a key, nor is one a character too long), a known top-level domain for
   e-mail (``logo@2x.png`` is a file name), dates and bare digit runs are not phone numbers.
 - ``RedactionPolicy`` turns kinds on and off (``[redact]``); it is a plain value, so a parse
   worker gets it with each job. Everything here is pure and thread/process safe.
@@ -26,6 +32,9 @@ Rules:
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -74,10 +83,15 @@ def _mixed(secret: str) -> bool:
 
 
 def _rule(
-    kind: str, pattern: str, *anchors: str, check: Callable[[str], bool] | None = None
+    kind: str,
+    pattern: str,
+    *anchors: str,
+    check: Callable[[str], bool] | None = None,
+    bounded: bool | None = None,
 ) -> KeyRule:
     anchored = pattern.startswith("(?i)")
-    bounded = not anchored and not pattern.startswith(("http", "-----", r"(?<"))
+    if bounded is None:  # a URL or PEM block starts anywhere; a token after a token boundary
+        bounded = not anchored and not pattern.startswith(("http", "-----", r"(?<"))
     assert not anchored or all(a == a.lower() for a in anchors), kind
     return KeyRule(kind, re.compile(pattern), anchors, check, bounded, anchored)
 
@@ -85,67 +99,127 @@ def _rule(
 _TOKEN_CHARS: Final = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
 
 
-# Sources: gitleaks' and detect-secrets' rule sets and the vendors' documented formats.
+def _json_parts(token: str) -> bool:
+    """detect-secrets' test of a JWT-like token: its first two parts are base64url JSON."""
+    for part in token.split(".")[:2]:
+        if len(part) % 4 == 1:
+            return False
+        try:
+            json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        except (ValueError, binascii.Error, RecursionError):  # UnicodeDecodeError is a ValueError
+            return False
+    return True
+
+
+# A Slack webhook's path (a literal in front, so the scan skips to "hooks.slack.com" at C speed).
+_SLACK_HOOK: Final = r"hooks\.slack\.com/(?:(?:services|workflows|triggers)/[0-9A-Za-z_/+\-]{20,}|services/T[0-9A-Za-z_]+/B[0-9A-Za-z_]+/[0-9A-Za-z_]+)"  # noqa: E501
+
+_PEM_END: Final = r"-{4,5}\s*END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?\s*-----"
+_PEM_CLOSED: Final = re.compile(_PEM_END + r"\Z")
+
+
+def _pem_closed(block: str) -> bool:
+    """The private-key pattern's match ends at an END line, not at the end of the text (its
+    second branch takes the rest of a text with no END after a BEGIN, so that a page of
+    unterminated headers costs one scan, not one scan per header)."""
+    return _PEM_CLOSED.search(block) is not None
+
+
+# Ranges: per kind, the union of what gitleaks (its config/gitleaks.toml), TruffleHog (its
+# pkg/detectors) and Yelp's detect-secrets (its plugins) accept, for tokens carrying the
+# rule's own prefix. Where a scanner widened ours:
+#   private key: body of any length (gitleaks, TruffleHog), "KEY BLOCK" and words in the
+#     BEGIN/END lines (gitleaks, TruffleHog); GOCSPX-: 20.. (TruffleHog); AWS secret: "="
+#     (gitleaks, detect-secrets); mapbox sk.eyJ: 80..240 after "sk." (TruffleHog); GitHub:
+#     36..255 with "_" (TruffleHog); GitLab: 20..50 (detect-secrets), "=" (TruffleHog), the
+#     routable 27..300 "." 9 (gitleaks, TruffleHog); Slack webhook: no or http scheme, "+"
+#     (gitleaks), T…/B…/… of any length (detect-secrets); Slack token: 8.. (gitleaks),
+#     unbounded (TruffleHog, detect-secrets); Twilio SK: letters (TruffleHog), AC: a-z
+#     (detect-secrets); SendGrid: 20..24 "." 39..50 (TruffleHog), one run of 66 (gitleaks);
+#     Mailgun: a-z (TruffleHog), A-F (gitleaks); Mailchimp: a-z (detect-secrets), A-F
+#     (gitleaks); Algolia: any letter (gitleaks, TruffleHog); OpenAI: 1.. on each side of
+#     T3BlbkFJ (TruffleHog); Square sq0atp: 22..60 (gitleaks), sq0csp: 22..50 (TruffleHog),
+#     "\" (detect-secrets); Facebook: EAAM (gitleaks); Telegram: 5..16 digits (gitleaks);
+#     Doppler: 40..44 (TruffleHog); Grafana: "={0,3}" (gitleaks), glsa_ 41 of [0-9A-Za-z_]
+#     (TruffleHog); Pulumi: a-z (TruffleHog); RubyGems: a-z and "A" (TruffleHog's class);
+#     Azure: 86..1000 + "==", a quote (detect-secrets), 86..88 with "-" (TruffleHog); New
+#     Relic NRAK-: a-z (gitleaks), 42 with "_" "." (TruffleHog), NRJS-: A-F (gitleaks);
+#     Dropbox: "=" (gitleaks); Postman: any 59 (TruffleHog); JWT: payload "ey" + 12..
+#     (TruffleHog), no signature and "/" "\" (gitleaks), any lengths when header and payload
+#     decode to JSON (detect-secrets); generic: 10.. (gitleaks).
+# The rest already held every scanner's range. Where none has a rule (reCAPTCHA, Bing Maps,
+# Sentry DSNs, Stripe webhook secrets, Google OAuth tokens) the vendors' formats. Not adopted:
+# other prefixes (xapp-, dp.st., HRKU-, NRII-, EAAA, a JWT's ewogIC, a Telegram token's
+# second part without "AA", a Mapbox pk. without eyJ), other context words (Azure's
+# StorageKey), HERE's any-non-space class (only next to a "hereapi" keyword), npm_ followed by
+# anything (only in an .npmrc line), upper/lower-case variants of a prefix. Boundary tests:
+# tests/sinks/test_redact_bounds.py.
 KEY_RULES: Final[tuple[KeyRule, ...]] = (
-    _rule("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,10000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----", "PRIVATE KEY-----"),  # noqa: E501
+    _rule("private-key", r"-----\s*BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?\s*-----(?:[\s\S]*?" + _PEM_END + r"|[\s\S]*+)", "PRIVATE KEY", check=_pem_closed),  # noqa: E501
     _rule("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, "AIza"),
-    _rule("google-oauth-secret", _B + r"GOCSPX-[0-9A-Za-z_\-]{28}" + _E, "GOCSPX-"),
+    _rule("google-oauth-secret", _B + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _E, "GOCSPX-"),
     _rule("google-oauth-token", _B + r"ya29\.[0-9A-Za-z_\-]{30,}" + _E, "ya29."),
     _rule("aws-access-key-id", _B + r"(?:A3T[0-9A-Z]|AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}" + _E, "A3T", "AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA"),  # noqa: E501
-    _rule("aws-secret-key", r"(?i)aws[\w\-.]{0,20}?secret[\w\-.]{0,20}?" + _ASSIGN + r"(?P<secret>[0-9A-Za-z/+]{40})(?![0-9A-Za-z/+])", "aws"),  # noqa: E501
+    _rule("aws-secret-key", r"(?i)aws[\w\-.]{0,20}?secret[\w\-.]{0,20}?" + _ASSIGN + r"(?P<secret>[0-9A-Za-z/+=]{40})(?![0-9A-Za-z/+])", "aws"),  # noqa: E501
     _rule("stripe-secret-key", _B + r"(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,}" + _E, "k_live_", "k_test_", "k_prod_"),  # noqa: E501
     _rule("stripe-publishable-key", _B + r"pk_(?:live|test)_[0-9A-Za-z]{16,}" + _E, "k_live_", "k_test_"),  # noqa: E501
     _rule("stripe-webhook-secret", _B + r"whsec_[0-9A-Za-z]{24,}" + _E, "whsec_"),
     _rule("mapbox-token", _B + r"(?:pk|sk|tk)\.eyJ[0-9A-Za-z_\-]{10,}\.[0-9A-Za-z_\-]{20,}" + _E, "k.eyJ"),  # noqa: E501
-    _rule("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36}" + _E, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),  # noqa: E501
-    _rule("github-token", _B + r"github_pat_[0-9A-Za-z_]{82}" + _E, "github_pat_"),
-    _rule("gitlab-token", _B + r"glpat-[0-9A-Za-z_\-]{20}" + _E, "glpat-"),
-    _rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/\-]{20,}", "hooks.slack.com"),  # noqa: E501
-    _rule("slack-token", _B + r"xox[abposre]-[0-9A-Za-z\-]{10,250}" + _E, "xox"),
-    _rule("twilio-api-key", _B + r"SK[0-9a-fA-F]{32}" + _E, "SK"),
-    _rule("twilio-account-sid", _B + r"AC[0-9a-f]{32}" + _E, "AC"),
-    _rule("sendgrid-api-key", _B + r"SG\.[0-9A-Za-z_\-=.]{66}" + _E, "SG."),
-    _rule("mailgun-api-key", _B + r"key-[0-9a-f]{32}" + _E, "key-"),
-    _rule("mailchimp-api-key", _B + r"[0-9a-f]{32}-us[0-9]{1,2}" + _E, "-us"),
-    _rule("algolia-api-key", r"(?i)(?:algolia[\w.\-]{0,30}?(?:api|search)?[_\-]?key|x-algolia-api-key)" + _ASSIGN + r"(?P<secret>[0-9a-f]{32})(?![0-9a-f])", "algolia", "x-algolia"),  # noqa: E501
-    _rule("algolia-api-key", r"""(?i)algoliasearch\(\s*['"][0-9A-Z]{10}['"]\s*,\s*['"](?P<secret>[0-9a-f]{32})['"]""", "algoliasearch"),  # noqa: E501
+    _rule("mapbox-token", _B + r"sk\.eyJ[0-9A-Za-z.\-]{77,237}" + _E, "sk.eyJ"),
+    _rule("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z_]{36,255}" + _E, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),  # noqa: E501
+    _rule("github-token", _B + r"github_pat_[0-9A-Za-z_]{36,255}" + _E, "github_pat_"),
+    _rule("gitlab-token", _B + r"glpat-(?:[0-9A-Za-z_\-]{27,300}\.[0-9a-z]{9}|[0-9A-Za-z_\-=]{20,50})" + _E, "glpat-"),  # noqa: E501
+    _rule("slack-webhook", r"https?://" + _SLACK_HOOK, "hooks.slack.com"),
+    _rule("slack-webhook", _SLACK_HOOK, "hooks.slack.com", bounded=False),  # no scheme: gitleaks
+    _rule("slack-token", _B + r"xox[abposre]-[0-9A-Za-z\-]{8,}" + _E, "xox"),
+    _rule("twilio-api-key", _B + r"SK[0-9A-Za-z]{32}" + _E, "SK"),
+    _rule("twilio-account-sid", _B + r"AC[0-9a-z]{32}" + _E, "AC"),
+    _rule("sendgrid-api-key", _B + r"SG\.(?:[0-9A-Za-z_\-]{20,24}\.[0-9A-Za-z_\-]{39,50}|[0-9A-Za-z_\-=.]{66})" + _E, "SG."),  # noqa: E501
+    _rule("mailgun-api-key", _B + r"key-[0-9a-zA-F]{32}" + _E, "key-"),
+    _rule("mailchimp-api-key", _B + r"[0-9a-zA-F]{32}-us[0-9]{1,2}" + _E, "-us"),
+    _rule("algolia-api-key", r"(?i)(?:algolia[\w.\-]{0,30}?(?:api|search)?[_\-]?key|x-algolia-api-key)" + _ASSIGN + r"(?P<secret>[0-9a-z]{32}(?![0-9a-z])|[0-9a-f]{32}(?![0-9a-f]))", "algolia", "x-algolia"),  # noqa: E501
+    _rule("algolia-api-key", r"""(?i)algoliasearch\(\s*['"][0-9A-Z]{10}['"]\s*,\s*['"](?P<secret>[0-9a-z]{32})['"]""", "algoliasearch"),  # noqa: E501
     _rule("here-api-key", r"(?i)(?<![0-9A-Za-z])api[_\-]?key" + _ASSIGN + r"(?P<secret>[0-9A-Za-z_\-]{43})" + _E, "api"),  # noqa: E501
     _rule("bing-maps-key", r"(?i)(?:bing[\w.\-]{0,20}?key|credentials)" + _ASSIGN + r"(?P<secret>[0-9A-Za-z_\-]{64})" + _E, "bing", "credentials"),  # noqa: E501
     _rule("bing-maps-key", r"(?i)virtualearth\.net/[^\s'\"<>]{0,200}?[?&]key=(?P<secret>[0-9A-Za-z_\-]{64})" + _E, "virtualearth"),  # noqa: E501
     _rule("sentry-dsn", r"https?://(?P<secret>[0-9a-f]{32}(?::[0-9a-f]{32})?)@[0-9A-Za-z.\-]+(?::\d+)?/\d+", "@"),  # noqa: E501
     _rule("recaptcha-site-key", _B + r"6L[0-9A-Za-z_\-]{38}" + _E, "6L"),
     _rule("anthropic-api-key", _B + r"sk-ant-(?:api|admin)\d\d-[0-9A-Za-z_\-]{80,}" + _E, "sk-ant-"),  # noqa: E501
-    _rule("openai-api-key", _B + r"sk-(?:proj-|svcacct-|admin-)?[0-9A-Za-z_\-]{20,}T3BlbkFJ[0-9A-Za-z_\-]{20,}" + _E, "T3BlbkFJ"),  # noqa: E501
+    _rule("openai-api-key", _B + r"sk-[0-9A-Za-z_\-]+T3BlbkFJ[0-9A-Za-z_\-]+" + _E, "T3BlbkFJ"),
     _rule("openai-api-key", _B + r"sk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}" + _E, "sk-proj-", "sk-svcacct-", "sk-admin-"),  # noqa: E501
     _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}" + _E, "shp"),
-    _rule("square-token", _B + r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}" + _E, "sq0"),
-    _rule("facebook-access-token", _B + r"EAA[BCGI][0-9A-Za-z]{80,}" + _E, "EAA"),
+    _rule("square-token", _B + r"sq0atp-[0-9A-Za-z_\-]{22,60}" + _E, "sq0atp-"),
+    _rule("square-token", _B + r"sq0csp-[0-9A-Za-z_\\\-]{22,50}" + _E, "sq0csp-"),
+    _rule("facebook-access-token", _B + r"EAA[BCGIM][0-9A-Za-z]{80,}" + _E, "EAA"),
     _rule("twitter-bearer-token", _B + r"A{21}[0-9A-Za-z%]{30,}" + _E, "A" * 21),
     _rule("npm-token", _B + r"npm_[0-9A-Za-z]{36}" + _E, "npm_"),
     _rule("pypi-token", _B + r"pypi-AgEIcHlwaS5vcmc[0-9A-Za-z_\-]{50,}" + _E, "pypi-AgEIcHlwaS5vcmc"),  # noqa: E501
     _rule("discord-webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[0-9A-Za-z_\-]{60,}", "discord"),  # noqa: E501
-    _rule("telegram-bot-token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_\-]{33}" + _E, ":AA"),
+    _rule("telegram-bot-token", r"(?<![0-9])\d{5,16}:AA[0-9A-Za-z_\-]{33}" + _E, ":AA"),
     _rule("digitalocean-token", _B + r"do[opr]_v1_[0-9a-f]{64}" + _E, "_v1_"),
     _rule("huggingface-token", _B + r"(?:hf_|api_org_)[0-9A-Za-z]{34}" + _E, "hf_", "api_org_"),
     _rule("atlassian-api-token", _B + r"ATATT3[0-9A-Za-z_\-=]{186}" + _E, "ATATT3"),
     _rule("databricks-token", _B + r"dapi[0-9a-h]{32}(?:-\d)?" + _E, "dapi"),
-    _rule("doppler-token", _B + r"dp\.pt\.[0-9A-Za-z]{43}" + _E, "dp.pt."),
-    _rule("grafana-token", _B + r"(?:glc_[0-9A-Za-z+/]{32,400}={0,2}|glsa_[0-9A-Za-z]{32}_[0-9A-Fa-f]{8})" + _E, "glc_", "glsa_"),  # noqa: E501
+    _rule("doppler-token", _B + r"dp\.pt\.[0-9A-Za-z]{40,44}" + _E, "dp.pt."),
+    _rule("grafana-token", _B + r"(?:glc_[0-9A-Za-z+/]{32,400}={0,3}|glsa_[0-9A-Za-z_]{41})" + _E, "glc_", "glsa_"),  # noqa: E501
     _rule("vault-token", _B + r"hvs\.[0-9A-Za-z_\-]{90,120}" + _E, "hvs."),
-    _rule("pulumi-token", _B + r"pul-[0-9a-f]{40}" + _E, "pul-"),
+    _rule("pulumi-token", _B + r"pul-[0-9a-z]{40}" + _E, "pul-"),
     _rule("contentful-token", _B + r"CFPAT-[0-9A-Za-z_\-]{43}" + _E, "CFPAT-"),
-    _rule("rubygems-token", _B + r"rubygems_[0-9a-f]{48}" + _E, "rubygems_"),
+    _rule("rubygems-token", _B + r"rubygems_[0-9a-zA]{48}" + _E, "rubygems_"),
     _rule("planetscale-token", _B + r"pscale_(?:tkn|pw|oauth)_[0-9A-Za-z_=.\-]{32,64}" + _E, "pscale_"),  # noqa: E501
     _rule("sentry-token", _B + r"(?:sntrys_eyJ[0-9A-Za-z+/=_]{60,}|sntryu_[0-9a-f]{64})" + _E, "sntrys_", "sntryu_"),  # noqa: E501
     _rule("age-secret-key", _B + r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" + _E, "AGE-SECRET-KEY-1"),  # noqa: E501
-    _rule("azure-storage-key", r"(?i)AccountKey=(?P<secret>[0-9A-Za-z+/]{86}==)", "accountkey="),
+    _rule("azure-storage-key", r"""(?i)AccountKey=\s*['"]?(?P<secret>[0-9A-Za-z+/]{86,1000}==|[0-9A-Za-z+/\-]{86,88}={0,2})""", "accountkey="),  # noqa: E501
     _rule("heroku-api-key", r"(?i)heroku[\w.\-]{0,20}?key" + _ASSIGN + r"(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f])", "heroku"),  # noqa: E501
-    _rule("newrelic-key", _B + r"(?:NRAK-[0-9A-Z]{27}|NRJS-[0-9a-f]{19})" + _E, "NRAK-", "NRJS-"),
-    _rule("dropbox-token", _B + r"sl\.[0-9A-Za-z_\-]{130,}" + _E, "sl."),
-    _rule("postman-api-key", _B + r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}" + _E, "PMAK-"),
+    _rule("newrelic-key", _B + r"(?:NRAK-(?:[0-9A-Za-z]{27}|[0-9A-Za-z_.]{42})|NRJS-[0-9a-fA-F]{19})" + _E, "NRAK-", "NRJS-"),  # noqa: E501
+    _rule("dropbox-token", _B + r"sl\.[0-9A-Za-z_\-=]{130,}" + _E, "sl."),
+    _rule("postman-api-key", _B + r"PMAK-[0-9A-Za-z\-]{59}" + _E, "PMAK-"),
     _rule("linear-api-key", _B + r"lin_api_[0-9A-Za-z]{40}" + _E, "lin_api_"),
     _rule("jwt", _B + r"eyJ[0-9A-Za-z_\-]{8,}\.eyJ[0-9A-Za-z_\-]{8,}\.[0-9A-Za-z_\-]{8,}" + _E, "eyJ"),  # noqa: E501
-    _rule("generic-secret", r"(?i)(?<![0-9A-Za-z])(?:secret|client[_\-]?secret|access[_\-]?token|auth[_\-]?token|api[_\-]?secret|private[_\-]?key)['\"]?\s*[:=]\s*['\"](?P<secret>[0-9A-Za-z_\-+/=.]{20,200})['\"]", "secret", "client", "access", "auth", "api", "private", check=_mixed),  # noqa: E501
+    _rule("jwt", _B + r"eyJ[0-9A-Za-z_\-]{12,}\.ey[0-9A-Za-z_\-]{12,}\.[0-9A-Za-z_\-]{12,}" + _E, "eyJ"),  # noqa: E501
+    _rule("jwt", _B + r"eyJ[0-9A-Za-z]{16,}\.ey[0-9A-Za-z/\\_\-]{17,}\.(?:[0-9A-Za-z/\\_\-]{10,}={0,2})?" + _E, "eyJ"),  # noqa: E501
+    _rule("jwt", _B + r"eyJ[0-9A-Za-z_=\-]+\.[0-9A-Za-z_=\-]+(?:\.[0-9A-Za-z_\-+/=.]*)?" + _E, "eyJ", check=_json_parts),  # noqa: E501
+    _rule("generic-secret", r"(?i)(?<![0-9A-Za-z])(?:secret|client[_\-]?secret|access[_\-]?token|auth[_\-]?token|api[_\-]?secret|private[_\-]?key)['\"]?\s*[:=]\s*['\"](?P<secret>[0-9A-Za-z_\-+/=.]{10,200})['\"]", "secret", "client", "access", "auth", "api", "private", check=_mixed),  # noqa: E501
 )  # fmt: skip
 KEY_KINDS: Final = tuple(dict.fromkeys(rule.kind for rule in KEY_RULES))
 
