@@ -33,5 +33,14 @@ def test_a_raised_anomaly_slows_its_origin_and_a_cleared_one_does_not() -> None:
 
 
 def test_an_anomaly_before_the_stages_are_wired_changes_nothing() -> None:
-    observation = SimpleNamespace(engine=_engine(None))
+    engine = _engine(None)
+    before = dict(vars(engine))
+    observation = SimpleNamespace(engine=engine)
     _slow_down(observation, SimpleNamespace(state="raised", origin="o1"))  # type: ignore[arg-type]
+    assert vars(engine) == before
+    # Nor is it kept for later: once the stages are wired, the origin is at its full rate.
+    feedback = Feedback()
+    engine.stages = SimpleNamespace(feedback=feedback)  # type: ignore[assignment]
+    assert feedback.slowed == []
+    _slow_down(observation, SimpleNamespace(state="raised", origin="o1"))  # type: ignore[arg-type]
+    assert feedback.slowed == ["o1"]  # the engine in this test is wired as a crawl's is

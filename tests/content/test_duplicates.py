@@ -82,3 +82,30 @@ def test_a_declared_canonical_elsewhere_makes_the_page_its_duplicate():
     assert duplicate_fields(canonical, "http://a.test/story/5", None) == {
         "canonical": "http://a.test/story/5"
     }
+
+
+def test_a_changed_refresh_of_the_original_is_no_copy_of_its_own_copy():
+    """The copy is refreshed first and shows the original's new text; the original's refresh
+    then brings that text too: the original stays the original, the copy stays the copy."""
+    index = DuplicateIndex(3, 100)
+    old, new = article(20), article(21)
+    assert index.see("http://a.test/1", text_of(old)) is None
+    assert index.see("http://b.test/1", text_of(old)) is not None
+    found = index.see("http://b.test/1", text_of(new))
+    assert found is None  # nothing earlier holds the new text yet
+    assert index.see("http://a.test/1", text_of(new)) is None
+    found = index.see("http://b.test/1", text_of(new))
+    assert found is not None and (found.of, found.exact) == ("http://a.test/1", True)
+
+
+def test_a_changed_refresh_of_the_original_is_no_near_copy_of_its_own_copy():
+    index = DuplicateIndex(3, 100)
+    old, new = article(22), article(23)
+    edited = [*new[:100], "lantern", *new[101:]]
+    assert distance(simhash(" ".join(new)), simhash(" ".join(edited))) <= 3
+    index.see("http://a.test/1", text_of(old))
+    index.see("http://b.test/1", text_of(old))
+    assert index.see("http://b.test/1", text_of(edited)) is None
+    assert index.see("http://a.test/1", text_of(new)) is None
+    found = index.see("http://b.test/1", text_of(edited))
+    assert found is not None and (found.of, found.exact) == ("http://a.test/1", False)

@@ -9,13 +9,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import itertools
 import json
+import statistics
+from collections import defaultdict
+from typing import Any
+from urllib.parse import urlsplit
 
+import pyarrow.parquet as pq
 import pytest
 
 from courtier.cli import main
 from courtier.origins.store import OriginStore
 from courtier.simweb.audit import AuditReport, audit
+from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import EDGE_HOST, SiteKind, World, WorldParams
 from courtier.url import host_of_site
@@ -28,6 +35,10 @@ class Run:
     stats: dict
     documents: list[dict]
     origins: dict[str, str]
+    requests: list[dict[str, Any]]
+    """The crawl's request log: its own clock's record of each request."""
+    served: list[RequestRecord]
+    """The servers' log: each request as its server received it."""
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +73,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         origins = {s.assignment.site: s.assignment.origin for s in store.all()}
     finally:
         store.close()
-    return Run(web.world, report, stats, documents, origins)
+    logged = sorted((tmp / "out" / "requests").glob("*.parquet"))
+    requests = pq.read_table(logged).to_pylist() if logged else []
+    served = list(read_log(web.log_path))
+    return Run(web.world, report, stats, documents, origins, requests, served)
 
 
 def _hosts(run: Run, kind: SiteKind) -> list[str]:
@@ -112,7 +126,47 @@ def test_images_are_fetched_where_they_live(run: Run) -> None:
     assert kinds <= {"bucket", "cdn"} and kinds, kinds
 
 
+def _gaps_on_both_clocks(run: Run) -> list[tuple[float, float]]:
+    """(the crawl's gap, the server's gap) between consecutive requests of each site's lane
+    (its pages and robots.txt), each request found in the servers' log by host and target
+    (a retry of the same URL: the arrival nearest the crawl's start)."""
+    arrivals: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in run.served:
+        host = record.host.lower().rpartition(":")[0] or record.host.lower()
+        arrivals[(host.rstrip("."), record.target)].append(record.start)
+    lanes: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for row in sorted(run.requests, key=lambda row: row["time"]):
+        if row["kind"] not in ("page", "robots") or row["status"] is None:
+            continue
+        url = urlsplit(row["url"])
+        key = (url.hostname or "", url.path + (f"?{url.query}" if url.query else ""))
+        started = row["time"].timestamp()
+        served = min(arrivals.get(key, []), key=lambda at: abs(at - started), default=None)
+        if served is not None and abs(served - started) < 0.5:
+            lanes[key[0]].append((started, served))
+    return [
+        (crawl_next - crawl, served_next - served)
+        for starts in lanes.values()
+        for (crawl, served), (crawl_next, served_next) in itertools.pairwise(starts)
+    ]
+
+
 def test_the_summary_reports_spacing_against_the_allowance(run: Run) -> None:
-    site = run.stats["spacing"]["site"]
-    assert site["starts"] > 20
-    assert 0.95 <= site["median_ratio"] <= 1.1, site
+    """Every start the crawl was waiting for (booked by the time its keys allowed it) is
+    judged against the allowance of the key that set it: the summary's ratios sit at 1.
+
+    Which key sets a start depends on the machine: here a page costs its origin 2 s and its
+    site 1 s, so a site's own interval sets only its first page after robots.txt, and on a
+    busy machine that page waits for the parse workers' start (robots.txt is parsed in a
+    worker) instead: the lane was not waiting, so no site start is judged. The summary is
+    judged on the starts it has, whatever key set them; and its gaps, read on the crawl's own
+    clock, are the gaps the servers saw."""
+    rows = {kind: row for kind, row in run.stats["spacing"].items() if row["starts"] >= 10}
+    assert sum(row["starts"] for row in rows.values()) > 20, run.stats["spacing"]
+    for kind, row in rows.items():  # a median of fewer starts is a start or two
+        assert 0.95 <= row["median_ratio"] <= 1.1, (kind, row)
+    gaps = [(crawl, served) for crawl, served in _gaps_on_both_clocks(run) if crawl >= 0.5]
+    assert len(gaps) > 20, len(gaps)
+    ratios = [served / crawl for crawl, served in gaps]
+    assert 0.99 <= statistics.median(ratios) <= 1.01, sorted(ratios)
+    assert all(0.9 <= ratio <= 1.1 for ratio in ratios), sorted(ratios)

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from courtier.content.parse import Link, ParsedPage
-from courtier.frontier.base import LeasedUrl, NewUrl, Outcome, UrlLane, UrlStatus
-from courtier.frontier.fresh import FreshPolicy, FreshState
+from courtier.frontier.base import (
+    FrontierError,
+    LeasedUrl,
+    NewUrl,
+    Outcome,
+    UrlLane,
+    UrlStatus,
+)
+from courtier.frontier.fresh import FreshPolicy, FreshSource, FreshState
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.pipeline.feed.fresh_sources import FreshSources
 from courtier.pipeline.feed.frontier_io import FrontierIO
@@ -170,5 +179,83 @@ async def test_a_feed_is_judged_by_what_it_lists(tmp_path: Path) -> None:
         (source,) = store.fresh_sources()
         assert (source.evidence, source.state, source.productive) == ("feed", FreshState.SOURCE, 2)
         assert urged == ["news.test"] * 3
+    finally:
+        await fresh.frontier.close()
+
+
+class _Refusing(SqliteFrontier):
+    """A store that refuses ``refuse`` writes of the fast sources (a full disk, a lost
+    server past ``store_outage``); ``gate``, when set, holds a write until it is opened."""
+
+    refuse = 0
+    gate: threading.Event | None = None
+
+    def save_fresh(self, sources: Sequence[FreshSource], scheduled: Sequence[FreshSource]) -> None:
+        if self.gate is not None:
+            self.gate.wait(10.0)
+        if self.refuse:
+            self.refuse -= 1
+            raise FrontierError("disk full")
+        super().save_fresh(sources, scheduled)
+
+
+def _refusing_setup(tmp_path: Path) -> tuple[FreshSources, FakeTimer, _Refusing]:
+    fresh, timer, _ = _setup(tmp_path)
+    fresh.frontier.store.close()
+    store = _Refusing(tmp_path / "f.sqlite3")
+    fresh.frontier.store = store
+    return fresh, timer, store
+
+
+async def test_what_the_store_could_not_take_is_written_at_the_next_round(
+    tmp_path: Path,
+) -> None:
+    fresh, timer, store = _refusing_setup(tmp_path)
+    try:
+        store.refuse = 1
+        await _look(fresh, "http://news.test/", 0, "v0", 0)  # its save is refused
+        assert store.fresh_sources() == []
+        await timer.advance(1.0)
+        await fresh.save()  # the next round: nothing new was learned meanwhile
+        (source,) = store.fresh_sources()
+        assert (source.url, source.state) == ("http://news.test/", FreshState.PROBING)
+        schedule = store.schedule_of("http://news.test/")
+        assert schedule is not None
+        assert (schedule.lane, schedule.freshlane) == (UrlLane.FRESHLANE, True)
+        assert schedule.next_due == source.next_visit
+    finally:
+        await fresh.frontier.close()
+
+
+async def test_a_schedule_refused_is_written_even_after_a_later_visit_that_had_none(
+    tmp_path: Path,
+) -> None:
+    """A page leaves the freshlane on a visit whose save is refused; it is visited again (as
+    quiet, nothing to schedule) while that save is out: its row still goes back to ordinary
+    refresh at the next round."""
+    fresh, timer, store = _refusing_setup(tmp_path)
+    url = "http://still.test/"
+    try:
+        for _ in range(3):
+            await _look(fresh, url, 0, "same", 0)
+            await timer.advance(200.0)
+        item = _item(fresh, url, 0)
+        lane = SiteLane(item.site, item.site)
+        fresh.page(lane, item, ParsedPage(fingerprint="same"), 0)  # it leaves: quiet
+        assert fresh.sources[item.id].state is FreshState.QUIET
+        store.refuse, store.gate = 1, threading.Event()
+        saving = asyncio.ensure_future(fresh.save())
+        await asyncio.sleep(0.05)  # the write is on the store's thread, held
+        fresh.page(lane, item, ParsedPage(fingerprint="same"), 0)  # quiet: nothing to schedule
+        store.gate.set()
+        await saving
+        schedule = store.schedule_of(url)
+        assert schedule is not None and schedule.lane is UrlLane.FRESHLANE  # refused: as it was
+        await fresh.save()
+        schedule = store.schedule_of(url)
+        assert schedule is not None
+        assert (schedule.lane, schedule.freshlane) == (UrlLane.REFRESH, False)
+        (source,) = store.fresh_sources()
+        assert source.state is FreshState.QUIET
     finally:
         await fresh.frontier.close()

@@ -27,7 +27,7 @@ from courtier.politeness.gcra import KeyParams, Limit, Refusal, Slot, book, char
 from courtier.politeness.limiter import Limiter, LimiterError, MemoryLimiter, SqliteLimiter
 from courtier.politeness.limiter.base import BookingRequest, LeaseLost
 from courtier.politeness.limiter.postgres import TABLE, PostgresLimiter
-from pg import PostgresCluster, PostgresUnavailable
+from pg import PostgresCluster, PostgresUnavailable, fresh_database
 
 T0 = 1_800_000_000.0
 
@@ -726,11 +726,29 @@ async def test_unreachable_postgres_raises_limiter_error() -> None:
 
 
 async def test_concurrent_postgres_setups_do_not_collide(postgres_dsn: str) -> None:
-    limiters = await asyncio.gather(
-        *(PostgresLimiter.connect(postgres_dsn, connections=1) for _ in range(4))
-    )
-    for limiter in limiters:
-        await limiter.close()
+    """Workers starting together on a new database each create the schema if it is missing:
+    every one of them gets a limiter, and they book on one table."""
+    for _round in range(3):
+        with fresh_database(postgres_dsn, "limiter_setup") as dsn:
+            clock = FakeClock()
+            limiters = await asyncio.gather(
+                *(PostgresLimiter.connect(dsn, clock=clock, connections=1) for _ in range(6))
+            )
+            try:
+                starts = [slot(await lim.book([key("site:a.test", 2.0)], 1)).start
+                          for lim in limiters]  # fmt: skip
+                assert starts == [T0 + 2.0 * n for n in range(6)]
+            finally:
+                for limiter in limiters:
+                    await limiter.close()
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                tables = conn.execute(
+                    "SELECT count(*) FROM pg_tables WHERE tablename = %s", (TABLE,)
+                ).fetchone()
+                functions = conn.execute(
+                    "SELECT count(*) FROM pg_proc WHERE proname = 'courtier_book_many'"
+                ).fetchone()
+            assert (tables, functions) == ((1,), (1,))
 
 
 async def test_memory_limiter_resumes_from_a_snapshot() -> None:

@@ -182,8 +182,12 @@ class FreshSources:
             await self.frontier.call(self.frontier.store.save_fresh, sources, scheduled)
         except FrontierError as exc:  # kept for the next round
             log.warning("fast sources not saved this round: %s", exc)
-            for url_id, entry in unsaved.items():
-                self._unsaved.setdefault(url_id, entry)
+            for url_id, (source, schedule) in unsaved.items():
+                later = self._unsaved.get(url_id)
+                if later is None:
+                    self._unsaved[url_id] = (source, schedule)
+                else:  # a visit since has the newer state; the refused schedule still goes
+                    self._unsaved[url_id] = (later[0], later[1] or schedule)
 
 
 def _digest(entries: list[Any]) -> str:

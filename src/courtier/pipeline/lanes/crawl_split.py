@@ -46,14 +46,16 @@ class CrawlSplit:
 
     def decide(self, now: float, *, discovery_ready: bool, refresh_ready: bool) -> Lane | None:
         if discovery_ready and refresh_ready:
-            if now - self._summed_at >= SUM_EVERY:
+            summed = now - self._summed_at >= SUM_EVERY
+            if summed:
                 lanes = list(self.lanes.values())
                 self.backlog = sum(lane.backlog for lane in lanes)
                 self.rate = sum(lane.emit.rate(now) for lane in lanes)
                 self._summed_at = now
-                self.published.update(self.shares())
             # Before any rate is measured (its first second), one request a second.
             self.target = target_share(self.backlog, self.rate or 1.0, self.policy)
+            if summed:  # the target of the new sum, not the one before it
+                self.published.update(self.shares())
         chosen, self.state = decide(
             self.state, self.target, discovery_ready=discovery_ready, refresh_ready=refresh_ready
         )

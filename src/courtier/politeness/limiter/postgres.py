@@ -42,14 +42,17 @@ worker's CPU beside a booking (``python bench/bench_rebook.py --size web --sites
 
 Connections are a small fixed set; concurrent ``book`` calls take turns on them. A session
 lost (a server restart, a failover) is replaced at its next use; while the server cannot be
-reached every call raises ``LimiterUnavailable`` (nothing is booked, so nothing is sent), and
-for a short backoff after each failed attempt calls raise it without trying, so thousands of
-lanes waiting for a booking do not each dial a server that is down.
+reached every call raises ``LimiterUnavailable`` (nothing is booked, so nothing is sent). After
+each failed attempt calls raise it without trying for a backoff that doubles up to 5 s, and
+then one caller tries while the others go on raising it (callers that were waiting for a
+session when the outage was found raise it too), so thousands of lanes waiting for a booking
+do not each dial a server that is down.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import random
@@ -352,6 +355,20 @@ class PostgresLimiter:
         for conn in self._all:
             await conn.close()
 
+    def _pass_outage(self) -> Outage | None:
+        """``LimiterUnavailable`` while an outage's backoff lasts. Past it, this caller is
+        the one that finds out whether the server is back, and the backoff is pushed on so
+        the others wait for its answer: one caller at a time, not every lane of the crawl.
+        Returns the outage this caller goes on in (None: there is none)."""
+        outage = self._outage
+        if outage is None:
+            return None
+        now = time.monotonic()
+        if now < outage.retry_at:
+            raise LimiterUnavailable(f"PostgreSQL limiter unreachable: {outage.error}")
+        self._outage = outage = dataclasses.replace(outage, retry_at=now + outage.delay)
+        return outage
+
     async def _fetch_one(self, query: str, params: Params) -> tuple[Any, ...]:
         rows = await self._fetch_all(query, params)
         return rows[0]
@@ -359,13 +376,15 @@ class PostgresLimiter:
     async def _fetch_all(
         self, query: str, params: Params, *, rows: bool = True
     ) -> list[tuple[Any, ...]]:
-        outage = self._outage
-        if outage is not None and time.monotonic() < outage.retry_at:
-            # The server was unreachable a moment ago: one caller at a time finds out
-            # whether it is back, not every lane of the crawl each second.
-            raise LimiterUnavailable(f"PostgreSQL limiter unreachable: {outage.error}")
+        passed = self._pass_outage()
         conn = await self._idle.get()
         try:
+            current = self._outage
+            if current is not None and current is not passed:
+                # The server was found unreachable while this caller waited for a session
+                # (or another caller is finding out whether it is back): no attempt of its
+                # own, or a crowd that queued before the outage would each dial it.
+                raise LimiterUnavailable(f"PostgreSQL limiter unreachable: {current.error}")
             if conn.closed:  # lost earlier: a new session takes its place
                 conn = await self._replace(conn)
             cursor = self._cursors.get(conn)
@@ -375,7 +394,8 @@ class PostgresLimiter:
             found = await cursor.fetchall() if rows else []
         except psycopg.Error as exc:
             if isinstance(exc, psycopg.OperationalError) or conn.closed:
-                self._outage = Outage.after(self._outage, str(exc))
+                if self._outage is passed:  # else another caller in flight recorded it
+                    self._outage = Outage.after(passed, str(exc))
                 raise LimiterUnavailable(f"PostgreSQL limiter unreachable: {exc}") from exc
             raise LimiterError(f"PostgreSQL limiter error: {exc}") from exc
         finally:
