@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 
@@ -36,6 +36,7 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: bytes
+    raw_headers: list[tuple[str, str]] = field(default_factory=list)  # repeats kept, in order
 
     @property
     def text(self) -> str:
@@ -64,7 +65,10 @@ class Client:
         url = f"http://{address}:{self.web.port}{target}"
         headers = {"Host": host_header or host, "User-Agent": ua, **(headers or {})}
         async with self.session.get(url, headers=headers, allow_redirects=False) as response:
-            return Answer(response.status, dict(response.headers), await response.read())
+            body = await response.read()
+            return Answer(
+                response.status, dict(response.headers), body, list(response.headers.items())
+            )
 
 
 async def logged(web: SimWeb) -> list[RequestRecord]:

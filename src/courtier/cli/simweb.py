@@ -1,9 +1,15 @@
-"""`courtier simweb serve` runs a simulated web; `courtier simweb audit` judges a crawl of it.
+"""`courtier simweb serve` runs a simulated web; `courtier simweb audit` judges a crawl of it;
+`courtier simweb truth` prints who shares servers in a world.
 
-serve: builds the world from a seed number and a size, listens on loopback, writes the seeds
-file (one `http://host/` URL per line) and the info file (JSON: dns, allow_net, port, seeds,
-log, world parameters), prints the info as one JSON line on stdout, and serves until SIGTERM
-or Ctrl-C, when it flushes the request log and exits 0.
+serve: builds the world from a seed number and a size (or `--fuzz SEED`: a generated web of
+random hosting shapes, `courtier.simweb.fuzz`), listens on loopback, writes the seeds file
+(one `http://host/` URL per line) and the info file (JSON: dns, allow_net, port, seeds, log,
+world parameters), prints the info as one JSON line on stdout, and serves until SIGTERM or
+Ctrl-C, when it flushes the request log and exits 0.
+
+truth: the ground truth the audit judges by, without serving: every origin of the seed, its
+budget, the shape that made it and its sites (`--json` for one object), from the same world
+options as serve, or from a served world's info file.
 
 audit: rebuilds the world from the parameters in the info file, reads the request log, prints
 the audit tables (summary with media traffic, criteria, sites, origins with the cache misses
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from courtier.cli.options import seconds, whole
 from courtier.runtime.gc_pacing import GcPacing
@@ -38,6 +45,7 @@ from courtier.simweb.world import (
     World,
     WorldParams,
     build_world,
+    fuzz_params,
     params_for_total,
 )
 
@@ -59,35 +67,89 @@ _SIZE_FLAGS = {
 }
 
 
+_DESCRIPTION = """\
+A simulated web on loopback (DNS and HTTP servers for many sites, with their ground truth):
+serve it, crawl it, audit the crawl from the servers' side.
+
+  serve --size small|demo|bench|web|spa|articles|news|fuzz [--seed N] [--sites N] ...
+  serve --fuzz SEED [--sites N]    a generated web: random platforms (generic headers, their own
+                                   caches, behind CDNs), shared hosting, CDN edges shared by
+                                   strangers, www/bare pairs, media hosts and robots.txt
+                                   redirects, all drawn from SEED (docs/simweb.md, "Fuzzed
+                                   webs"); `courtier simweb --fuzz SEED` is the same, with its
+                                   seeds file and request log in the current directory
+  audit --info INFO                judge a crawl's request log against the world's ground truth
+  truth --fuzz SEED | --info INFO  who shares servers: every origin, its budget and its sites
+"""
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "simweb", help="run a simulated web on loopback, or audit a crawl of it"
+        "simweb",
+        help="run a simulated web on loopback (or a fuzzed one), audit a crawl of it",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="simweb_command", metavar="SUBCOMMAND", required=True)
-    _register_serve(commands)
+    parser.add_argument(
+        "--fuzz",
+        dest="fuzz_shorthand",
+        type=whole(0),
+        metavar="SEED",
+        help="without a SUBCOMMAND: serve the fuzzed web of SEED ('serve --fuzz SEED'), the "
+        "seeds and info files in the current directory",
+    )
+    commands = parser.add_subparsers(dest="simweb_command", metavar="SUBCOMMAND")
+    serve = _register_serve(commands)
     _register_audit(commands)
+    _register_truth(commands)
+
+    def shorthand(args: argparse.Namespace) -> int:
+        if args.fuzz_shorthand is None:
+            parser.print_usage(sys.stderr)
+            print("courtier simweb: give a SUBCOMMAND, or --fuzz SEED", file=sys.stderr)
+            return 2
+        return serve_command(serve.parse_args(["--fuzz", str(args.fuzz_shorthand)]))
+
+    parser.set_defaults(handler=shorthand)
 
 
-def _register_serve(commands: Any) -> None:
-    serve = commands.add_parser("serve", help="serve a simulated web until SIGTERM or Ctrl-C")
-    serve.add_argument("--seed", type=whole(0), default=1, help="world seed number (default 1)")
-    serve.add_argument(
-        "--size",
-        choices=sorted(SIZE_PRESETS),
-        default="small",
-        help="world size preset (default small)",
+def _add_world_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose a world, shared by serve and truth."""
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--size", choices=sorted(SIZE_PRESETS), help="world size preset (default small)"
     )
-    serve.add_argument(
-        "--sites", type=whole(1), help="number of seed sites (split like a real mix)"
+    chosen.add_argument(
+        "--fuzz",
+        type=whole(0),
+        metavar="SEED",
+        help="a generated web of random hosting shapes drawn from SEED (the fuzz preset, "
+        "seed SEED): platforms, shared hosting, CDN edges, www/bare pairs, media, redirects",
+    )
+    parser.add_argument(
+        "--seed", type=whole(0), help="world seed number (default 1; --fuzz sets it)"
+    )
+    parser.add_argument(
+        "--sites",
+        type=whole(1),
+        help="number of seed sites (split like a real mix; with --fuzz, generated sites fill "
+        "what the older shapes leave)",
     )
     for flag in _SIZE_FLAGS:
-        serve.add_argument(
+        parser.add_argument(
             f"--{flag.replace('_', '-')}",
             dest=flag,
             type=whole(0),
             help=f"override {_SIZE_FLAGS[flag]}",
         )
-    serve.add_argument("--world", metavar="JSON", help="all world parameters as a JSON object")
+    parser.add_argument("--world", metavar="JSON", help="all world parameters as a JSON object")
+
+
+def _register_serve(commands: Any) -> argparse.ArgumentParser:
+    serve: argparse.ArgumentParser = commands.add_parser(
+        "serve", help="serve a simulated web until SIGTERM or Ctrl-C"
+    )
+    _add_world_options(serve)
     serve.add_argument(
         "--block", type=whole(1, 254), help="address block B of 127.B.0.0/16 (default random)"
     )
@@ -98,6 +160,17 @@ def _register_serve(commands: Any) -> None:
     serve.add_argument("--info", type=Path, help="write the info JSON here once listening")
     serve.add_argument("--seeds", type=Path, help="write the seed URLs here")
     serve.set_defaults(handler=serve_command)
+    return serve
+
+
+def _register_truth(commands: Any) -> None:
+    truth = commands.add_parser(
+        "truth", help="print who shares servers in a world: every origin, budget and sites"
+    )
+    _add_world_options(truth)
+    truth.add_argument("--info", type=Path, help="the world of a served web's info file")
+    truth.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    truth.set_defaults(handler=truth_command)
 
 
 def _register_audit(commands: Any) -> None:
@@ -142,7 +215,13 @@ def read_extra_seeds(path: Path) -> list[str]:
 def world_params(args: argparse.Namespace) -> WorldParams:
     if args.world:
         return WorldParams.from_json(json.loads(args.world))
-    params = dataclasses.replace(SIZE_PRESETS[args.size], seed=args.seed)
+    if getattr(args, "fuzz", None) is not None:
+        if args.seed is not None and args.seed != args.fuzz:
+            raise ValueError("--fuzz SEED sets the seed: leave --seed out")
+        params = fuzz_params(args.fuzz)
+    else:
+        seed = 1 if args.seed is None else args.seed
+        params = dataclasses.replace(SIZE_PRESETS[args.size or "small"], seed=seed)
     if args.sites is not None:
         params = params_for_total(params, args.sites)
     overrides = {field: getattr(args, flag) for flag, field in _SIZE_FLAGS.items()}
@@ -216,6 +295,60 @@ def _use_uvloop() -> None:
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def truth_command(args: argparse.Namespace) -> int:
+    try:
+        if args.info is not None:
+            params = WorldParams.from_json(json.loads(args.info.read_text())["world"])
+        else:
+            params = world_params(args)
+        world = build_world(params)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"courtier simweb truth: {exc}", file=sys.stderr)
+        return 2
+    truth = ground_truth(world)
+    if args.json:
+        print(json.dumps(truth))
+        return 0
+    console = Console()
+    table = Table(title=f"Who shares servers (seed {params.seed})")
+    for column in ("origin", "shape", "budget", "sites", "first sites"):
+        right = column in ("budget", "sites")
+        table.add_column(
+            column, justify="right" if right else "left", no_wrap=column != "first sites"
+        )
+    for origin, entry in truth["origins"].items():
+        hosts = entry["sites"]
+        shown = ", ".join(hosts[:3]) + (f", … {len(hosts) - 3} more" if len(hosts) > 3 else "")
+        table.add_row(origin, entry["shape"], f"{entry['budget']:g}", str(len(hosts)), shown)
+    console.print(table)
+    return 0
+
+
+def ground_truth(world: World) -> dict[str, Any]:
+    """Every origin of the seed with its budget, the shape or kind that made it and its sites;
+    the generated CDNs' edges; the redirecting robots.txt files."""
+    origins = {}
+    for origin, hosts in world.origin_sites().items():
+        first = world.sites[hosts[0]]
+        origins[origin] = {
+            "budget": world.origin_budget(origin),
+            "shape": first.shape or str(first.kind),
+            "sites": list(hosts),
+        }
+    return {
+        "seed": world.params.seed,
+        "seed_sites": len(world.seed_hosts),
+        "origins": origins,
+        "cdn_edges": [
+            {"name": e.name, "says_cdn": e.says_cdn, "addresses": len(e.slots)}
+            for e in world.cdn_edges
+        ],
+        "robots_redirects": {
+            s.host: s.robots_redirect for s in world.sites.values() if s.robots_redirect
+        },
+    }
 
 
 def audit_command(args: argparse.Namespace) -> int:

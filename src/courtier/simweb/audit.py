@@ -27,7 +27,8 @@ Rules (the ground truth is the world, never the crawler's own view):
   request to it is charged to platform A as an image (1 unit; `media_requests`).
 - The image service answers some customers store-like (`World.imgsvc_mode`): nothing reaches
   the customer, and the service limits the customer like a bucket, so those requests are
-  judged per customer as a bucket named `imgsvc:simresize/<label>`.
+  judged per customer as a bucket named `imgsvc:simresize/<label>` (`<host>` when seed sites
+  share the label).
 - Per bucket (records whose `bucket` is set: path-style and virtual-hosted alike): the most
   requests starting in any 1 s and 5 s window, against `World.bucket_limit(window)` =
   `bucket_rate × (window + bucket_burst) + 1` (GCRA with a burst tolerance). `bucket-rate`
@@ -345,7 +346,7 @@ def audit_records(
                 customer = world.media_customer(record.host, record.target)
                 mode = world.imgsvc_mode(record.host, record.target)
                 if customer is not None and mode == IMGSVC_STORE:
-                    name = f"imgsvc:{IMGSVC_PROVIDER}/{customer.label}"
+                    name = f"imgsvc:{IMGSVC_PROVIDER}/{_imgsvc_customer(world, customer)}"
                     bucket_spans[name].append((record.earliest, record.start))
         if record.bucket:
             bucket_spans[record.bucket].append((record.earliest, record.start))
@@ -414,6 +415,13 @@ def audit_records(
     )
     criteria = _criteria(report, counts, allow_media)
     return dataclasses.replace(report, criteria=criteria)
+
+
+def _imgsvc_customer(world: World, customer: Site) -> str:
+    """The image service's name for a customer: its first label, or its host when another
+    seed site shares the label (`www.` sites of a generated world)."""
+    alone = world.customer_labels.get(customer.label) == customer.host
+    return customer.label if alone else customer.host
 
 
 def _site_figures(

@@ -28,7 +28,8 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
   not 429 and not 5xx). An origin left idle with core pages unrequested was neglected, not
   finished: it is charged until the end. A single-page app's core pages are its shells at
   those paths (found only by running its script); one whose script hangs (`RENDER_HANG`)
-  shows no crawler its pages, so its core is robots.txt and the home page.
+  shows no crawler its pages, so its core is robots.txt and the home page, and so is a site
+  that redirects every page to another host (`Site.redirect_to`).
 - Utilisation = achieved units ÷ ceiling units, where an origin's achieved units (its own
   requests plus the cache misses charged to it) count up to its own ceiling: units above it
   are over budget, not throughput (`raw_utilisation` keeps them). The second half is the same
@@ -39,7 +40,8 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
 - Fast start: origins with work (world seed) sent no request in the run's first `fast_start`
   seconds, never requested ones included.
 - Per kind of site (`Ceiling.kinds`): the same sums over the origins whose sites are of one
-  kind (standalone, cname-tenant, header-tenant, edge-site, edge-tenant, spa, spa-twin; an
+  kind (standalone, cname-tenant, header-tenant, edge-site, edge-tenant, spa, spa-twin, and a
+  generated world's platform-tenant, shared-host, cdn-site, pair-site; an
   extra seed's kind is its own, horizon or farm; an origin of several kinds is "mixed").
   Platform A's media host requests and the cache misses charged to an origin count with the
   origin's kind.
@@ -52,7 +54,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from courtier.simweb.log import RequestRecord
-from courtier.simweb.world import Behaviour, Site, SiteKind, World, request_cost
+from courtier.simweb.world import FUZZ_KINDS, Behaviour, Site, SiteKind, World, request_cost
 
 DEFAULT_IDLE_AFTER = 10.0
 DEFAULT_FAST_START = 10.0
@@ -66,6 +68,7 @@ WORK_KINDS = frozenset(
         SiteKind.EDGE_TENANT,
         SiteKind.SPA,
         SiteKind.SPA_TWIN,
+        *FUZZ_KINDS,
     }
 )
 MIXED_KIND = "mixed"
@@ -384,7 +387,8 @@ def core_pages(world: World, site: Site, allowed: Allowed) -> frozenset[str]:
     robots.txt, and of the home page, the listings and the details those robots.txt allows."""
     p = world.params
     pages = ["/"]
-    hidden = Behaviour.RENDER_HANG in site.behaviours  # no crawler can see its links
+    # No crawler can see its links: a hanging app's, a site redirecting every page elsewhere.
+    hidden = Behaviour.RENDER_HANG in site.behaviours or site.redirect_to is not None
     if site.is_seed and not hidden:  # an extra seed outside the world's seed: its home page
         pages += [f"/list/{n}" for n in range(1, p.n_lists + 1)]
         pages += [f"/item/{n}" for n in range(1, p.n_items + 1)]

@@ -13,6 +13,11 @@ Rules:
 - The CDN edge (`World.edge_slots`) adds its headers to every answer it gives (`stacks`):
   `Via`, `X-Served-By`, a `QS-Ray` new on every answer, and `X-Cache` (`MISS`; an image of an
   edge site fetched before: `HIT` and `Age`). A Host it does not serve gets its 421 page.
+- Generated worlds (`fuzz`) put layers around a backend (`layers`): a site's stack and brand
+  headers, then its platform's front servers' and caches', then a generated CDN edge's when
+  the request came in on one of the edge's addresses (`World.cdn_edges`; with `server` in its
+  headers the edge's `Server` replaces the backend's). A Host a generated edge does not serve
+  gets the edge's own error page.
 - Static files that carry an `ETag` (the single-page apps', `spa`) answer 304 to a request
   that already holds them (`If-None-Match`, `If-Modified-Since`); nothing else is conditional.
 - Every request is logged after its response is written, with start and end times, and the
@@ -35,14 +40,16 @@ from aiohttp.web_response import StreamResponse
 from courtier.simweb import news
 from courtier.simweb.behaviours import SiteTraffic, decide
 from courtier.simweb.catalogue import HTML, TEXT, Page
+from courtier.simweb.layers import brand_headers, edge_error, front_headers
+from courtier.simweb.layers import edge_headers as cdn_edge_headers
 from courtier.simweb.log import RequestLog, RequestRecord
 from courtier.simweb.network import Network
 from courtier.simweb.pages import PageRenderer, not_found
 from courtier.simweb.spa import revalidated
 from courtier.simweb.stacks import (
-    APP_NOT_FOUND,
     EDGE_ERROR,
     EDGE_ERROR_STATUS,
+    app_makes_not_found,
     edge_headers,
     platform_c_headers,
     stack_headers,
@@ -51,7 +58,9 @@ from courtier.simweb.stacks import (
 from courtier.simweb.stalls import LoopWatch
 from courtier.simweb.world import (
     CANARY_SLOT,
+    FUZZ_KINDS,
     IMGSVC_STORE,
+    Edge,
     Site,
     SiteKind,
     World,
@@ -81,6 +90,10 @@ def platform_headers(site: Site) -> tuple[tuple[str, str], ...]:
         return server + app
     if site.kind is SiteKind.EDGE_TENANT:
         return platform_c_headers(site.host)
+    if site.kind in FUZZ_KINDS and site.stack is not None:
+        server, app = stack_headers(site.stack, site.host)
+        brand = () if site.brand is None else brand_headers(site.brand, site.host, 0)
+        return server + app + brand
     if site.kind is SiteKind.CDN:
         return (("Server", "SimCDN"),)
     if site.kind is SiteKind.IMGSVC:
@@ -97,6 +110,7 @@ class _Answer:
     cache: str | None = None  # X-Cache, from a caching service
     bucket: str | None = None  # the bucket the store served
     retry_until: float | None = None  # end of the Retry-After window of a refusal
+    edge_error: bool = False  # an edge's own answer to a Host it does not serve
 
 
 class SimHttp:
@@ -126,6 +140,9 @@ class SimHttp:
             if site.stack is not None
         }
         self._edge_index = {slot: i for i, slot in enumerate(world.edge_slots)}
+        self._cdn_edges: dict[int, tuple[Edge, int]] = {
+            slot: (edge, i) for edge in world.cdn_edges for i, slot in enumerate(edge.slots)
+        }
         self._responses = 0  # answers given: the counter per-answer header values come from
         self._servers: list[asyncio.Server] = []
         self._handlers: list[web.Server] = []
@@ -205,13 +222,32 @@ class SimHttp:
             headers = answer.headers
             headers.extend(edge_headers(edge, self._responses))
             path = target.partition("?")[0]
-            if answer.page.status == EDGE_ERROR_STATUS and answer.page.body == EDGE_ERROR:
+            if answer.edge_error:
                 headers.append(("Server", "quickserve"))
             elif answer.page.status == 200 and path.startswith("/img/"):
                 self._cache_status(f"{normalise_host_header(host_header)}{path}", start, headers)
             else:
                 headers.append(("X-Cache", "MISS"))
+        cdn = self._cdn_edges.get(slot)
+        if cdn is not None:
+            self._through_cdn_edge(*cdn, answer, host_header, target, start)
         return answer
+
+    def _through_cdn_edge(
+        self, edge: Edge, index: int, answer: _Answer, host_header: str, target: str, now: float
+    ) -> None:
+        """A generated CDN edge's headers on an answer (`layers.edge_headers`)."""
+        headers = answer.headers
+        if "server" in edge.headers:
+            headers[:] = [(k, v) for k, v in headers if k.lower() != "server"]
+        headers.extend(cdn_edge_headers(edge, index, self._responses))
+        if "x-cache" not in edge.headers or answer.edge_error:
+            return
+        path = target.partition("?")[0]
+        if answer.page.status == 200 and path.startswith("/img/"):
+            self._cache_status(f"{normalise_host_header(host_header)}{path}", now, headers)
+        else:
+            headers.append(("X-Cache", "MISS"))
 
     async def _origin_answer(
         self, slot: int, host_header: str, target: str, start: float
@@ -221,8 +257,21 @@ class SimHttp:
         site = self.world.site_of_host(host_header)
         if site is None or slot not in site.slots:
             if slot in self._edge_index:  # the edge knows no such site
-                return _Answer(Page(EDGE_ERROR_STATUS, EDGE_ERROR, HTML))
+                return _Answer(Page(EDGE_ERROR_STATUS, EDGE_ERROR, HTML), edge_error=True)
+            cdn = self._cdn_edges.get(slot)
+            if cdn is not None:
+                page = Page(cdn[0].error_status, edge_error(cdn[0]), HTML)
+                return _Answer(page, [("Server", cdn[0].product)], edge_error=True)
             return _Answer(not_found(None))
+        answer = await self._site_answer(site, host_header, target, start)
+        if site.front is not None:  # the platform's own front servers and caches
+            path = target.partition("?")[0]
+            answer.headers.extend(front_headers(site.front, site.host, path, self._responses))
+        return answer
+
+    async def _site_answer(
+        self, site: Site, host_header: str, target: str, start: float
+    ) -> _Answer:
         traffic = self._traffic.get(site.host)
         if traffic is None:
             traffic = self._traffic[site.host] = SiteTraffic()
@@ -248,7 +297,7 @@ class SimHttp:
         else:
             page = self.renderer.render(site, path, query)
         if site.stack is not None:
-            headers = self._stack_answer_headers(site.stack, site.host, page)
+            headers = self._stack_answer_headers(site, page)
         cache = None
         if page.status == 200 and (
             site.kind is SiteKind.CDN
@@ -260,13 +309,20 @@ class SimHttp:
             cache = self._cache_status(self._cache_key(site, path), start, headers)
         return _Answer(page, headers, cache=cache, bucket=bucket)
 
-    def _stack_answer_headers(self, stack: str, host: str, page: Page) -> list[tuple[str, str]]:
-        """The web server's headers, and the application's on the pages it makes."""
-        server, app = self._stacks[host]
-        made_by_app = page.content_type == HTML and (page.status != 404 or stack in APP_NOT_FOUND)
-        if not made_by_app:
-            return list(server)
-        return [*server, *app, *stack_response_headers(stack, self._responses)]
+    def _stack_answer_headers(self, site: Site, page: Page) -> list[tuple[str, str]]:
+        """The web server's headers, and the application's on the pages it makes; a brand's
+        on those pages, or on every answer when it is everywhere."""
+        assert site.stack is not None
+        server, app = self._stacks[site.host]
+        brand = site.brand
+        own_404 = app_makes_not_found(site.stack) or (brand is not None and brand.not_found)
+        made_by_app = page.content_type == HTML and (page.status != 404 or own_404)
+        headers = list(server)
+        if made_by_app:
+            headers += [*app, *stack_response_headers(site.stack, self._responses)]
+        if brand is not None and (made_by_app or brand.everywhere):
+            headers += brand_headers(brand, site.host, self._responses)
+        return headers
 
     @staticmethod
     def _cache_key(site: Site, path: str) -> str:

@@ -14,6 +14,13 @@ Rules:
 - Pages are padded to `page_bytes` with pre-built paragraphs, so large pages cost a slice.
 - Single-page apps, their plain-HTML twin and the third-party script host answer what
   `courtier.simweb.spa` renders (robots.txt aside); their catalogue is numbered as here.
+- Generated sites (`fuzz`) may redirect: robots.txt to another host's robots.txt
+  (`Site.robots_redirect`), every other page to the same path on another host
+  (`Site.redirect_to`). A platform's own not-found page is its brand's (`layers`).
+- A page embeds a site's image-service images only when the site's first label names it
+  alone (`World.customer_labels`): `www.` sites share a label, and a path naming another
+  customer would charge that customer's origin for their misses. A platform's media host is
+  asked for `/<tenant>/img/N.jpg`, the tenant by host or, on platform A's, by label.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from courtier.simweb.catalogue import (
     related_items,
 )
 from courtier.simweb.documents import FEED_HEAD, document_page, home_links
+from courtier.simweb.layers import brand_not_found
 from courtier.simweb.network import Network
 from courtier.simweb.spa import SPA_PAGE_KINDS, SpaPages
 from courtier.simweb.stacks import PLATFORM_C_404, stack_not_found
@@ -63,6 +71,8 @@ def not_found(site: Site | None, path: str = "/") -> Page:
         return Page(404, PLATFORM_B_404, HTML)
     if site is not None and site.kind is SiteKind.EDGE_TENANT:
         return Page(404, PLATFORM_C_404, HTML)
+    if site is not None and site.brand is not None and site.brand.not_found:
+        return Page(404, brand_not_found(site.brand), HTML)
     if site is not None and site.stack is not None:  # an edge site: its stack's stock page
         body, content_type, headers = stack_not_found(site.stack, path)
         return Page(404, body, content_type, headers)
@@ -150,6 +160,9 @@ class PageRenderer:
             return self._outside(site, path)
         if site.kind is SiteKind.PLATFORM_MEDIA:
             return self._platform_media(site, path)
+        if site.redirect_to is not None:
+            location = f"{self.network.origin_url(site.redirect_to)}{path}"
+            return _moved(site, location + (f"?{query}" if query else ""))
         page = self._seed_page(site, path, query)
         if page.status == 404 and site.stack is not None:
             return not_found(site, path)  # the stock page of the stack names the path
@@ -284,6 +297,8 @@ class PageRenderer:
         return self._html(site, f"Events {year}-{month:02d}", links, "/calendar")
 
     def _robots(self, site: Site) -> Page:
+        if site.robots_redirect is not None:
+            return _moved(site, f"{self.network.origin_url(site.robots_redirect)}/robots.txt")
         if site.robots_status == 200:
             return Page(200, site.robots_text.encode(), TEXT)
         if site.robots_status == 404:
@@ -353,11 +368,18 @@ class PageRenderer:
             images.append(f"{net.origin_url(f'{site.bucket}.{STORE_HOST}')}/img/{a}.jpg")
         elif site.bucket:
             images.append(f"{net.origin_url(STORE_HOST)}/{site.bucket}/img/{b}.jpg")
-        images.append(f"{net.origin_url(IMGSVC_HOST)}/{site.label}/w_320/img/{a}.jpg")
+        if self.world.customer_labels.get(site.label) == site.host:
+            images.append(f"{net.origin_url(IMGSVC_HOST)}/{site.label}/w_320/img/{a}.jpg")
         if site.kind is SiteKind.CNAME_TENANT and PLATFORM_A_MEDIA_HOST in self.world.sites:
             images.append(f"{net.origin_url(PLATFORM_A_MEDIA_HOST)}/{site.label}/img/{b}.jpg")
         if site.media_host is not None:
-            images.append(f"{net.origin_url(site.media_host)}/img/{a}.jpg")
+            media = self.world.sites[site.media_host].kind
+            if media is SiteKind.PLATFORM_MEDIA:
+                images.append(f"{net.origin_url(site.media_host)}/{site.host}/img/{b}.jpg")
+            elif media is SiteKind.IMGSVC:
+                images.append(f"{net.origin_url(site.media_host)}/w_320/img/{a}.jpg")
+            else:
+                images.append(f"{net.origin_url(site.media_host)}/img/{a}.jpg")
         return images
 
     # -- hosts outside the seed ----------------------------------------------------------------
@@ -390,8 +412,9 @@ class PageRenderer:
         return self._media_image(site, customer is not None, rest, f"cdn/{path}")
 
     def _platform_media(self, site: Site, path: str) -> Page:
-        label, _, rest = path.lstrip("/").partition("/")  # /<tenant label>/img/N.jpg
-        tenant = self.world.customer_labels.get(label.lower())
+        label, _, rest = path.lstrip("/").partition("/")  # /<tenant host or label>/img/N.jpg
+        named = self.world.site_of_host(label)
+        tenant = named.host if named is not None else self.world.customer_labels.get(label.lower())
         known = tenant is not None and self.world.sites[tenant].origin == site.origin
         return self._media_image(site, known, rest, f"platform-media/{path}")
 
@@ -408,6 +431,9 @@ class PageRenderer:
         return page
 
     def _imgsvc(self, site: Site, path: str) -> Page:
+        if site.customer is not None:  # a vanity host: /<transform>/<image path>
+            _, _, key = path.lstrip("/").partition("/")
+            return self._media_image(site, True, key, f"imgsvc//{site.customer}{path}")
         parts = path.lstrip("/").split("/", 2)  # <customer>/<transform>/<image path>
         if len(parts) != 3:
             return not_found(site)
@@ -489,6 +515,11 @@ class PageRenderer:
             return self._filler[start : start + size]
         whole, rest = divmod(size, half)
         return self._filler[:half] * whole + self._filler[start : start + rest]
+
+
+def _moved(site: Site, location: str) -> Page:
+    body = f"Moved to {location}\n".encode()
+    return Page(site.redirect_status, body, TEXT, (("Location", location),))
 
 
 def _int(text: str) -> int | None:

@@ -15,6 +15,10 @@ Rules:
   fetched before: `HIT` and `Age`) and `QS-Ray: <16 hex>-SIM`, different on every answer.
   A Host the edge does not serve gets the edge's own error page (`edge_error`).
 - Values that vary per answer are a pure function of a response counter, so runs replay.
+- Generated worlds (`fuzz`) combine a web server and an application, `<server>+<app>`
+  (`FUZZ_SERVERS`, `FUZZ_APPS`): the server's headers on every answer, the application's on
+  its pages; the not-found page is the application's own (`APP_MADE_404`) or the server's
+  stock page. `Server: nginx` alone is `nginx+static`.
 """
 
 from __future__ import annotations
@@ -82,6 +86,28 @@ PLATFORM_C_404 = (
     b'<p><a href="/">Continue shopping</a></p></div>'
     b"<footer>Shop powered by Shopwise</footer></body></html>"
 )
+NGINX_BARE_404 = NGINX_404.replace(b"nginx/1.24.0", b"nginx")  # server_tokens off
+OPENRESTY_404 = NGINX_404.replace(b"nginx/1.24.0", b"openresty")
+LITESPEED_404 = (
+    b'<!DOCTYPE html>\n<html style="height:100%">\n<head>\n<meta name="viewport" '
+    b'content="width=device-width, initial-scale=1, shrink-to-fit=no" />\n'
+    b"<title> 404 Not Found\r\n</title></head>\n<body>\n"
+    b'<div style="height:auto; min-height:100%; ">'
+    b'<div style="text-align: center; width:800px; margin-left: -400px; position:absolute; '
+    b'top: 30%; left:50%;">\n<h1 style="margin:0; font-size:150px; line-height:150px; '
+    b'font-weight:bold;">404</h1>\n<h2 style="margin-top:20px;font-size: 30px;">Not Found\r\n'
+    b"</h2>\n<p>The resource requested could not be found on this server!</p>\n</div></div>"
+    b"</body></html>\n"
+)
+LARAVEL_404 = (
+    b'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    b'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+    b'<title>Not Found</title>\n</head>\n<body class="antialiased">\n'
+    b'<div class="flex items-center pt-8 sm:justify-start sm:pt-0">\n'
+    b'<div class="px-4 text-lg text-gray-500 border-r border-gray-400 tracking-wider">404</div>\n'
+    b'<div class="ml-4 text-lg text-gray-500 uppercase tracking-wider">Not Found</div>\n'
+    b"</div>\n</body>\n</html>\n"
+)
 EDGE_ERROR = (
     b"<!doctype html><html><head><title>421 Misdirected Request</title></head><body>"
     b"<h1>Unknown site</h1><p>This quickserve edge does not serve the host you asked for. "
@@ -108,7 +134,13 @@ Headers = tuple[tuple[str, str], ...]
 def stack_headers(stack: str, host: str) -> tuple[Headers, Headers]:
     """A server stack's ordinary headers: (the server's, on every answer; the application's,
     on the pages it makes: HTML pages, and the not-found page when the application makes it,
-    `APP_NOT_FOUND`). What every install of the stack sends, so unrelated sites share it."""
+    `app_makes_not_found`). What every install of the stack sends, so unrelated sites share
+    it."""
+    if "+" in stack:
+        server, _, app = stack.partition("+")
+        if server not in _SERVERS:
+            raise ValueError(f"unknown web server {server!r} in stack {stack!r}")
+        return _SERVERS[server][0], _app_headers(app, host)
     if stack == "nginx-php":
         return (("Server", "nginx/1.24.0"),), (
             ("X-Powered-By", "PHP/8.2.12"),
@@ -138,27 +170,11 @@ def stack_headers(stack: str, host: str) -> tuple[Headers, Headers]:
             ("ETag", f'W/"{_token(host, "etag", 8)}"'),
         )
     if stack == "rails":
-        return (("Server", "nginx/1.24.0 + Phusion Passenger(R) 6.0.18"),), (
-            ("X-Frame-Options", "SAMEORIGIN"),
-            ("X-XSS-Protection", "0"),
-            ("X-Content-Type-Options", "nosniff"),
-            ("Referrer-Policy", "strict-origin-when-cross-origin"),
-            ("Cache-Control", "max-age=0, private, must-revalidate"),
-            ("Set-Cookie", f"_session_id={_token(host, 'rails', 32)}; path=/; HttpOnly"),
+        return (("Server", "nginx/1.24.0 + Phusion Passenger(R) 6.0.18"),), _app_headers(
+            "rails", host
         )
     if stack == "django":
-        return (("Server", "gunicorn"),), (
-            ("X-Frame-Options", "DENY"),
-            ("Vary", "Cookie"),
-            ("X-Content-Type-Options", "nosniff"),
-            ("Referrer-Policy", "same-origin"),
-            ("Cross-Origin-Opener-Policy", "same-origin"),
-            (
-                "Set-Cookie",
-                f"csrftoken={_token(host, 'csrf', 32, _ALNUM)}; Max-Age=31449600; Path=/; "
-                "SameSite=Lax",
-            ),
-        )
+        return (("Server", "gunicorn"),), _app_headers("django", host)
     if stack == "caddy":
         return (("Server", "Caddy"), ("Alt-Svc", 'h3=":443"; ma=2592000')), ()
     if stack == "wordpress":
@@ -170,14 +186,107 @@ def stack_headers(stack: str, host: str) -> tuple[Headers, Headers]:
     raise ValueError(f"unknown server stack {stack!r}")
 
 
+_SERVERS: Mapping[str, tuple[Headers, bytes]] = {
+    "nginx": ((("Server", "nginx"),), NGINX_BARE_404),
+    "nginx-1.24": ((("Server", "nginx/1.24.0"),), NGINX_404),
+    "openresty": ((("Server", "openresty"),), OPENRESTY_404),
+    "apache": ((("Server", "Apache"),), APACHE_404),
+    "apache-ubuntu": ((("Server", "Apache/2.4.58 (Ubuntu)"),), APACHE_404),
+    "apache-centos": ((("Server", "Apache/2.4.37 (centos) OpenSSL/1.1.1k"),), APACHE_404),
+    # Plesk's panel adds its own X-Powered-By to every answer of every site on the machine.
+    "apache-plesk": ((("Server", "Apache"), ("X-Powered-By", "PleskLin")), APACHE_404),
+    "litespeed": ((("Server", "LiteSpeed"),), LITESPEED_404),
+    "caddy": ((("Server", "Caddy"), ("Alt-Svc", 'h3=":443"; ma=2592000')), b""),
+}
+FUZZ_SERVERS = tuple(_SERVERS)
+FUZZ_APPS = (
+    "static",
+    "php74",
+    "php81",
+    "php82",
+    "wordpress",
+    "laravel",
+    "express",
+    "django",
+    "rails",
+)
+APP_MADE_404 = frozenset({"wordpress", "laravel", "express", "django", "rails"})
+_PHP = {"php74": "7.4.33", "php81": "8.1.27", "php82": "8.2.12"}
+
+
+def _app_headers(app: str, host: str) -> Headers:
+    """What an application adds to the pages it makes, the same on every install."""
+    if app == "static":
+        return ()
+    if app in _PHP:
+        return (
+            ("X-Powered-By", f"PHP/{_PHP[app]}"),
+            ("Set-Cookie", f"PHPSESSID={_token(host, 'php', 26, _ALNUM)}; path=/"),
+            *_PHP_NO_CACHE,
+        )
+    if app == "wordpress":
+        return (
+            ("X-Powered-By", f"PHP/{_PHP['php81']}"),
+            ("Link", f'<http://{host}/wp-json/>; rel="https://api.w.org/"'),
+            ("X-Pingback", f"http://{host}/xmlrpc.php"),
+        )
+    if app == "laravel":
+        return (
+            ("X-Powered-By", f"PHP/{_PHP['php82']}"),
+            ("Cache-Control", "no-cache, private"),
+            ("Set-Cookie", f"XSRF-TOKEN={_token(host, 'xsrf', 32, _ALNUM)}; path=/; samesite=lax"),
+            (
+                "Set-Cookie",
+                f"laravel_session={_token(host, 'lara', 32, _ALNUM)}; path=/; httponly; "
+                "samesite=lax",
+            ),
+        )
+    if app == "express":
+        return (
+            ("X-Powered-By", "Express"),
+            ("Set-Cookie", f"connect.sid=s%3A{_token(host, 'sid', 32, _ALNUM)}; Path=/; HttpOnly"),
+            ("ETag", f'W/"{_token(host, "etag", 8)}"'),
+        )
+    if app == "rails":
+        return (
+            ("X-Frame-Options", "SAMEORIGIN"),
+            ("X-XSS-Protection", "0"),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "strict-origin-when-cross-origin"),
+            ("Cache-Control", "max-age=0, private, must-revalidate"),
+            ("Set-Cookie", f"_session_id={_token(host, 'rails', 32)}; path=/; HttpOnly"),
+        )
+    if app == "django":
+        return (
+            ("X-Frame-Options", "DENY"),
+            ("Vary", "Cookie"),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "same-origin"),
+            ("Cross-Origin-Opener-Policy", "same-origin"),
+            (
+                "Set-Cookie",
+                f"csrftoken={_token(host, 'csrf', 32, _ALNUM)}; Max-Age=31449600; Path=/; "
+                "SameSite=Lax",
+            ),
+        )
+    raise ValueError(f"unknown application {app!r}")
+
+
 # The stacks whose not-found page the application makes (with its headers); the others' is
 # the web server's own stock page.
 APP_NOT_FOUND = frozenset({"iis-aspnet", "express", "rails", "django", "wordpress"})
 
 
+def app_makes_not_found(stack: str) -> bool:
+    """Does the stack's application make its not-found page (with its headers)?"""
+    if "+" in stack:
+        return stack.partition("+")[2] in APP_MADE_404
+    return stack in APP_NOT_FOUND
+
+
 def stack_response_headers(stack: str, counter: int) -> Headers:
     """Headers a stack's application varies per answer (Rails' request id and run time)."""
-    if stack != "rails":
+    if stack != "rails" and not stack.endswith("+rails"):
         return ()
     mixed = counter * 0x9E3779B97F4A7C15 & _MASK64
     rid = f"{mixed:016x}{mixed ^ 0x5DEECE66D:016x}"
@@ -198,6 +307,14 @@ _STOCK_404: Mapping[str, bytes] = {
 
 def stack_not_found(stack: str, path: str) -> tuple[bytes, str, Headers]:
     """The stack's stock not-found page: (body, content type, extra headers)."""
+    if "+" in stack:
+        server, _, app = stack.partition("+")
+        if app in ("express", "rails", "django", "wordpress"):
+            return stack_not_found(app, path)
+        if app == "laravel":
+            return LARAVEL_404, HTML, ()
+        body = _SERVERS[server][1]
+        return body, HTML if body else "text/plain; charset=utf-8", ()
     if stack == "express":
         shown = path.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         body = (

@@ -28,6 +28,13 @@ Rules:
   (`cdn.simcdn.test/<host>/static/app.css`, `Behaviour.SPA_CDN_STYLES`). The
   third-party script host `THIRD_PARTY_SCRIPT_HOST` every SPA shell embeds exists whenever
   there is an SPA site: never a seed host, so fetching from it is a request outside the seed.
+- Generated topologies (`fuzz_sites`, `courtier.simweb.fuzz`) are built after platform A's
+  media host and before the buckets, so their sites get buckets and image-service modes like
+  the others. With `fuzz_sites` 0 the step adds nothing and draws nothing, so every older
+  world is as it was; with it, the generated part is a function of the seed alone.
+  `fuzz_params(seed)` (the `fuzz` preset) puts them around a small world of the older shapes.
+- The vocabulary (kinds, behaviours, `Site`, DNS tables, well-known names) lives in `sites`
+  and is re-exported here.
 """
 
 from __future__ import annotations
@@ -37,134 +44,105 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from urllib.parse import unquote
 
 import idna
 
-CANARY_SLOT = -1
-
-CDN_HOST = "cdn.simcdn.test"
-STORE_HOST = "s3.simstore.test"
-IMGSVC_HOST = "img.simresize.test"
-STORE_PROVIDER = "simstore"
-IMGSVC_PROVIDER = "simresize"
-CDN_DOMAIN = "simcdn.test"  # distribution names d<13 hex>.simcdn.test live under it
-
-# The edge of a CDN whose name does not say so: unrelated sites and platform C CNAME to it.
-EDGE_HOST = "edge.quickserve.test"
-PLATFORM_C_HOST = "tenants.platform-c.test"  # CNAME -> EDGE_HOST
-PLATFORM_C = "platform-c"
-PLATFORM_A = "platform-a"
-PLATFORM_A_MEDIA_HOST = "media.platform-a.test"  # CNAME -> edge.platform-a.test
-
-# How the image service answers a customer: as a cache (X-Cache, misses reach the customer),
-# as a store (no cache headers, nothing reaches the customer), or per image (odd N cached).
-IMGSVC_CACHE = "cache"
-IMGSVC_STORE = "store"
-IMGSVC_MIXED = "mixed"
-
-# The third-party script host every single-page app's shell embeds (`<script async src>`).
-THIRD_PARTY_SCRIPT_HOST = "js.trackerly.test"
-THIRD_PARTY_ORIGIN = "trackerly"
-SPA_PREFIX = "app-"  # single-page apps: app-<word>-<word>N.test
-TWIN_PREFIX = "twin-"  # the first one's plain-HTML twin: twin-<the same words>.test
-NEWS_PREFIX = "news-"  # news sites: news-<word>-<word>N.test
-
-# The user-agent product token whose robots.txt rules the audit applies.
-CRAWLER_TOKEN = "courtier"
-
-_WORD_TEXT = (
-    "amber birch cedar delta ember fable garnet harbor indigo juniper kestrel lumen "
-    "maple nectar onyx pebble quartz raven saffron thistle umber velvet willow "
-    "yarrow zephyr acorn bramble cobalt dune fennel glade hazel iris jasper kelp "
-    "larch moss nettle orchid poppy quill rowan sorrel tansy violet wren alder basil"
-)
-_WORDS = tuple(_WORD_TEXT.split())
-
-
-class SiteKind(StrEnum):
-    STANDALONE = "standalone"
-    CNAME_TENANT = "cname-tenant"
-    HEADER_TENANT = "header-tenant"
-    BAIT = "bait"
-    HORIZON = "horizon"
-    FARM = "farm"
-    CDN = "cdn"
-    STORE = "store"
-    IMGSVC = "imgsvc"
-    EDGE_SITE = "edge-site"  # an unrelated site behind the CDN edge: its own origin
-    EDGE_TENANT = "edge-tenant"  # a platform C tenant behind the same edge: origin platform-c
-    PLATFORM_MEDIA = "platform-media"  # platform A's media host, on platform A's servers
-    SPA = "spa"  # a single-page app: every route a script shell, content from /api
-    SPA_TWIN = "spa-twin"  # plain HTML serving the same catalogue as the first SPA site
-    THIRD_PARTY = "third-party"  # the script host the SPA shells embed: outside the seed
-    NEWS = "news"  # a home page and a feed gaining a listing every news_every seconds
-
-
-SEED_KINDS = frozenset(
-    {
-        SiteKind.STANDALONE,
-        SiteKind.CNAME_TENANT,
-        SiteKind.HEADER_TENANT,
-        SiteKind.BAIT,
-        SiteKind.EDGE_SITE,
-        SiteKind.EDGE_TENANT,
-        SiteKind.SPA,
-        SiteKind.SPA_TWIN,
-        SiteKind.NEWS,
-    }
-)
-MEDIA_KINDS = frozenset({SiteKind.CDN, SiteKind.STORE, SiteKind.IMGSVC, SiteKind.PLATFORM_MEDIA})
-# Media hosts served by an origin's own servers: their requests are charged to that origin.
-CHARGED_MEDIA_KINDS = frozenset({SiteKind.PLATFORM_MEDIA})
-
-# The server stacks behind the edge sites (`courtier.simweb.stacks` has their headers and
-# stock not-found pages), in the order the builder picks from.
-STACKS = (
-    "nginx-php",
-    "apache-php",
-    "iis-aspnet",
-    "express",
-    "rails",
-    "django",
-    "caddy",
-    "wordpress",
+from courtier.simweb import fuzz
+from courtier.simweb.sites import (
+    BRAND_HEADERS,
+    CANARY_SLOT,
+    CDN_DOMAIN,
+    CDN_HOST,
+    CHARGED_MEDIA_KINDS,
+    CRAWLER_TOKEN,
+    DEFAULT_ROBOTS,
+    EDGE_HEADERS,
+    EDGE_HOST,
+    FRONT_HEADERS,
+    FUZZ_KINDS,
+    IMGSVC_CACHE,
+    IMGSVC_HOST,
+    IMGSVC_MIXED,
+    IMGSVC_PROVIDER,
+    IMGSVC_STORE,
+    MEDIA_KINDS,
+    NEWS_PREFIX,
+    PLATFORM_A,
+    PLATFORM_A_MEDIA_HOST,
+    PLATFORM_C,
+    PLATFORM_C_HOST,
+    ROBOTS_VARIANTS,
+    SEED_KINDS,
+    SPA_PREFIX,
+    SPECIAL_STANDALONE,
+    STACKS,
+    STORE_HOST,
+    STORE_PROVIDER,
+    THIRD_PARTY_ORIGIN,
+    THIRD_PARTY_SCRIPT_HOST,
+    TWIN_PREFIX,
+    WORDS,
+    Behaviour,
+    Brand,
+    DnsTables,
+    Edge,
+    Front,
+    Site,
+    SiteKind,
 )
 
-
-class Behaviour(StrEnum):
-    SLOW = "slow"
-    RATE_LIMIT_SECONDS = "rate-limit-seconds"  # 429 + Retry-After: <seconds> when hit too fast
-    RATE_LIMIT_DATE = "rate-limit-date"  # 429 + Retry-After: <HTTP-date> when hit too fast
-    UNAVAILABLE_AT_START = "unavailable-at-start"  # 503 + Retry-After for its first seconds
-    RISING_LATENCY = "rising-latency"  # latency grows with its recent request rate
-    CRAWL_DELAY = "crawl-delay"
-    ROBOTS_500 = "robots-500"
-    ROBOTS_404 = "robots-404"
-    CALENDAR_TRAP = "calendar-trap"
-    REDIRECT_TO_CANARY = "redirect-to-canary"
-    IDN = "idn"
-    REBIND = "rebind"  # DNS: first answer inside the block, later answers the canary
-    CANARY_ALIAS = "canary-alias"  # DNS: always answers the canary
-    RENDER_HANG = "render-hang"  # an SPA whose script loops forever before rendering anything
-    SPA_CDN_STYLES = "spa-cdn-styles"  # an SPA whose stylesheet the shared CDN serves
-
-
-# Standalone sites 0..len-1 get these, in this order, so a small world still has each one.
-SPECIAL_STANDALONE = (
-    Behaviour.RATE_LIMIT_SECONDS,
-    Behaviour.RATE_LIMIT_DATE,
-    Behaviour.UNAVAILABLE_AT_START,
-    Behaviour.RISING_LATENCY,
-    Behaviour.CRAWL_DELAY,
-    Behaviour.ROBOTS_500,
-    Behaviour.ROBOTS_404,
-    Behaviour.SLOW,
-    Behaviour.CALENDAR_TRAP,
-    Behaviour.REDIRECT_TO_CANARY,
-    Behaviour.IDN,
-)
+# The vocabulary lives in `sites`; these names are this module's too, as they always were.
+__all__ = [
+    "BRAND_HEADERS",
+    "CANARY_SLOT",
+    "CDN_DOMAIN",
+    "CDN_HOST",
+    "CHARGED_MEDIA_KINDS",
+    "CRAWLER_TOKEN",
+    "DEFAULT_ROBOTS",
+    "EDGE_HEADERS",
+    "EDGE_HOST",
+    "FRONT_HEADERS",
+    "FUZZ_KINDS",
+    "IMGSVC_CACHE",
+    "IMGSVC_HOST",
+    "IMGSVC_MIXED",
+    "IMGSVC_PROVIDER",
+    "IMGSVC_STORE",
+    "MEDIA_KINDS",
+    "NEWS_PREFIX",
+    "PLATFORM_A",
+    "PLATFORM_A_MEDIA_HOST",
+    "PLATFORM_C",
+    "PLATFORM_C_HOST",
+    "ROBOTS_VARIANTS",
+    "SEED_KINDS",
+    "SIZE_PRESETS",
+    "SPA_PREFIX",
+    "SPECIAL_STANDALONE",
+    "STACKS",
+    "STORE_HOST",
+    "STORE_PROVIDER",
+    "THIRD_PARTY_ORIGIN",
+    "THIRD_PARTY_SCRIPT_HOST",
+    "TWIN_PREFIX",
+    "Behaviour",
+    "Brand",
+    "DnsTables",
+    "Edge",
+    "Front",
+    "Site",
+    "SiteKind",
+    "World",
+    "WorldParams",
+    "build_world",
+    "fuzz_params",
+    "normalise_host_header",
+    "params_for_total",
+    "request_cost",
+    "web_split",
+]
 
 
 @dataclass(frozen=True)
@@ -211,6 +189,8 @@ class WorldParams:
     # Sites that change (simweb.news); 0 leaves a world as it was before they existed.
     n_news: int = 0  # news sites: a new listing on the home page and feed every news_every s
     news_every: float = 30.0
+    # Random hosting topologies (simweb.fuzz); 0 leaves a world as it was before they existed.
+    fuzz_sites: int = 0  # seed sites of generated shapes, drawn from the seed
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -236,6 +216,8 @@ def params_for_total(base: WorldParams, n_sites: int) -> WorldParams:
 
     A base with sites behind the CDN edge (the `web` preset) is split like the real web
     instead (`web_split`)."""
+    if base.fuzz_sites:
+        return fuzz_params(base.seed, n_sites, base)
     if base.n_edge_sites or base.n_edge_tenants:
         return web_split(base, n_sites)
     if n_sites < len(SPECIAL_STANDALONE) + 3:
@@ -265,6 +247,45 @@ def web_split(base: WorldParams, n_sites: int) -> WorldParams:
         n_edge_sites=edge,
         n_edge_tenants=tenants,
     )
+
+
+# The older shapes around a generated world (`fuzz`): one site of each special behaviour, a
+# few tenants of platforms A, B and C, edge sites, media; the generated sites come on top.
+_FUZZ_CORE = WorldParams(
+    n_standalone=len(SPECIAL_STANDALONE),
+    n_cname_tenants=3,
+    n_header_tenants=3,
+    n_horizon=10,
+    n_farm=2,
+    n_edge_sites=3,
+    n_edge_tenants=2,
+    platform_media=1,
+    vanity_media=0.2,
+    imgsvc_store_share=0.2,
+    imgsvc_mixed_share=0.05,
+)
+FUZZ_SITES = 300  # generated seed sites of a `fuzz` world by default
+
+
+def fuzz_params(
+    seed: int, n_sites: int | None = None, base: WorldParams | None = None
+) -> WorldParams:
+    """The parameters of the fuzzed world of `seed` (`courtier simweb serve --fuzz SEED`).
+
+    `n_sites` counts every seed site, the older shapes' included (without it, they and
+    `FUZZ_SITES` generated ones); `base` keeps its other parameters (default `_FUZZ_CORE`)."""
+    base = base or _FUZZ_CORE
+    core = (
+        base.n_standalone
+        + base.n_cname_tenants
+        + base.n_header_tenants
+        + base.n_edge_sites
+        + base.n_edge_tenants
+    )
+    generated = FUZZ_SITES if n_sites is None else n_sites - core
+    if generated < fuzz.MIN_SITES:
+        raise ValueError(f"need at least {core + fuzz.MIN_SITES} sites, got {n_sites}")
+    return dataclasses.replace(base, seed=seed, fuzz_sites=generated)
 
 
 SIZE_PRESETS: Mapping[str, WorldParams] = {
@@ -327,49 +348,10 @@ SIZE_PRESETS: Mapping[str, WorldParams] = {
         spa_twin=1,
         spa_hang=1,
     ),
+    # A generated web (`fuzz`): FUZZ_SITES sites of random hosting shapes, drawn from the seed,
+    # around a small world of the older shapes.
+    "fuzz": fuzz_params(1),
 }
-
-
-@dataclass(frozen=True)
-class Site:
-    host: str  # canonical: lowercase ASCII, punycode for IDN
-    kind: SiteKind
-    origin: str
-    slots: tuple[int, ...]  # the servers answering for it
-    behaviours: frozenset[Behaviour] = frozenset()
-    unicode_host: str | None = None  # set for IDN sites
-    robots_status: int = 200
-    robots_text: str = ""
-    crawl_delay: float | None = None
-    latency: float = 0.0
-    bucket: str | None = None  # its object-store bucket (seed sites) or the bucket it is (store)
-    store_style: str = "virtual"  # how its pages link the bucket: "virtual" or "path"
-    stack: str | None = None  # edge sites: the server stack behind the edge (`STACKS`)
-    media_host: str | None = None  # seed sites: their vanity media host (images.<host>)
-    customer: str | None = None  # a vanity or distribution media host: the site it serves
-    imgsvc_mode: str = IMGSVC_CACHE  # how the image service answers for this customer
-    twin_of: str | None = None  # an SPA twin: the SPA site whose catalogue it serves as HTML
-
-    @property
-    def catalogue(self) -> str:
-        """The host whose catalogue the site serves: its own, or a twin's SPA site's."""
-        return self.twin_of or self.host
-
-    @property
-    def is_seed(self) -> bool:
-        return self.kind in SEED_KINDS
-
-    @property
-    def label(self) -> str:
-        return self.host.split(".", 1)[0]
-
-
-@dataclass(frozen=True)
-class DnsTables:
-    a_records: Mapping[str, tuple[int, ...]]
-    cnames: Mapping[str, str]
-    ptr_names: Mapping[int, str]
-    rebinding: Mapping[str, tuple[int, int]]  # name -> (first answer slot, later answer slot)
 
 
 @dataclass(frozen=True)
@@ -387,6 +369,7 @@ class World:
     # first DNS label -> the seed site it names on the image service (see `media_customer`)
     customer_labels: Mapping[str, str] = field(default_factory=dict)
     edge_slots: tuple[int, ...] = field(default=())  # the CDN edge's servers (EDGE_HOST)
+    cdn_edges: tuple[Edge, ...] = field(default=())  # generated CDNs' edges (`fuzz`)
 
     def site_of_host(self, host_header: str) -> Site | None:
         """The site a Host header (any spelling, with or without port) names, or None."""
@@ -464,6 +447,14 @@ class World:
     def origins(self) -> frozenset[str]:
         return frozenset(s.origin for s in self.sites.values())
 
+    def origin_sites(self) -> dict[str, tuple[str, ...]]:
+        """Who shares servers: each origin of the seed and its seed sites, in build order.
+        Every one of them is held to `origin_budget(origin)`."""
+        grouped: dict[str, list[str]] = {}
+        for host in self.seed_hosts:
+            grouped.setdefault(self.sites[host].origin, []).append(host)
+        return {origin: tuple(hosts) for origin, hosts in grouped.items()}
+
 
 def normalise_host_header(host_header: str) -> str:
     """Lowercase, port dropped, trailing dot dropped. Bracketed IPv6 keeps its brackets."""
@@ -506,16 +497,6 @@ def _spa_cost(path: str) -> int:
     return 2
 
 
-DEFAULT_ROBOTS = "User-agent: *\nDisallow: /private/\n"
-ROBOTS_VARIANTS = (
-    DEFAULT_ROBOTS,
-    # A group for our token replaces the * group for us (RFC 9309), so it repeats /private/.
-    "User-agent: courtier\nDisallow: /private/\nDisallow: /search\n\n"
-    "User-agent: *\nDisallow: /private/\n",
-    "User-agent: *\nAllow: /private/open\nDisallow: /private/\nDisallow: /item/3\n",
-)
-
-
 class _Builder:
     def __init__(self, params: WorldParams) -> None:
         self.params = params
@@ -536,7 +517,7 @@ class _Builder:
     def host(self, prefix: str = "") -> str:
         """A fresh host: two words chosen by the seed and a serial number that keeps it unique."""
         self.serial += 1
-        return f"{prefix}{self.rng.choice(_WORDS)}-{self.rng.choice(_WORDS)}{self.serial}.test"
+        return f"{prefix}{self.rng.choice(WORDS)}-{self.rng.choice(WORDS)}{self.serial}.test"
 
     def robots(self) -> str:
         return self.rng.choice(ROBOTS_VARIANTS)
@@ -632,7 +613,7 @@ def _standalone(b: _Builder) -> None:
             behaviours.add(Behaviour.SLOW)
         unicode_host = None
         if special is Behaviour.IDN:
-            unicode_host = f"tŷ-{b.rng.choice(_WORDS)}{i}.test"
+            unicode_host = f"tŷ-{b.rng.choice(WORDS)}{i}.test"
             host = idna.encode(unicode_host, uts46=True).decode("ascii")
         else:
             host = b.host()
@@ -924,6 +905,8 @@ def build_world(params: WorldParams) -> World:
         raise ValueError("spa_hang must be between 0 and n_spa")
     if params.n_news < 0 or not (math.isfinite(params.news_every) and params.news_every > 0):
         raise ValueError("n_news must not be negative and news_every must be positive seconds")
+    if params.fuzz_sites and params.fuzz_sites < fuzz.MIN_SITES:
+        raise ValueError(f"fuzz_sites must be 0 or at least {fuzz.MIN_SITES}")
     b = _Builder(params)
     _platform_a(b)
     _platform_b(b)
@@ -934,6 +917,9 @@ def build_world(params: WorldParams) -> World:
     # The real web's shapes: after every older step, so older worlds stay as they were.
     edge_slots = _edge(b)
     _platform_media(b)
+    # Generated shapes: nothing at all when fuzz_sites is 0 (no site, no draw of this rng), so
+    # every older world stays as it was; before the buckets so their sites get buckets too.
+    cdn_edges = fuzz.add_fuzz(b, params.seed, params.fuzz_sites)
     buckets = _buckets(b)
     _vanity_media(b)
     _imgsvc_modes(b)
@@ -952,4 +938,5 @@ def build_world(params: WorldParams) -> World:
         popular_horizon_host=popular,
         customer_labels=_customer_labels(b.sites),
         edge_slots=edge_slots,
+        cdn_edges=cdn_edges,
     )
