@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from courtier.origins.cdn import CdnRules
+from courtier.origins.cdn import CdnRules, published_cdn_range
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.header_evidence import HeaderFingerprint, ProbeResponse, header_fingerprint
@@ -253,15 +253,20 @@ class OriginInference:
         return any(shared[a] > 1 for a in facts.addresses)
 
     def _maybe_edge(self, facts: DnsFacts) -> bool:
-        """The host shares a name or an address not known as a CDN's with another host: its
-        answers tell whether that is an edge (strangers) or a platform (one origin)."""
+        """The host shares a name or an address with another host, or stands behind a known
+        CDN: its answers tell whether that is an edge (strangers) or a platform (one origin),
+        and behind a known CDN only a brand they share groups a platform's tenants."""
         if facts.error is not None:
             return False
         for name in facts.cname_chain:
             if self._rules.name_reason(name) is not None:
-                return False  # a known CDN: its names group nothing already
+                return True
             if self._hosts_per_link[name] > 1:
                 return True
+        if any(published_cdn_range(a) is not None for a in facts.addresses):
+            return True
+        if self._rules.first_name_reason(facts.ptr_names) is not None:
+            return True
         return any(self._hosts_per_address[a] > 1 for a in facts.addresses)
 
     def _needs_probe(self, facts: DnsFacts, shared: Counter[str]) -> bool:
