@@ -336,6 +336,302 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/pipeline/test_shards.py",),
     ),
+    Mutation(
+        "render-media-answer-unarchived",
+        "a render's request through a media lane ([render] hosts, a media host) is archived",
+        "courtier.pipeline.lanes.render_media",
+        "    await work.deliver(answer)\n",
+        "    if not work.answer.done():\n        work.answer.set_result(answer)\n",
+        (
+            f"{_RENDERING}::"
+            "test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_keys",
+            f"{_RENDERING}::"
+            "test_a_renders_request_answered_after_it_gave_up_is_archived_all_the_same",
+        ),
+    ),
+    Mutation(
+        "render-site-answer-unarchived",
+        "a render's request through its site's lane is archived, redacted",
+        "courtier.pipeline.lanes.rendering",
+        "        await work.deliver(answer)\n",
+        "        if not work.answer.done():\n            work.answer.set_result(answer)\n",
+        (
+            f"{_RENDERING}::"
+            "test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_redacted",
+        ),
+    ),
+    Mutation(
+        "render-late-answer-unarchived",
+        "a render's request answered after the render gave up on it is archived all the same",
+        "courtier.pipeline.lanes.site",
+        "            if answer.result is not None and self.keep is not None:\n",
+        "            if answer.result is not None and self.keep is not None"
+        " and not self.answer.done():\n",
+        (
+            f"{_RENDERING}::"
+            "test_a_renders_request_answered_after_it_gave_up_is_archived_all_the_same",
+        ),
+    ),
+    Mutation(
+        "render-dom-unredacted",
+        "the rendered DOM's conversion record is redacted",
+        "courtier.pipeline.lanes.rendering",
+        "            if capture.raw or page.payload is None:",
+        "            if True:",
+        (
+            f"{_RENDERING}::"
+            "test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_redacted",
+        ),
+    ),
+    Mutation(
+        "paused-in-store-starts",
+        "a site paused in the store is held when the crawl starts or restarts",
+        "courtier.pipeline.lanes.controls",
+        "        lane.sched.held_until = control.held_until(now)\n",
+        "",
+        (
+            "tests/pipeline/test_site_hold_fast.py::"
+            "test_a_site_paused_in_the_store_is_held_when_the_crawl_starts_again",
+            f"{_CRAWLER}::test_a_site_paused_in_the_store_gets_no_request_when_the_crawl_restarts",
+        ),
+    ),
+    Mutation(
+        "controls-read-after-lanes",
+        "the store's controls are read before the start makes any lane",
+        "courtier.pipeline.engine",
+        "        await self.frontier.call(self.controls.load)\n"
+        "        self.seed.start(scope, self.seeds, sizes)\n",
+        "        self.seed.start(scope, self.seeds, sizes)\n"
+        "        await self.frontier.call(self.controls.load)\n",
+        (f"{_CRAWLER}::test_a_site_paused_in_the_store_gets_no_request_when_the_crawl_restarts",),
+    ),
+    Mutation(
+        "drop-keeps-leases",
+        "dropping a site gives its leased URLs back to the store (SQLite and PostgreSQL)",
+        "courtier.pipeline.lanes.controls",
+        "            await self.frontier.call(release)\n",
+        "",
+        (
+            "tests/pipeline/test_controls_drop.py::"
+            "test_a_dropped_sites_leased_urls_go_back_to_the_store",
+        ),
+    ),
+    Mutation(
+        "opt-out-pages-only",
+        "an opted-out host gets no request of any kind (media, a render's) either",
+        "courtier.pipeline.answers.fetching",
+        "        if host in self.opted_out:\n",
+        '        if host in self.opted_out and context.kind in ("page", "robots", "sitemap"):\n',
+        (
+            "tests/pipeline/test_controls_drop.py::"
+            "test_an_opted_out_host_gets_no_request_of_any_kind_and_each_refusal_is_logged",
+        ),
+    ),
+    Mutation(
+        "opt-out-unlogged",
+        "each opt-out refusal is a row of the request log",
+        "courtier.pipeline.answers.fetching",
+        "            self.observer.request(RequestEvent(context, url, self.wall_clock(), None,"
+        " OPTED_OUT))\n",
+        "",
+        (
+            "tests/pipeline/test_controls_drop.py::"
+            "test_an_opted_out_host_gets_no_request_of_any_kind_and_each_refusal_is_logged",
+        ),
+    ),
+    Mutation(
+        "lost-lanes-stay-in-seed",
+        "a shard lost leaves the seed's lanes: taken back, it brings lanes under its new fence",
+        "courtier.pipeline.cluster.membership",
+        "        self.seed.drop(lanes)\n",
+        "",
+        (
+            "tests/pipeline/test_fenced_refills.py::"
+            "test_a_lost_fence_drops_every_lane_of_its_shard_from_the_scheduler_and_the_seed",
+        ),
+    ),
+    Mutation(
+        "lost-fence-drops-one-lane",
+        "a booking's lost fence drops every lane of the shard, not the booking's alone",
+        "courtier.pipeline.cluster.membership",
+        "            asyncio.get_running_loop().create_task(self.lost(lane.fence.shard, False))\n",
+        "            self.pages.drop(lane)\n            self.seed.drop([lane])\n",
+        (
+            "tests/pipeline/test_fenced_refills.py::"
+            "test_a_lost_fence_drops_every_lane_of_its_shard_from_the_scheduler_and_the_seed",
+        ),
+    ),
+    Mutation(
+        "canonical-copy-of-its-copy",
+        "a canonical named only by its copies is crawled, and is no copy of its copy",
+        "courtier.pipeline.keeping.keeper",
+        "        key = url if page.canonical is None else page.canonical.fetch_url\n",
+        "        key = url\n",
+        (
+            "tests/pipeline/test_discovery_canonical_fast.py::"
+            "test_a_canonical_named_only_by_its_copies_is_crawled_and_is_no_copy_of_them",
+        ),
+    ),
+    Mutation(
+        "recrawl-waits-its-turn",
+        "an operator's recrawl (fastlane) overtakes the backlog a site holds (the priority path)",
+        "courtier.pipeline.lanes.controls",
+        "                self.look_again(lane)\n",
+        "                pass\n",
+        (
+            "tests/pipeline/test_priority_path_fast.py::"
+            "test_an_operators_recrawl_overtakes_a_500_url_backlog",
+        ),
+    ),
+    Mutation(
+        "pg-outage-crowd-dials",
+        "callers queued for a session when the limiter's server went away do not dial it",
+        "courtier.politeness.limiter.postgres",
+        "            if current is not None and current is not passed:\n",
+        "            if False:\n",
+        (
+            "tests/politeness/test_limiter_outage_fast.py::"
+            "test_while_the_server_is_away_one_caller_at_a_time_asks_for_it",
+        ),
+    ),
+    Mutation(
+        "pg-outage-every-caller-asks",
+        "while the limiter's server is away, one caller at a time asks for it, after a backoff",
+        "courtier.politeness.limiter.postgres",
+        "        if now < outage.retry_at:\n",
+        "        if False:\n",
+        (
+            "tests/politeness/test_limiter_outage_fast.py::"
+            "test_while_the_server_is_away_one_caller_at_a_time_asks_for_it",
+            "tests/politeness/test_limiter_outage_fast.py::"
+            "test_the_server_is_asked_again_ever_less_often_up_to_five_seconds",
+        ),
+    ),
+    Mutation(
+        "pg-outage-flat-backoff",
+        "the limiter asks a server that is away ever less often (doubling up to 5 s)",
+        "courtier.politeness.limiter.postgres",
+        "        delay = min(last.delay * 2, 5.0)\n",
+        "        delay = last.delay\n",
+        (
+            "tests/politeness/test_limiter_outage_fast.py::"
+            "test_the_server_is_asked_again_ever_less_often_up_to_five_seconds",
+        ),
+    ),
+    Mutation(
+        "pg-schema-unlocked",
+        "workers setting up the limiter's schema together on a new database do not collide",
+        "courtier.politeness.limiter.postgres",
+        '        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))\n',
+        "",
+        (
+            "tests/politeness/test_limiter_backends.py::"
+            "test_concurrent_postgres_setups_do_not_collide",
+        ),
+    ),
+    Mutation(
+        "store-outage-flat-backoff",
+        "an unreachable frontier store is asked again ever less often (doubling up to 5 s)",
+        "courtier.pipeline.feed.frontier_io",
+        "                delay = min(delay * 2, 5.0)\n",
+        "                delay = min(delay, 5.0)\n",
+        (
+            "tests/pipeline/test_outages_fast.py::"
+            "test_a_store_is_asked_again_ever_less_often_until_it_is_back",
+        ),
+    ),
+    Mutation(
+        "store-outage-no-wait",
+        "an unreachable frontier store is asked again after a wait, not at once",
+        "courtier.pipeline.feed.frontier_io",
+        "                await asyncio.sleep(delay * random.uniform(0.5, 1.0))\n",
+        "",
+        (
+            "tests/pipeline/test_outages_fast.py::"
+            "test_a_store_away_past_the_outage_limit_is_given_up_on_at_that_limit",
+        ),
+    ),
+    Mutation(
+        "refresh-copy-of-its-copy",
+        "a changed refresh of an original is never marked a copy of its own copy",
+        "courtier.content.duplicates",
+        "            entry = self._add(url, text, entry.seq)\n",
+        "            entry = self._add(url, text)\n",
+        (
+            "tests/content/test_duplicates.py::"
+            "test_a_changed_refresh_of_the_original_is_no_copy_of_its_own_copy",
+            "tests/content/test_duplicates.py::"
+            "test_a_changed_refresh_of_the_original_is_no_near_copy_of_its_own_copy",
+        ),
+    ),
+    Mutation(
+        "fresh-refused-state-dropped",
+        "fast-source state the store could not take is written at the next round",
+        "courtier.pipeline.feed.fresh_sources",
+        "            for url_id, (source, schedule) in unsaved.items():\n",
+        "            for url_id, (source, schedule) in {}.items():\n",
+        (
+            "tests/pipeline/test_fresh_sources_fast.py::"
+            "test_what_the_store_could_not_take_is_written_at_the_next_round",
+        ),
+    ),
+    Mutation(
+        "fresh-refused-schedule-dropped",
+        "a fast source's refused schedule is written even if a later visit had none to write",
+        "courtier.pipeline.feed.fresh_sources",
+        "(later[0], later[1] or schedule)",
+        "(later[0], later[1])",
+        (
+            "tests/pipeline/test_fresh_sources_fast.py::"
+            "test_a_schedule_refused_is_written_even_after_a_later_visit_that_had_none",
+        ),
+    ),
+    Mutation(
+        "split-one-sites-backlog",
+        "the crawl-wide split's target is computed from the sum of every site's backlog",
+        "courtier.pipeline.lanes.crawl_split",
+        "                self.backlog = sum(lane.backlog for lane in lanes)\n",
+        "                self.backlog = lanes[0].backlog\n",
+        ("tests/pipeline/test_crawl_split_fast.py",),
+    ),
+    Mutation(
+        "split-one-sites-rate",
+        "the crawl-wide split's target is computed from the sum of every site's emit rate",
+        "courtier.pipeline.lanes.crawl_split",
+        "                self.rate = sum(lane.emit.rate(now) for lane in lanes)\n",
+        "                self.rate = lanes[0].emit.rate(now)\n",
+        (
+            "tests/pipeline/test_crawl_split_fast.py::"
+            "test_the_target_is_the_drain_time_of_every_sites_backlog_at_every_sites_rate",
+        ),
+    ),
+    Mutation(
+        "feed-type-case",
+        "a feed link is found whatever the case of its type attribute",
+        "courtier.content.feed_links",
+        '        kind = (attributes.get("type") or "").strip().lower()\n',
+        '        kind = (attributes.get("type") or "").strip()\n',
+        ("tests/content/test_feed_links.py",),
+    ),
+    Mutation(
+        "feed-bytes-lower-case-only",
+        "a page naming its feed's type in upper case is looked at for feed links",
+        "courtier.content.feed_links",
+        "    if _PLUS_XML.search(body) is None:\n",
+        '    if b"+xml" not in body:\n',
+        ("tests/content/test_feed_links.py",),
+    ),
+    Mutation(
+        "unsure-language-named",
+        "an unsure language identification names no language",
+        "courtier.content.language",
+        "    if score < MIN_SCORE or language == NO_LANGUAGE:\n",
+        "    if language == NO_LANGUAGE:\n",
+        (
+            "tests/content/test_language.py::test_an_unsure_identification_names_no_language",
+            "tests/content/test_language.py::test_a_language_is_named_from_even_odds_on",
+        ),
+    ),
 )
 
 

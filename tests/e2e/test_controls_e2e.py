@@ -2,7 +2,8 @@
 running crawl through the store (``courtier site``, ``courtier seed add``), pins two sites on
 one origin and slows another origin as a whole (``courtier origins pin|limit``), and the
 crawl takes each within seconds; an opt-out holds across a restart that seeds the site
-again."""
+again. Page images are fetched (the media lanes), so an opt-out is held for a host the crawl
+asks without a site lane of its own too: the CDN every page embeds images from."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from courtier.cli import main
 from courtier.simweb.audit import audit
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
-from courtier.simweb.world import World, WorldParams, request_cost
+from courtier.simweb.world import CDN_HOST, World, WorldParams, request_cost
 from pg import fresh_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
@@ -84,14 +85,19 @@ def _most_in(units: list[tuple[float, float]], window: float) -> float:
 def _crawl(web: SimWebProcess, seeds: Path, out: Path, store: str, duration: float) -> list[str]:
     command = [sys.executable, "-m", "courtier", "crawl", "--seeds", str(seeds)]
     command += ["--dns", web.dns, "--allow-net", web.allow_net, "--out", str(out)]
-    command += ["--store", store, "--duration", str(duration), "-s", "media.fetch=false"]
+    command += ["--store", store, "--duration", str(duration), "-s", "media.fetch=true"]
     return command
 
 
-def _wait_for_requests(web: SimWebProcess, host: str, timeout: float) -> None:
+def _wait_for_requests(web: SimWebProcess, host: str, timeout: float, robots: bool = True) -> None:
+    """Until ``host`` got a request (``robots``: its robots.txt counts as one)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if web.log_path.exists() and _starts(list(read_log(web.log_path)), host):
+        if web.log_path.exists() and [
+            r
+            for r in read_log(web.log_path)
+            if _host(r) == host and (robots or r.target != "/robots.txt")
+        ]:
             return
         time.sleep(0.25)
     raise AssertionError(f"{host} got no request in {timeout} s")
@@ -133,10 +139,13 @@ def test_controls_reach_a_running_crawl_from_the_store(
         try:
             for host in (paused, limited, opted, *slow):
                 _wait_for_requests(web, host, 25.0)
+            _wait_for_requests(web, CDN_HOST, 25.0, robots=False)  # an image, not its robots.txt
             acted = time.time()
             assert _cli("site", "pause", paused, "--store", store, "--reason", "asked") == 0
             assert _cli("site", "limit", limited, "--rate", "0.2", "--store", store) == 0
-            assert _cli("site", "drop", opted, "--opt-out", "--store", store) == 0
+            # The site, and a media host: its requests come from the media lanes (images of
+            # the pages of every site still crawled), never from a lane of its own to drop.
+            assert _cli("site", "drop", opted, CDN_HOST, "--opt-out", "--store", store) == 0
             assert _cli("origins", "pin", "pair", *pinned, "--store", store) == 0
             assert _cli("origins", "pin", "slow", *slow, "--store", store) == 0
             rate = str(ORIGIN_RATE)
@@ -174,6 +183,9 @@ def test_controls_reach_a_running_crawl_from_the_store(
     gaps = [b - a for a, b in itertools.pairwise(slowed)]
     assert min(gaps) >= 5.0 - 0.05, gaps
     assert not [t for t in _starts(records, opted) if t >= acted + TAKEN_WITHIN_S]
+    images = [r.start for r in records if _host(r) == CDN_HOST and r.target != "/robots.txt"]
+    assert [t for t in images if t < acted], "no image was asked of the CDN before its opt-out"
+    assert not [t for t in _starts(records, CDN_HOST) if t >= acted + TAKEN_WITHIN_S]
     robots = [r.start for r in records if _host(r) == added and r.target == "/robots.txt"]
     assert robots and min(robots) - added_at <= 10.0, (robots, added_at)
     # The pinned pair (two servers of their own) got one origin's budget between them.

@@ -465,3 +465,33 @@ async def test_a_restart_starts_no_site_before_its_interval(tmp_path, loopback_w
         # the saved clocks keep this gap.
         assert later, host
         assert later[0] - ended[host] >= 2.0 - TOLERANCE, host
+
+
+async def test_a_site_paused_in_the_store_gets_no_request_when_the_crawl_restarts(
+    tmp_path, loopback_web
+):
+    """``courtier site pause`` between two runs: the restarted crawl reads the pause before
+    any lane starts, so the paused site gets nothing, not even its robots.txt, while the
+    other site of the seed is crawled."""
+    from courtier.frontier.controls import ControlAction, SiteControl
+
+    hosts = ("deep.test", "cal.test")
+    first = make_crawler(tmp_path, loopback_web, duration=15.0, hosts=hosts)
+    await run_until(first, lambda: len(loopback_web.paths("deep.test")) >= 3)
+    site = f"deep.test:{loopback_web.port}"
+    store = SqliteFrontier(tmp_path / "frontier.sqlite3")
+    try:
+        now = time.time()
+        action = ControlAction("site pause", site, {}, "courtier site pause", "me", now)
+        store.record_control(action, SiteControl(site).paused_at(now, None, "asked"))
+    finally:
+        store.close()
+    count = len(loopback_web.hits)
+    second = make_crawler(tmp_path, loopback_web, duration=15.0, hosts=hosts)
+
+    def cal_crawled() -> bool:
+        return len([h for _t, h, _p in loopback_web.hits[count:] if h == "cal.test"]) >= 4
+
+    await run_until(second, cal_crawled)
+    assert cal_crawled()
+    assert [p for _t, h, p in loopback_web.hits[count:] if h == "deep.test"] == []

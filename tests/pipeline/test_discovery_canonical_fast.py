@@ -1,13 +1,18 @@
 """A page's declared canonical is crawled like a link when it is inside the seed, whatever the
-page's nofollow, and only named when it is not."""
+page's nofollow, and only named when it is not; the canonical, fetched after its copy, is the
+original (``keeping.Keeper.copied``)."""
 
 from __future__ import annotations
 
-from courtier.content.parse import parse_page
+from courtier.config import Config
+from courtier.content.parse import ParsedPage, parse_page
+from courtier.content.reading import read_page
 from courtier.frontier.base import LeasedUrl
 from courtier.frontier.surface import SurfacePolicy
+from courtier.net.fetch import FetchResult
 from courtier.net.policy import AddressPolicy
 from courtier.pipeline.feed.discovery import Discovery
+from courtier.pipeline.keeping.keeper import Keeper
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.stats import CrawlStats
 
@@ -44,3 +49,34 @@ def test_a_canonical_off_the_seed_is_neither_crawled_nor_a_horizon_vote():
 def test_a_self_canonical_is_admitted_once():
     discovery = discover('<link rel="canonical" href="/item/5"><a href="/item/5">self</a>')
     assert [u.fetch_url for u in discovery.new_urls] == ["https://news.example/item/5"]
+
+
+STORY = "https://news.example/story/5"
+ARTICLE = (
+    "<article><h1>The story</h1><p>" + " ".join(f"word{n}" for n in range(120)) + "</p></article>"
+)
+
+
+def _read(keeper: Keeper, url: str, markup: str) -> ParsedPage:
+    """The page as the parse worker reads it for the crawl (text and all)."""
+    body = markup.encode()
+    return read_page(body, url, keeper.context(FetchResult(url, 200, "text/html", body), SITE))
+
+
+def test_a_canonical_named_only_by_its_copies_is_crawled_and_is_no_copy_of_them():
+    """A story no page links, named canonical by its copy: the copy brings it into the
+    frontier, and its document names the story as what it copies; the story, fetched
+    later with the same text, is the original, not a copy of its own copy."""
+    keeper = Keeper(Config(), CrawlStats(), None, None)
+    copy = _read(keeper, ITEM.fetch_url, f'<link rel="canonical" href="/story/5">{ARTICLE}')
+    lane = SiteLane(SITE, SITE, "https")
+    discovery = Discovery({SITE: lane}, {SITE}, CrawlStats(), AddressPolicy(), SurfacePolicy())
+    discovery.page(lane, ITEM, copy)
+    assert [u.fetch_url for u in discovery.new_urls] == [STORY]
+    assert keeper.copied(ITEM.fetch_url, copy) == {
+        "canonical": STORY,
+        "duplicate_of": STORY,
+        "duplicate": "canonical",
+    }
+    story = _read(keeper, STORY, f'<link rel="canonical" href="/story/5">{ARTICLE}')
+    assert keeper.copied(STORY, story) == {"canonical": STORY}

@@ -5,6 +5,7 @@ stay leased by nobody). The store's side is tested in tests/frontier/test_store_
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -186,4 +187,39 @@ async def test_a_shard_taken_for_the_first_time_starts_its_sites_at_once() -> No
     a, b = cluster.sites["a.test"], cluster.sites["b.test"]
     assert a.next_start == 0.0
     assert b.next_start == b.interval > 0
+    await frontier.close()
+
+
+async def test_a_lost_fence_drops_every_lane_of_its_shard_from_the_scheduler_and_the_seed() -> None:
+    """A booking of one site finds its shard's fence gone: the whole shard is another
+    worker's, so every lane of it stops and leaves the seed at once (the sites stay in scope:
+    links to them are still frontier work), another shard's lanes carry on, and the shard
+    taken back later brings new lanes under its new fence."""
+    lost = ["s0.test", "s36.test"]  # one shard
+    kept = "s1.test"
+    shard, other = shard_of(lost[0], SHARDS), shard_of(kept, SHARDS)
+    assert shard_of(lost[1], SHARDS) == shard != other
+    frontier = FrontierIO(ShardStore({}, []), queue_per_site=2)  # type: ignore[arg-type]
+    lanes = Lanes()
+    cluster = _cluster(frontier, lanes)
+    cluster.scope.update([*lost, kept])
+    cluster.keeper.held.update({shard: 3, other: 3})
+    await cluster.acquired(shard, 3)
+    await cluster.acquired(other, 3)
+    before = cluster.sites[lost[0]]
+    assert before.fence == Fence(shard, "w-a", 3)
+
+    cluster.lease_lost(cluster.sites[lost[1]])
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert sorted(lanes.dropped) == lost
+    assert set(cluster.sites) == {kept}
+    assert set(lost) <= cluster.scope
+    assert cluster.held_hosts == {kept}
+
+    cluster.keeper.held[shard] = 5
+    await cluster.acquired(shard, 5)
+    assert set(cluster.sites) == {*lost, kept}
+    assert cluster.sites[lost[0]] is not before
+    assert {cluster.sites[site].fence for site in lost} == {Fence(shard, "w-a", 5)}
     await frontier.close()

@@ -87,3 +87,67 @@ async def test_a_fresh_link_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
         refills.cancel()
         await asyncio.gather(refills, return_exceptions=True)
         await h.close()
+
+
+async def test_an_operators_recrawl_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
+    """``courtier recrawl`` (or the fastlane endpoint) logs a recrawl in the store while the
+    site works through a long backlog: the poll that reads it leases the URL at once, on
+    the priority path, and it is fetched next, still one interval after the request before."""
+    from test_site_hold_fast import PinnedOrigins
+
+    from courtier.frontier.fastlane import recrawl
+    from courtier.pipeline.lanes.controls import Controls
+    from courtier.url import parse_url
+
+    h = Lanes(load(None, FAST), tmp_path, allow_all)
+    h.start()
+    feeder = Feeder(
+        h.config,
+        frontier=h.frontier,
+        sites=h.sites,
+        site_lanes=h.site_lanes,
+        pages=h.pages,
+        discovery=h.discovery,
+        sink=NoSink(),  # type: ignore[arg-type]
+        stats=h.stats,
+        timer=h.timer,
+    )
+    refills = asyncio.create_task(feeder.refill_loop())
+    try:
+        store = h.frontier.store
+        store.add_sites(["a.test"], SiteState.SEED, h.timer.now())
+        store.write_batch([_url(f"/old/{n}") for n in range(500)], [], [], h.timer.now())
+        controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
+        await h.frontier.call(controls.load)
+        controls.wire(h.pages, feeder, PinnedOrigins())  # type: ignore[arg-type]
+        lane = new_lane("a.test", h.config, start=h.timer.now())
+        lane.origin_status = OriginStatus.RESOLVED
+        h.sites["a.test"] = lane
+        h.discovery.scope.add("a.test")
+        h.site_lanes.request_refill(lane)
+        await _store_turns()
+        held = h.config.crawl.queue_per_site
+        for _ in range(5):  # robots.txt, then the backlog at one request a second
+            await h.timer.advance(1.0)
+            await _store_turns()
+        assert len(h.starts("a.test")) >= 3
+        asked = h.timer.now()
+        url = parse_url("http://a.test/sale")
+        assert recrawl(store, [url], command="courtier recrawl", actor="me", now=asked) == 1
+        await controls.poll()
+        await _store_turns()
+        for _ in range(4):
+            await h.timer.advance(1.0)
+            await _store_turns()
+        pages = [(t, u) for t, u in h.fetcher.started if u.startswith("http://a.test/")]
+        sale = [t for t, u in pages if u.endswith("/sale")]
+        assert sale, pages
+        old_after = [t for t, u in pages if "/old/" in u and asked <= t < sale[0]]
+        assert len(old_after) <= 1, old_after  # (one may have been booked already)
+        assert len(lane.queue) >= held - 10  # the backlog it held is still there, behind
+        starts = [t for t, _u in pages]
+        assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))
+    finally:
+        refills.cancel()
+        await asyncio.gather(refills, return_exceptions=True)
+        await h.close()

@@ -53,6 +53,8 @@ class SpaWeb:
     most_open: int = 0
     throttled: dict[str, int] = field(default_factory=dict)
     """Paths answered 429 (Retry-After: 1) this many times first."""
+    slow: dict[str, float] = field(default_factory=dict)
+    """Paths answered after this many seconds (any other: 20 ms)."""
 
     def paths(self, host: str) -> list[str]:
         return [path for _t, h, path, _headers in self.hits if h == host]
@@ -69,7 +71,8 @@ async def spa_web() -> AsyncIterator[SpaWeb]:
         state.open_now += 1
         state.most_open = max(state.most_open, state.open_now)
         try:
-            await asyncio.sleep(0.02)  # long enough for a second request to overlap
+            # (20 ms: long enough for a second request to overlap)
+            await asyncio.sleep(state.slow.get(path, 0.02))
             if state.throttled.get(path, 0) > 0:
                 state.throttled[path] -= 1
                 return web.Response(status=429, headers={"Retry-After": "1"})
@@ -97,6 +100,8 @@ def _answer(host: str, path: str, request: web.Request) -> web.Response:
         return web.Response(status=418, text="never")
     if path == "/robots.txt":
         return web.Response(text="User-agent: *\nDisallow: /api/secret\n")
+    if path == "/api/slow":
+        return web.Response(text=f"{host}{path}", content_type="text/plain")
     if path == "/static/app.js":
         if request.headers.get("If-None-Match") == '"v1"':
             return web.Response(status=304, headers={"ETag": '"v1"'})
@@ -160,6 +165,8 @@ class ScriptedBrowser:
         links += [f'<a href="/item/{item["id"]}">i</a>' for item in listing["items"]]
         if listing["next"]:
             links.append(f'<a href="/list/{listing["next"]}">next</a>')
+        # The app shows what its API answered, e-mail address and all.
+        links.append(f"<p>Write to {listing.get('agent', '')}</p>")
         html = f"<html><head><title>List {n}</title></head><body>{''.join(links)}</body></html>"
         return RenderResult(url, html, None, time.monotonic() - started, 7)
 
@@ -212,6 +219,21 @@ def _engine(
 def _documents(tmp_path: Path) -> list[dict[str, Any]]:
     lines = (tmp_path / "documents.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def _archived(tmp_path: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The crawl's WARC records by target: (responses, conversions), their payloads."""
+    responses: dict[str, bytes] = {}
+    conversions: dict[str, bytes] = {}
+    for path in (tmp_path / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                target = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type == "response":
+                    responses[target] = record.content_stream().read()
+                elif record.rec_type == "conversion":
+                    conversions[target] = record.content_stream().read()
+    return responses, conversions
 
 
 async def test_a_shell_is_rendered_through_booked_spaced_guarded_requests(tmp_path, spa_web):
@@ -330,22 +352,16 @@ async def test_a_renders_429_backs_its_site_off_and_its_answers_are_archived_red
     throttled_at = next(t for t, p in hits if p == "/api/list/1")
     after = [t for t, _p in hits if t > throttled_at]
     assert after and after[0] - throttled_at >= 0.95, hits  # the interval alone is 0.1 s
-    responses: dict[str, bytes] = {}
-    conversions: dict[str, bytes] = {}
-    for path in (tmp_path / "warc").glob("*.warc.gz"):
-        with path.open("rb") as stream:
-            for record in ArchiveIterator(stream):
-                target = record.rec_headers.get_header("WARC-Target-URI")
-                if record.rec_type == "response":
-                    responses[target] = record.content_stream().read()
-                elif record.rec_type == "conversion":
-                    conversions[target] = record.content_stream().read()
+    responses, conversions = _archived(tmp_path)
     base = f"http://spa.test:{spa_web.port}"
     assert {f"{base}/static/app.js", f"{base}/api/list/1", f"{base}/api/list/2"} <= set(responses)
     assert CONTACT.encode() not in responses[f"{base}/api/list/2"]
     assert b"[REDACTED:email]" in responses[f"{base}/api/list/2"]
-    # The rendered DOM is a record of its own: the page's conversion, with the links.
-    assert b'href="/item/4"' in conversions[f"{base}/list/2"]
+    # The rendered DOM is a record of its own: the page's conversion, with the links, and
+    # redacted like any page: the address the app wrote into it is not there.
+    dom = conversions[f"{base}/list/2"]
+    assert b'href="/item/4"' in dom
+    assert CONTACT.encode() not in dom and b"[REDACTED:email]" in dom
 
 
 async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_keys(
@@ -390,7 +406,65 @@ async def test_requests_to_media_hosts_and_named_hosts_are_booked_on_their_own_k
     # (an expected miss reaches the app's origin: booked on it too)
     assert any(k.startswith("origin:") for k in cdn_keys), cdn_keys
     assert rendered[API].keys == (f"site:{API}:{spa_web.port}",)
+    # What the media lanes fetched for the renders is archived like the site's requests.
+    responses, _conversions = _archived(tmp_path)
+    bundle, data = (
+        f"http://{CDN}:{spa_web.port}/app/bundle.js",
+        f"http://{API}:{spa_web.port}/v1/data",
+    )
+    assert responses[bundle] == b"d1.cloudfront.net/app/bundle.js"
+    assert responses[data] == b"api.test/v1/data"
     # Costs: a script an image's, whatever its URL; an API call its page's (an index page's
     # here), dearer than its own URL's class (a detail's).
     assert (rendered[CDN].cost, rendered[API].cost) == (1.0, 4.0)
     assert rendered[API].render_decision.startswith("auto: shell")
+
+
+class GivingUpBrowser:
+    """A page whose time runs out while two of its requests are out: an API call on its own
+    site and one on a host ``[render] hosts`` names, both answered only after that."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.answers: list[Fulfil | Abort] = []
+        self.done_at: float | None = None
+
+    async def render(
+        self,
+        url: str,
+        intercept: Intercept,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> RenderResult:
+        started = time.monotonic()
+        await intercept(BrowserRequest(url, "GET", "document", {}, None, True))
+        slow = (f"http://spa.test:{self.port}/api/slow", f"http://{API}:{self.port}/v1/slow")
+        asks = [intercept(BrowserRequest(u, "GET", "fetch", {}, None, False)) for u in slow]
+        self.answers = list(await asyncio.gather(*asks))
+        self.done_at = time.monotonic()
+        html = "<html><head><title>Gave up</title></head><body></body></html>"
+        return RenderResult(url, html, None, self.done_at - started, 3)
+
+
+async def test_a_renders_request_answered_after_it_gave_up_is_archived_all_the_same(
+    tmp_path, spa_web
+):
+    """The render's time runs out while a request of its site and one through a media lane
+    are out: the browser is told ``budget``, and both answers, once they come, are redacted
+    and archived: every request a render sent is in the WARC."""
+    slow = 1.0
+    spa_web.slow.update({"/api/slow": slow, "/v1/slow": slow})
+    browser = GivingUpBrowser(spa_web.port)
+    engine = _engine(tmp_path, spa_web, browser, hosts=(API,), page_timeout=0.6)
+
+    def answered() -> bool:
+        hits = [t for t, _h, path, _headers in spa_web.hits if path in spa_web.slow]
+        return len(hits) == 2 and time.monotonic() > max(hits) + slow + 0.5
+
+    await run_until(engine, answered)
+    assert answered(), spa_web.hits
+    assert browser.answers == [Abort("budget"), Abort("budget")]
+    responses, _conversions = _archived(tmp_path)
+    base, api = f"http://spa.test:{spa_web.port}", f"http://{API}:{spa_web.port}"
+    assert responses[f"{base}/api/slow"] == b"spa.test/api/slow"
+    assert responses[f"{api}/v1/slow"] == b"api.test/v1/slow"

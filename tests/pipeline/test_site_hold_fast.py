@@ -10,6 +10,7 @@ from pathlib import Path
 from lane_harness import Lanes, allow_all
 
 from courtier.config import load
+from courtier.frontier.base import LeasedUrl
 from courtier.pipeline.scheduling.lanes import Phase
 
 FAST = ["limits.origin.rate=1000", "limits.site.rate=1"]
@@ -259,5 +260,58 @@ async def test_a_sites_render_controls_reach_the_render_lane_at_the_next_poll(
         store.record_control(ControlAction("site render", "a.test", {}, "t", "me", now), cleared)
         await controls.poll()
         assert rendering.operator("a.test") is None
+    finally:
+        await h.close()
+
+
+async def test_a_site_paused_in_the_store_is_held_when_the_crawl_starts_again(
+    tmp_path: Path,
+) -> None:
+    """A pause taken while a crawl ran is in the store: the next crawl on that store holds the
+    site from its first moment (no robots.txt, no page) until the pause ends or for good, for
+    a lane made at the start, one that comes with a shard and one admitted while it runs."""
+    from courtier.frontier.controls import ControlAction, SiteControl
+    from courtier.pipeline.lanes.controls import Controls
+    from courtier.pipeline.lanes.site import OriginStatus
+    from courtier.politeness.limiter.base import Fence
+
+    first = Lanes(load(None, FAST), tmp_path, allow_all)
+    try:
+        store = first.frontier.store
+        now = first.timer.now()
+        until = {"a.test": None, "b.test": now + 10.0, "shard.test": None, "late.test": None}
+        for site, end in until.items():
+            control = SiteControl(site).paused_at(now, end, "asked")
+            action = ControlAction("site pause", site, {}, "test", "me", now)
+            store.record_control(action, control)
+    finally:
+        await first.close()
+
+    h = Lanes(load(None, FAST), tmp_path, allow_all)  # the restart, on the same store
+    h.start()
+    try:
+        controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
+        await h.frontier.call(controls.load)
+        controls.wire(h.pages, Feeding(h.site_lanes.look_again), PinnedOrigins())  # type: ignore[arg-type]
+        h.seed.start(["a.test", "b.test", "c.test"], [], {})
+        lanes = [*h.seed.take(["shard.test"], Fence(0, "w", 2), {}), h.seed.admit("late.test")]
+        lanes += [h.sites[site] for site in ("a.test", "b.test", "c.test")]
+        for lane in lanes:
+            assert lane is not None
+            lane.origin_status = OriginStatus.RESOLVED
+            lane.store_empty = True
+            lane.queue.extend(LeasedUrl(n, f"http://{lane.site}/p{n}", lane.site, 1, 0)
+                              for n in range(20))  # fmt: skip
+            h.pages.arm(lane)
+        began = h.timer.now()
+        await h.timer.advance(9.5)
+        assert len(h.starts("c.test", robots=True)) >= 5  # not paused: crawled meanwhile
+        for site in until:
+            assert h.starts(site, robots=True) == [], site
+        await h.timer.advance(3.0)
+        resumed = h.starts("b.test", robots=True)
+        assert resumed and resumed[0] >= began + 10.0  # its pause ran out: it starts
+        for site in ("a.test", "shard.test", "late.test"):
+            assert h.starts(site, robots=True) == [], site
     finally:
         await h.close()

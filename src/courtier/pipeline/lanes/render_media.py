@@ -8,9 +8,10 @@ Rules:
   in flight) at the render's cost for it (``lanes.rendering``).
 - The host's robots.txt comes first and is obeyed: a request it disallows is answered with
   the refusal ``robots``. Feedback (backoff, Retry-After, latency) and a cache's verdict are
-  learnt as for the host's images; the answer goes back to the render, which keeps it (WARC,
-  redaction) and hands it to the browser. Nothing is retried or followed here: the browser
-  asks again for a redirect's target.
+  learnt as for the host's images; the answer is kept (redacted, archived: the render's
+  keeper, as a site's request of the render is kept), also when the render no longer waits
+  for it, and goes back to the render, which hands it to the browser. Nothing is retried or
+  followed here: the browser asks again for a redirect's target.
 - A host not known to be media is looked up (its DNS) for later renders; this request is
   aborted as ``third-party``.
 """
@@ -94,7 +95,6 @@ async def answer_render(
         if answer.result is not None:
             media.stats.media_requests[item.source.value] += 1
             await media.observe_cache(lane, item, context.keys, answer.result)
-        if not work.answer.done():
-            work.answer.set_result(answer)
     finally:
-        launch.answered()
+        launch.answered()  # the key's place in flight: keeping the answer is our own work
+    await work.deliver(answer)

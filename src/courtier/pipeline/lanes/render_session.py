@@ -5,6 +5,7 @@ aborted with its reason (``rendering`` has the rules)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import Counter
@@ -142,14 +143,13 @@ class RenderSession:
         if cached is not None:
             headers.update(cached.validators())
         cost = rendering.cost_of(request.resource_type, url.target, self.page_target)
-        answer = await self._fetch(where, url, request.resource_type, cost, headers)
+        answer = await self._fetch(where, url, request.resource_type, cost, headers, cached)
         if isinstance(answer, Abort):
             return answer
-        result = answer.result
+        result = answer.result  # (kept by the lane that fetched it: ``RenderFetch.deliver``)
         if result is None:
             return Abort(ROBOTS if answer.refusal == ROBOTS else f"guard:{answer.refusal}")
         now = rendering.timer.now()
-        await rendering.keeper.keep(result, url.site, sent=headers if cached else None)
         if cached is not None and result.status == 304:
             rendering.cache.revalidated(url.fetch_url, result.headers, now)
             self.counts["revalidated"] += 1
@@ -189,17 +189,26 @@ class RenderSession:
         return Outside(None)
 
     async def _fetch(
-        self, where: Where, url: Url, kind: str, cost: float, headers: dict[str, str]
+        self,
+        where: Where,
+        url: Url,
+        kind: str,
+        cost: float,
+        headers: dict[str, str],
+        cached: CachedAsset | None,
     ) -> Answer | Abort:
         """Queue the request on its lane and wait for its answer; ``budget``: the page's
-        time ran out before it started (it is withdrawn)."""
+        time ran out before it started (it is withdrawn), or while it was out (its answer is
+        still kept)."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             return Abort("budget")
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         page = self.item.fetch_url
+        sent = headers if cached is not None else None  # the validators it was sent with
+        keep = functools.partial(self.rendering.keeper.keep, site=url.site, sent=sent)
         work = RenderFetch(
-            url.fetch_url, url.host, kind, cost, headers, future, page, self.decision
+            url.fetch_url, url.host, kind, cost, headers, future, page, self.decision, keep
         )
         if isinstance(where, SiteLane):
             where.renders.append(work)

@@ -23,7 +23,9 @@ Rules:
   serves costs, or its own URL's class when that is dearer.
 - Scripts and stylesheets are kept across renders (``render_cache``) and asked again with
   their validators when stale; renders that want one being fetched wait for that fetch.
-- Every answer is kept like any other (redacted, archived); the rendered DOM is read in the
+- Every answer is kept like any other (redacted, archived) by the lane that fetched it, a
+  site's or a media lane, before the render gets it: also one the render no longer waits for
+  (its time ran out, or it ended, while the request was out). The rendered DOM is read in the
   parse pool (decoded, redacted, parsed) and archived as the page's ``conversion`` record.
   Its links, title and fingerprint replace the shell's; the document says how it was made.
 """
@@ -215,8 +217,7 @@ class Rendering:
         answer = await self.get(lane, work.url, work.host, context, work.headers or None)
         await self.feedback(lane, answer)
         answered()
-        if not work.answer.done():
-            work.answer.set_result(answer)
+        await work.deliver(answer)
 
 
 def take_render(lane: SiteLane) -> RenderFetch | None:

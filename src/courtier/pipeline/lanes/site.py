@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections import Counter, deque
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from courtier.frontier.base import LeasedUrl
 from courtier.frontier.split import EmitRate
+from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.feed.scope import site_owner
 from courtier.pipeline.scheduling.lanes import LaneState
@@ -50,6 +51,19 @@ class RenderFetch:
     """The page whose render asked for it, and why that page was rendered (the request
     log says both)."""
     decision: str = ""
+    keep: Callable[[FetchResult], Awaitable[object]] | None = None
+    """Redacts and archives an answer (the render's keeper)."""
+
+    async def deliver(self, answer: Answer) -> None:
+        """``answer`` kept, then handed to the render if it still waits for it. Kept either
+        way: the request went out, and the render may have given up on it meanwhile (its time
+        ran out, or it ended) while the server answered."""
+        try:
+            if answer.result is not None and self.keep is not None:
+                await self.keep(answer.result)
+        finally:  # whatever keeping did, the render is not left waiting for its deadline
+            if not self.answer.done():
+                self.answer.set_result(answer)
 
 
 class OriginStatus(enum.Enum):
