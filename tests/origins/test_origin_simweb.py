@@ -21,6 +21,7 @@ from courtier.net.policy import AddressPolicy
 from courtier.origins.cluster import Assignment
 from courtier.origins.dns_evidence import DnsEvidenceSource
 from courtier.origins.evidence import Kind
+from courtier.origins.header_evidence import probe_response
 from courtier.origins.infer import OriginInference
 from courtier.origins.probe import HttpHeaderProbe
 from courtier.simweb import SimWeb, SiteKind, World, WorldParams, build_world
@@ -138,6 +139,12 @@ async def test_sites_sharing_only_the_cdn_are_not_merged(tmp_path: Path) -> None
         try:
             inference = OriginInference(DnsEvidenceSource(nameserver))
             result = await inference.add([*aliases, *tenants])
+            # Until their answers are in, sites sharing a CDN's name wait together.
+            assert result.assignments["alpha-shop.test"].provisional
+            for host, server in (("alpha-shop.test", "nginx"), ("beta-shop.test", "Apache")):
+                home = probe_response(200, [("Server", server)], b"", host)
+                assert inference.observe(host, home, None)
+            result = await inference.recheck()
         finally:
             transport.close()
     alpha, beta = result.assignments["alpha-shop.test"], result.assignments["beta-shop.test"]

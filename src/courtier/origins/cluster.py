@@ -13,7 +13,10 @@ positive evidence that different backends serve them; no evidence means one orig
    in two answers or more, sharing no platform header, cookie or ``X-Powered-By``), or every
    answer carries a CDN's own mark (a vendor's header or value shape, never a header name
    any cache adds: ``Via``, ``X-Cache``, ``X-Served-By``) over different server products.
-   What speaks for a platform vetoes it: an address with a PTR name, a PTR name in the shared
+   A known CDN's name shared by several sites is an edge once enough of them have answered,
+   unless every answer shows one distinctive backend: then it is one platform's own
+   distribution (``d123.cloudfront.net`` is one customer's) and groups them; until then they
+   are one origin, for the same reason as below. What speaks for a platform vetoes it: an address with a PTR name, a PTR name in the shared
    CNAME target's own registrable domain, one certificate naming several of its sites. A
    CNAME chain is read up to its first edge name; the links before it are the platform's own
    names and still count. A site that is itself a CDN name, whose chain reaches an edge, whose
@@ -173,14 +176,17 @@ class _Clustering:
         by_link: dict[str, list[SiteFacts]] = defaultdict(list)
         for site in sites:
             for link in site.dns.cname_chain:
-                if self.rules.name_reason(link) is not None:
-                    break
                 by_link[link].append(site)
+                if self.rules.name_reason(link) is not None:
+                    break  # a known CDN's name: the chain's own names end here
         shared = {link for link, members in by_link.items() if len(members) > 1}
         for link, members in by_link.items():
             if link not in shared:
                 continue
             direct = [m for m in members if _direct(m.dns.cname_chain, link, shared)]
+            if self.rules.name_reason(link) is not None:
+                self._known_cdn_name(link, direct)
+                continue
             platform = _speaks_for_platform(link, direct)
             reason = None if platform is not None else _edge_behaviour(link, direct)
             if reason is not None:
@@ -206,6 +212,25 @@ class _Clustering:
                     self.pending.add(address)
                 else:
                     self.kept[address] = NO_SPLIT_EVIDENCE
+
+    def _known_cdn_name(self, link: str, direct: list[SiteFacts]) -> None:
+        """A known CDN's name shared by several sites is an edge, unless every answer of its
+        sites shows one distinctive backend: then it is one platform's own distribution
+        (``d123.cloudfront.net`` is one customer's) and groups them like a name of its own.
+        Until enough have answered, its sites are one origin: a platform's tenants must not
+        each start on a budget of their own before their answers can show the brand."""
+        if _sample_pending(direct):
+            self.pending.add(link)
+            return
+        answered = [s for s in direct if s.headers is not None]
+        backends = _backends(answered)
+        if len(backends) == 1 and len(backends[0][1]) == len(answered) and _chose(backends[0][1]):
+            fingerprint = backends[0][1][0].headers
+            assert fingerprint is not None
+            self.kept[link] = (
+                f"a CDN's name, but every answer of its sites shows one backend "
+                f"({fingerprint.describe()}): a platform's own distribution"
+            )
 
     def _edge_reason(self, site: SiteFacts) -> str | None:
         for link in site.dns.cname_chain:
@@ -250,7 +275,11 @@ class _Clustering:
     def _platform_links(self, dns: DnsFacts) -> list[str]:
         links = []
         for name in dns.cname_chain:
-            if self.rules.name_reason(name) is not None or name in self.edge_names:
+            if name in self.edge_names:
+                break
+            if self.rules.name_reason(name) is not None:
+                if name in self.kept or name in self.pending:
+                    links.append(name)  # a platform's own distribution, or not told yet
                 break
             links.append(name)
         return links
