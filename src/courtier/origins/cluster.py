@@ -13,11 +13,14 @@ positive evidence that different backends serve them; no evidence means one orig
    in two answers or more, sharing no platform header, cookie or ``X-Powered-By``), or every
    answer carries a CDN's own mark (a vendor's header or value shape, never a header name
    any cache adds: ``Via``, ``X-Cache``, ``X-Served-By``) over different server products.
-   A known CDN's name shared by several sites is an edge once enough of them have answered,
+   A known CDN's name shared by several sites is an edge once all of them have answered,
    unless every answer shows one distinctive backend: then it is one platform's own
    distribution (``d123.cloudfront.net`` is one customer's) and groups them; until then they
-   are one origin, for the same reason as below. What speaks for a platform vetoes it: an address with a PTR name, a PTR name in the shared
-   CNAME target's own registrable domain, one certificate naming several of its sites. A
+   are one origin, for the same reason as below. A site reaching an edge directly, its
+   answer not in yet, waits with the platforms already seen straight on that edge (their
+   other tenants look like strangers until they answer). What speaks for a platform vetoes
+   a split by behaviour: an address with a PTR name, a PTR name in the shared CNAME target's
+   own registrable domain, one certificate naming several of its sites. A
    CNAME chain is read up to its first edge name; the links before it are the platform's own
    names and still count. A site that is itself a CDN name, whose chain reaches an edge, whose
    addresses are all edge addresses or whose PTR names are a CDN's contributes no address.
@@ -157,6 +160,8 @@ class _Clustering:
         """Shared addresses that are CDN edges (published ranges, behaviour) -> why."""
         self.pending: set[str] = set()
         """Shared names and addresses whose direct sites have not all answered the sample."""
+        self.holding: set[str] = set()
+        """Sites on an edge that waits for their first answer with the platforms there."""
         self.kept: dict[str, str] = {}
         """Shared names and addresses whose sample is in and shows no edge -> why together."""
 
@@ -217,12 +222,14 @@ class _Clustering:
         """A known CDN's name shared by several sites is an edge, unless every answer of its
         sites shows one distinctive backend: then it is one platform's own distribution
         (``d123.cloudfront.net`` is one customer's) and groups them like a name of its own.
-        Until enough have answered, its sites are one origin: a platform's tenants must not
+        Until every one has answered, its sites are one origin: a platform's tenants must not
         each start on a budget of their own before their answers can show the brand."""
-        if _sample_pending(direct):
+        answered = [s for s in direct if s.headers is not None]
+        if len(answered) < len(direct):
+            # Every site, not a sample: behind a name a CDN gives one customer, any site not
+            # heard from yet may be that customer's platform's tenant.
             self.pending.add(link)
             return
-        answered = [s for s in direct if s.headers is not None]
         backends = _backends(answered)
         if len(backends) == 1 and len(backends[0][1]) == len(answered) and _chose(backends[0][1]):
             fingerprint = backends[0][1][0].headers
@@ -246,6 +253,38 @@ class _Clustering:
         for signature, holders in _backends(sites):
             if len(holders) > 1:
                 self._one_fingerprint(signature, holders, "behind CDN edges", (f"hdr:{signature}",))
+        self._hold_with_brands(sites)
+
+    def _hold_with_brands(self, sites: list[SiteFacts]) -> None:
+        """A site reaching an edge directly whose answer is not in yet waits with the platforms
+        already seen there: where one platform's tenants sit straight on an edge, the rest of
+        them cannot be told from strangers before they answer, and each starting on a budget
+        of its own would send that platform many at once. An edge where no platform shows
+        keeps its strangers apart from the start."""
+        by_edge: dict[str, list[SiteFacts]] = defaultdict(list)
+        for site in sites:
+            if not self._platform_links(site.dns):
+                by_edge[self._edge_of(site)].append(site)
+        for edge, direct in by_edge.items():
+            waiting = [s.host for s in direct if s.headers is None]
+            brands = [h[0].host for _, h in _backends(direct) if _chose(h)]
+            if not waiting or not brands:
+                continue
+            self.union.union([*brands, *waiting])
+            self.holding.update(waiting)
+            detail = (
+                f"reaches {edge}, where a platform's tenants answer too: it waits with them "
+                "until its own first answer is in"
+            )
+            for host in waiting:
+                self.evidence[host].append(Evidence(Kind.CDN, edge, CDN_WEIGHT, detail))
+
+    def _edge_of(self, site: SiteFacts) -> str:
+        """The edge a site reaches: its first CDN name, else its addresses."""
+        for name in site.dns.cname_chain:
+            if name in self.edge_names or self.rules.name_reason(name) is not None:
+                return name
+        return ",".join(sorted(site.dns.addresses))
 
     def _usable(self, site: SiteFacts) -> bool:
         if site.dns.error is not None:
@@ -443,6 +482,8 @@ class _Clustering:
         # Whether its own answers showed an edge or not: it is grouped on a name still pending.
         if site.dns.error is not None:
             return False
+        if site.host in self.holding:
+            return True
         pending = self.pending
         return any(link in pending for link in self._platform_links(site.dns)) or any(
             address in pending for address in site.dns.addresses
