@@ -254,3 +254,58 @@ def test_no_ground_truth_origin_is_split_without_evidence(
         servers.setdefault(server, set()).add(result[host].origin)
     for server, inferred in servers.items():
         assert len(inferred) == 1, (server, inferred)
+
+
+def test_sites_not_heard_from_wait_with_a_platform_seen_straight_on_their_edge() -> None:
+    """A platform's tenants CNAME straight to an edge among strangers: the edge is proven by
+    the strangers' answers, but a site whose answer is not in yet may be one more tenant."""
+    edge = "front.quickedge.test"
+    brand = (("X-Gen-Platform", "1"), ("Set-Cookie", "gen_sid=1"))
+    strangers = [
+        site(
+            f"s{n}.test", "192.0.2.86", cname=(edge,), headers=stack_answers("s", n, *edge_marks(n))
+        )
+        for n in range(5)
+    ]
+    heard = [
+        site(
+            f"t{n}.test",
+            "192.0.2.86",
+            cname=(edge,),
+            headers=answers("t", [("Server", "nginx"), *brand, *edge_marks(n)]),
+        )
+        for n in range(2)
+    ]
+    unheard = [site(f"u{n}.test", "192.0.2.86", cname=(edge,)) for n in range(6)]
+    result = cluster(strangers + heard + unheard)
+    platform = origins(result, [s.host for s in heard + unheard])
+    assert len(platform) == 1
+    assert all(result[s.host].provisional for s in unheard)
+    assert len(origins(result, [s.host for s in strangers])) == len(strangers)
+    assert not platform & origins(result, [s.host for s in strangers])
+    # An edge where no platform shows keeps its strangers apart from the start.
+    alone = cluster(strangers + unheard)
+    assert len(origins(alone, [s.host for s in strangers + unheard])) == len(strangers + unheard)
+
+
+def test_a_shared_cdn_name_waits_for_every_one_of_its_sites() -> None:
+    """Behind a name a CDN gives one customer, any site not heard from yet may be that
+    customer's platform's tenant: one origin until every site has answered."""
+    name = "d7hexhexhex.cloudfront.net"
+    facts = [
+        site(
+            f"c{n}.test",
+            "203.0.113.60",
+            cname=(name,),
+            headers=stack_answers("c", n) if n < 3 else None,
+        )
+        for n in range(8)
+    ]
+    before = cluster(facts)
+    assert len({a.origin for a in before.values()}) == 1
+    assert all(a.provisional for a in before.values())
+    answered = [
+        site(f.host, "203.0.113.60", cname=(name,), headers=stack_answers("c", n))
+        for n, f in enumerate(facts)
+    ]
+    assert len({a.origin for a in cluster(answered).values()}) == len(answered)
