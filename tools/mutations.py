@@ -228,10 +228,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "sends-not-shared",
         "workers of a fleet space their starts from each other's real sends",
         "courtier.pipeline.scheduling.clocks",
-        "        if self._memory is not None:\n            return\n        read = self._next_read\n",
+        "        if self._memory is not None:\n            return\n"
+        "        read = self._next_read\n",
         "        if True:\n            return\n        read = self._next_read\n",
         (
-            f"{_SCHEDULER}::test_two_workers_space_their_starts_on_a_shared_origin_from_each_others_sends",
+            f"{_SCHEDULER}::"
+            "test_two_workers_space_their_starts_on_a_shared_origin_from_each_others_sends",
             f"{_SPACING}::test_workers_on_one_sqlite_limiter_see_each_others_real_sends",
         ),
     ),
@@ -325,7 +327,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "courtier.pipeline.cluster.membership",
         "        return key.startswith(_OWN_ORIGINS) and key[len(_OWN_ORIGINS) :]"
         " in self.held_hosts\n",
-        "        return key.startswith(\"origin:\")\n",
+        '        return key.startswith("origin:")\n',
         ("tests/pipeline/test_fenced_refills.py",),
     ),
     Mutation(
@@ -630,6 +632,71 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             "tests/content/test_language.py::test_an_unsure_identification_names_no_language",
             "tests/content/test_language.py::test_a_language_is_named_from_even_odds_on",
+        ),
+    ),
+    Mutation(
+        "robots-hop-refetches",
+        "a robots.txt redirect to another host's robots.txt takes its rules from the cache",
+        "courtier.pipeline.answers.robots_fetch",
+        '        if target.target == "/robots.txt":\n',
+        "        if False:\n",
+        (
+            "tests/pipeline/test_robots_hops_fast.py::"
+            "test_a_robots_txt_redirect_to_a_seed_sites_robots_txt_is_taken_from_the_cache",
+            "tests/pipeline/test_robots_hops_fast.py::"
+            "test_two_sites_redirecting_to_one_robots_txt_fetch_it_once",
+        ),
+    ),
+    Mutation(
+        "robots-hop-beside-its-lane",
+        "a robots.txt redirect hop to a seed site is that site's lane's work (one in flight)",
+        "courtier.pipeline.lanes.robots_hops",
+        "            lane = self._lane(url.site)\n            if lane is None:\n",
+        "            lane = None\n            if lane is None:\n",
+        (
+            "tests/pipeline/test_robots_hops_fast.py::"
+            "test_a_hop_waits_for_the_targets_request_in_flight",
+        ),
+    ),
+    Mutation(
+        "ptr-address-edge-by-behaviour",
+        "a platform's tenants on one address with a PTR name stay one origin, whatever they answer",
+        "courtier.origins.cluster",
+        "            elif len(members) > 1 and not any(m.dns.ptr.get(address) for m in members):\n",
+        "            elif len(members) > 1:\n",
+        (
+            "tests/origins/test_origin_no_split_without_evidence.py::"
+            "test_tenants_on_an_address_with_a_ptr_name_stay_one_origin_whatever_they_answer",
+        ),
+    ),
+    Mutation(
+        "one-stack-behind-cdn-marks-split",
+        "a CDN's marks over one server stack are no proof that different backends answer",
+        "courtier.origins.cluster",
+        "or mark is None or len(products) < 2:",
+        "or mark is None or len(products) < 1:",
+        (
+            "tests/origins/test_origin_no_split_without_evidence.py::test_identical_stacks_behind_an_unnamed_edge_are_kept_together",
+        ),
+    ),
+    Mutation(
+        "unheard-sites-leave-a-branded-edge",
+        "a site not heard from yet waits with the platform seen straight on its edge",
+        "courtier.origins.cluster",
+        "            self.union.union([*brands, *waiting])\n",
+        "            pass\n",
+        (
+            "tests/origins/test_origin_no_split_without_evidence.py::test_sites_not_heard_from_wait_with_a_platform_seen_straight_on_their_edge",
+        ),
+    ),
+    Mutation(
+        "shared-cdn-name-splits-on-a-sample",
+        "sites sharing a CDN's name are one origin until every one of them has answered",
+        "courtier.origins.cluster",
+        "        if len(answered) < len(direct):\n",
+        "        if _sample_pending(direct):\n",
+        (
+            "tests/origins/test_origin_no_split_without_evidence.py::test_a_shared_cdn_name_waits_for_every_one_of_its_sites",
         ),
     ),
 )

@@ -90,6 +90,7 @@ class ScriptedFetcher:
             on_sent(self.timer.now())
         self.started.append((sent, url))
         self.sent_headers.append((url, dict(headers or {})))
+        went_out = self.timer.now()
         delay = self.delays.get(url, 0.0)
         if delay:
             await sleep_until(self.timer, sent + delay)
@@ -103,7 +104,7 @@ class ScriptedFetcher:
             location=lower.get("location"),
             retry_after=lower.get("retry-after"),
             started_at=sent,
-            sent_at=sent,
+            sent_at=went_out,  # as the real fetcher: when the headers went out
             latency=delay or 0.001,
             headers=tuple(headers),
         )
@@ -137,10 +138,10 @@ class Lanes:
         self.fetcher = ScriptedFetcher(self.timer, script)
         self.events: list[RequestEvent] = []
         self.saved_robots: list[StoredRobots] = []
-        self.fetch = GuardedFetch(OpenGuard(), self.fetcher, self.stats, self.timer.now, self)
         self.feedback = FeedbackWriter(config, self.clocks, self.stats)
         self.spacing = SendSpacing(self.clocks)
         """One record of real sends for pages, media and robots.txt hops (as the engine)."""
+        self.spacing.margin = config.politeness.start_margin
         self.robots = RobotsCache()
         self.frontier = FrontierIO(SqliteFrontier(tmp_path / "f.sqlite3"), queue_per_site=16)
         self.documents: list[dict[str, Any]] = []
@@ -148,6 +149,22 @@ class Lanes:
         surface = config.frontier.surface_policy(config.crawl.max_depth)
         self.seed = SeedSites(config, surface, self.timer.now)
         self.sites: dict[str, SiteLane] = self.seed.lanes
+        self.spacing.site_interval = self.seed.interval_of
+        self.hops = HopBooker(
+            config.politeness.start_margin,
+            self.clocks,
+            self.timer,
+            self.stats,
+            self.seed.interval_of,
+            lambda: False,
+            spacing=self.spacing,
+            origin_of=self._hop_origin,
+            origin_limit=self.feedback.origin_limit,
+        )
+        # Every real send floors its site's key, as the engine wires it.
+        self.fetch = GuardedFetch(
+            OpenGuard(), self.fetcher, self.stats, self.timer.now, self, self.hops.sent
+        )
         self.intake = UrlIntake(self.stats.refused, redaction_policy(config))
         self.discovery = Discovery(
             self.sites,
@@ -167,17 +184,7 @@ class Lanes:
             self.feedback,
             self.stats,
             self.documents.append,
-            HopBooker(
-                config.politeness.start_margin,
-                self.clocks,
-                self.timer,
-                self.stats,
-                lambda site: None,
-                lambda: False,
-                spacing=self.spacing,
-                origin_of=self._hop_origin,
-                origin_limit=self.feedback.origin_limit,
-            ),
+            self.hops,
             self.intake,
             self._save_robots,
         )
@@ -202,6 +209,7 @@ class Lanes:
         self.media_scheduler: Scheduler[MediaLane, Any] = self._scheduler(
             self.media, config.media.max_in_flight
         )
+        self.media.robots_hops = self.site_lanes.robots_hops  # as the engine wires them
         self._bookers: list[asyncio.Task[None]] = []
 
     async def _save_robots(self, stored: StoredRobots) -> None:

@@ -155,22 +155,24 @@ class ShardStore(RecordingStore):
 
 async def test_the_origin_of_a_site_alone_is_read_by_nobody_else_while_its_shard_is_held() -> None:
     """A start on a key only this worker sends on reads no other worker's sends first: the
-    origin of a site alone on it (``origin:site:<host>``), while this worker holds the site."""
+    origin of a site alone on it (``origin:site:<host>``) and the site's own key, while this
+    worker holds the site."""
     frontier = FrontierIO(ShardStore({}, []), queue_per_site=2)  # type: ignore[arg-type]
     lanes = Lanes()
     cluster = _cluster(frontier, lanes)
     private = lanes.spacing.private
     shard = shard_of("a.test", SHARDS)
-    assert not private("origin:site:a.test")  # not held yet
+    assert not private("origin:site:a.test") and not private("site:a.test")  # not held yet
     cluster.keeper.held[shard] = 3
     await cluster.acquired(shard, 3)
     assert lanes.refilled == ["a.test"]
-    assert private("origin:site:a.test")
-    assert not private("origin:site:b.test")  # another worker's site
-    assert not private("origin:cname:edge.test") and not private("site:a.test")
+    assert private("origin:site:a.test") and private("site:a.test")
+    assert not private("origin:site:b.test") and not private("site:b.test")  # another's
+    assert not private("origin:cname:edge.test")
     del cluster.keeper.held[shard]
     await cluster.lost(shard, graceful=False)
-    assert lanes.dropped == ["a.test"] and not private("origin:site:a.test")
+    assert lanes.dropped == ["a.test"]
+    assert not private("origin:site:a.test") and not private("site:a.test")
     await frontier.close()
 
 

@@ -31,7 +31,7 @@ def _stored(kind, result: FetchResult) -> bytes | None:
     async def run():
         kept = {}
         context = RequestContext("a.test", "robots", (), 1.0)
-        answer = await kind._kept(get, kept)(URL, "a.test", context)
+        answer = await kind._keep(await get(URL, "a.test", context), "a.test", kept)
         return kind._stored_body(answer.result, kept)
 
     return asyncio.run(run())

@@ -14,9 +14,21 @@ def _spacing() -> SendSpacing:
     return SendSpacing(KeyClocks(MemoryLimiter(), LimitPolicy()))
 
 
-def test_only_shared_keys_without_burst_are_watched() -> None:
+def test_site_keys_and_shared_keys_without_burst_are_watched() -> None:
     watched = [key for key, _params in _spacing().watched([*KEYS, "cdn-miss:edge/a", "bad"])]
-    assert watched == ["origin:shared", "cdn-miss:edge/a"]  # site: own rule; cdn: a burst
+    assert watched == ["site:a.test", "origin:shared", "cdn-miss:edge/a"]  # cdn: a burst
+
+
+def test_a_sites_next_start_waits_its_own_spacing_after_anyones_send_there() -> None:
+    """A robots.txt hop onto a site and the site's own lane book one ``site:`` key: whichever
+    goes second waits the site's spacing (its lane's interval) after the other really went."""
+    spacing = _spacing()
+    spacing.site_interval = lambda site: 2.5 if site == "a.test" else None
+    spacing.margin = 0.02
+    spacing.sent(["site:a.test"], 4.0, 100.3, launched=False)  # a hop, 0.3 s into its slot
+    spacing.sent(["site:b.test"], 1.0, 100.0, launched=False)
+    assert spacing.hold_until(["site:a.test", "origin:shared"], 101.0) == 102.8
+    assert spacing.hold_until(["site:b.test"], 100.5) == 101.02  # configured 1/s + margin
 
 
 def test_the_next_start_waits_for_the_last_send_plus_its_charge() -> None:
@@ -71,13 +83,14 @@ async def test_workers_on_one_sqlite_limiter_see_each_others_real_sends(tmp_path
 
 
 async def test_a_key_only_this_worker_sends_on_is_not_read_before_a_start(tmp_path) -> None:
-    """In a fleet, the origin of a site alone on it, held here: nobody else books there, so
-    a start reads nothing first; a key another worker may send on still is read."""
+    """In a fleet, the origin of a site alone on it and the site's own key, held here:
+    nobody else books there, so a start reads nothing first; a key another worker may send
+    on still is read."""
     clock = lambda: 100.0  # noqa: E731
     one = SqliteLimiter(tmp_path / "limiter.sqlite3", clock=clock)
     try:
         spacing = SendSpacing(KeyClocks(one, LimitPolicy()))
-        spacing.private = lambda key: key == "origin:site:a.test"
+        spacing.private = lambda key: key in ("origin:site:a.test", "site:a.test")
         alone = ("site:a.test", "origin:site:a.test")
         assert not spacing.needs_refresh(alone)
         assert spacing.needs_refresh([*alone, "origin:shared"])

@@ -143,11 +143,14 @@ async def test_a_stop_writes_what_waits_at_once() -> None:
 async def test_a_send_is_urgent_unless_every_key_is_private() -> None:
     timer, limiter, clocks = gathering()
     spacing = SendSpacing(clocks)
-    spacing.private = lambda key: key == "origin:site:a.test"
+    spacing.private = lambda key: key in ("origin:site:a.test", "site:a.test")
     spacing.sent(["site:a.test", "origin:site:a.test"], 1.0, NOW, launched=False)
     await timer.settle()
     assert limiter.floor_writes == []
     spacing.sent(["site:b.test", "origin:platform"], 1.0, NOW, launched=False)
     await timer.settle()
     assert len(limiter.floor_writes) == 1
-    assert set(limiter.floor_writes[0]) == {SENT + "origin:site:a.test", SENT + "origin:platform"}
+    assert set(limiter.floor_writes[0]) == {
+        SENT + key
+        for key in ("site:a.test", "origin:site:a.test", "site:b.test", "origin:platform")
+    }

@@ -112,6 +112,7 @@ class Stages:
 def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
     config, stats, timer, seed = parts.config, parts.stats, parts.timer, parts.seed
     spacing = SendSpacing(parts.clocks)
+    spacing.site_interval, spacing.margin = seed.interval_of, config.politeness.start_margin
     feedback = FeedbackWriter(config, parts.clocks, stats)
     origins: LiveOrigins | None = None
     pages: Scheduler[SiteLane, Any] | None = None
@@ -220,6 +221,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
     if config.media.fetch or parts.renderer is not None:
         media, media_scheduler = _media(parts, services, origins, scheduler)
         site_lanes.rendering.media = media  # a render's requests to media hosts go there
+        media.robots_hops = site_lanes.robots_hops  # media hosts' robots.txt hops reach seeds
     feeder = Feeder(
         config,
         frontier=parts.frontier,

@@ -4,11 +4,16 @@ Rules:
 - One ``RobotsCache`` holds the rules of seed sites and media hosts alike; a host's rules
   are fetched by one lane at a time, and the other lanes on that host wait for them.
 - The first request is booked by the lane that needs the rules. Up to ``max_redirects``
-  redirect hops are followed (RFC 9309: at least five), and every hop is booked on the
-  keys of the host it goes to (its ``site:`` key, and its origin's when known: ``hops.py``)
-  before it is sent, so robots.txt files that all redirect to one innocent host, or to
-  the hosts of one platform, cannot make it a target. A chain that does not end in time,
-  or a ``Location`` that is no URL, ends at that 3xx answer (RFC 9309: "unavailable").
+  redirect hops are followed (RFC 9309: at least five), and every hop is a request to the
+  host it goes to, booked as that host's own requests are (``lanes.robots_hops``), so
+  robots.txt files that all redirect to one innocent host, or to the hosts of one
+  platform, cannot make it a target. A chain that does not end in time, or a ``Location``
+  that is no URL, ends at that 3xx answer (RFC 9309: "unavailable").
+- A hop to a host's robots.txt ends the chain in this cache: the source takes that host's
+  rules (RFC 9309: the final target's rules apply to the source) once they are in, and
+  nothing is fetched twice. Chains waiting on each other's hosts (robots.txt files that
+  redirect in a loop) would wait forever: the one that would close the loop fetches its hop
+  instead (``loops``), and the loop ends at the budget.
 - The answer becomes rules by ``politeness.robots.rules_from_response``: 2xx parsed, 4xx
   allow all, 429, 5xx and no answer disallow all until asked again (at the Retry-After when
   the server gave one, clamped to ``max_retry_after``).
@@ -25,17 +30,22 @@ from courtier.config import Config
 from courtier.frontier.base import StoredRobots
 from courtier.pipeline.answers.fetching import Answer
 from courtier.pipeline.events import RequestContext
-from courtier.pipeline.scheduling.hops import HOP_COST, HopSlot
+from courtier.pipeline.scheduling.hops import HopSlot
 from courtier.politeness.robots import RobotsRules, rules_from_response
 from courtier.url import Url
 
 Get = Callable[[str, str, RequestContext], Awaitable[Answer]]
 """(fetch URL, its host, why) -> the answer."""
 BookHop = Callable[[str, str], Awaitable[HopSlot | None]]
-Follow = Callable[[str, str, int], Url | None]
-"""(Location, the URL it answered, hops so far) -> the next hop's URL (None: stop there)."""
 """(site, host): book a redirect hop on the keys of the host it goes to and wait for its
 slot (None: the crawl is stopping, do not send it)."""
+Follow = Callable[[str, str, int], Url | None]
+"""(Location, the URL it answered, hops so far) -> the next hop's URL (None: stop there)."""
+Hop = Callable[[Url, int], Awaitable[Answer | None]]
+"""(the hop's URL, its number in the chain) -> its answer, sent as a request to its host
+(None: the crawl stopped first, nothing was sent)."""
+RulesOf = Callable[[str], Awaitable[RobotsRules | None]]
+"""(a site) -> its rules from the cache once they are in (None: the chain fetches the hop)."""
 
 
 @dataclass(slots=True)
@@ -48,6 +58,8 @@ class _Entry:
 class RobotsCache:
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
+        self.following: dict[str, str] = {}
+        """A site whose robots.txt chain waits on another site's rules -> that site."""
 
     def rules(self, site: str, now: float) -> RobotsRules | None:
         """The site's rules, or None when they must be (re)fetched first."""
@@ -83,39 +95,53 @@ class RobotsCache:
         entry.rules = rules
         return self.unclaim(site)
 
+    def fetching(self, site: str) -> bool:
+        entry = self._entries.get(site)
+        return entry is not None and entry.fetching
 
-async def fetch_robots(
-    get: Get,
-    book_hop: BookHop,
-    follow: Follow,
-    url: str,
-    host: str,
-    context: RequestContext,
-) -> Answer:
-    """The final answer for ``url`` (a robots.txt fetch URL) after its redirects, each taken
-    through ``follow`` (the crawl's intake: budget, secrets); ``context`` describes the first
-    request (booked by the lane)."""
-    answer = await get(url, host, context)
+    def subscribe(self, site: str, wake: Callable[[], None]) -> None:
+        """``wake`` is called when the site's rules are in, or its fetch ended without them."""
+        self._entries.setdefault(site, _Entry()).waiters.append(wake)
+
+    def unsubscribe(self, site: str, wake: Callable[[], None]) -> None:
+        entry = self._entries.get(site)
+        if entry is not None and wake in entry.waiters:
+            entry.waiters.remove(wake)
+
+    def loops(self, source: str, target: str) -> bool:
+        """Would the chain of ``source`` waiting on ``target``'s rules close a loop of chains
+        waiting on each other (``source`` itself among them)?"""
+        seen: set[str] = set()
+        site: str | None = target
+        while site is not None and site not in seen:
+            if site == source:
+                return True
+            seen.add(site)
+            site = self.following.get(site)
+        return False
+
+
+async def follow_robots(
+    answer: Answer, url: str, hop: Hop, follow: Follow, rules_of: RulesOf
+) -> Answer | RobotsRules | None:
+    """Where the first ``answer`` (for ``url``, a robots.txt fetch URL) leads: the final
+    answer after its redirects, each taken through ``follow`` (the crawl's intake: budget,
+    secrets); or the rules of the host whose robots.txt a hop reaches, from the cache; None
+    when the crawl stopped first."""
     n = 0
     while answer.redirect is not None:
-        hop = follow(answer.redirect, url, n)
-        if hop is None:
+        target = follow(answer.redirect, url, n)
+        if target is None:
             return answer
-        slot = await book_hop(hop.site, hop.host)
-        if slot is None:
-            return answer
-        url, host = hop.fetch_url, hop.host
-        hop_context = RequestContext(
-            hop.site,
-            "robots-hop",
-            slot.keys,
-            HOP_COST,
-            redirects=n + 1,
-            origin=slot.origin,
-            sent=slot.sent,
-        )
-        answer = await get(url, host, hop_context)
         n += 1
+        if target.target == "/robots.txt":
+            rules = await rules_of(target.site)
+            if rules is not None:
+                return rules
+        sent = await hop(target, n)
+        if sent is None:
+            return None
+        url, answer = target.fetch_url, sent
     return answer
 
 

@@ -37,13 +37,14 @@ from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.scheduler import Scheduler
 from courtier.pipeline.scheduling.timer import Timer
 from courtier.pipeline.stats import CrawlStats
-from courtier.politeness.keys import origin_key
+from courtier.politeness.keys import origin_key, site_key
 from courtier.politeness.limiter.base import Fence
 
 log = logging.getLogger(__name__)
 
 _OWN_ORIGINS = origin_key(own_origin(""))
 """The start of the key of every origin of one site alone (``origin:site:``)."""
+_SITE_KEYS = site_key("")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +100,15 @@ class Cluster:
 
     def sends_alone_on(self, key: str) -> bool:
         """No other worker sends on ``key``: the origin of a site alone on it (named after
-        its host, ``own_origin``) whose shard this worker holds, so no other books the site.
-        A start there reads no other worker's real sends first: one round trip fewer."""
+        its host, ``own_origin``) whose shard this worker holds, so no other books the site;
+        or the ``site:`` key of a site crawled here (and of its ``www.`` twin in the seed,
+        which books on it), where only another worker's robots.txt hop may go, and that hop
+        reads this worker's sends first. A start there reads no other worker's real sends
+        first: one round trip fewer."""
+        if key.startswith(_SITE_KEYS):
+            site = key[len(_SITE_KEYS) :]
+            www = "www." + site
+            return site in self.sites and (www not in self.scope or www in self.sites)
         return key.startswith(_OWN_ORIGINS) and key[len(_OWN_ORIGINS) :] in self.held_hosts
 
     def fence_of(self, site: str) -> Fence | None:

@@ -282,7 +282,7 @@ class MediaLanes(LaneKindBase):
 
     def run(self, lane: MediaLane, work: MediaWork, launch: Launch) -> Any:
         if isinstance(work, RobotsWork):
-            return self._robots(lane, work, context_of(work.site, "robots", launch))
+            return self._robots(lane, work, launch)
         origin = _booked_origin(launch.slot.keys)
         if work.render is not None:
             return answer_render(self, lane, work, work.render, launch, origin)
@@ -299,8 +299,8 @@ class MediaLanes(LaneKindBase):
 
     # -- running ------------------------------------------------------------------------
 
-    async def _robots(self, lane: MediaLane, work: RobotsWork, context: RequestContext) -> None:
-        outcome = await self.fetch_rules(lane, work, self.fetch, context, media=True)
+    async def _robots(self, lane: MediaLane, work: RobotsWork, launch: Launch) -> None:
+        outcome = await self.fetch_rules(lane, work, self.fetch, launch, media=True)
         if outcome is not None:
             self.adopt(work.site, outcome)
 

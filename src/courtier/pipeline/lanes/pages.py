@@ -42,6 +42,7 @@ from courtier.pipeline.keeping.keeper import Keeper, Kept, outcome_of
 from courtier.pipeline.lanes.crawl_split import CrawlSplit
 from courtier.pipeline.lanes.next_url import next_url
 from courtier.pipeline.lanes.rendering import Renderer, Rendering, take_render
+from courtier.pipeline.lanes.robots_hops import RobotsHop
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.services import (
     LaneKindBase,
@@ -67,7 +68,7 @@ from courtier.sinks.warc import EncodedCapture
 
 log = logging.getLogger(__name__)
 
-PageWork = LeasedUrl | RobotsWork | RenderFetch
+PageWork = LeasedUrl | RobotsWork | RenderFetch | RobotsHop
 
 PROVISIONAL_LEAD = 1.0
 """Seconds ahead a site may book on an origin not yet told from a CDN edge (its first answers
@@ -99,6 +100,7 @@ class SiteLanes(LaneKindBase):
         self.discovery = discovery
         self.parse = parse
         self.arm = arm
+        self.robots_hops.serve(seed.lanes, arm, self._get, self._feedback, lambda: self.stopping)
         self.lookup_origin = lookup_origin
         self.observe_answer = observe_answer
         self.hungry: Callable[[], None] = lambda: None
@@ -139,9 +141,9 @@ class SiteLanes(LaneKindBase):
                 return Wait(lane.backoff.paused_until)
             self.lookup_origin(lane)
             return Wait()
-        render = take_render(lane)
-        if render is not None or lane.rendering:
-            return render  # a page's render goes first: its requests, and no new page
+        first = self.robots_hops.take(lane) or take_render(lane)
+        if first is not None or lane.rendering:
+            return first  # another site's robots.txt hop, a render's requests: no new page
         rules = self.rules_for(lane.site, lane.scheme, now, lambda: self.arm(lane))
         if not isinstance(rules, RobotsRules):
             return rules  # fetch robots.txt first, or wait for it
@@ -199,7 +201,9 @@ class SiteLanes(LaneKindBase):
     def run(self, lane: SiteLane, work: PageWork, launch: Launch) -> Any:
         origin = lane.booked_origin
         if isinstance(work, RobotsWork):
-            return self._robots(lane, work, context_of(lane.site, "robots", launch, origin=origin))
+            return self._robots(lane, work, launch)
+        if isinstance(work, RobotsHop):
+            return self.robots_hops.run(lane, work, launch, origin)
         if isinstance(work, RenderFetch):
             context = context_of(
                 lane.site,
@@ -255,14 +259,14 @@ class SiteLanes(LaneKindBase):
             # The slower spacing applies to the very next request, counted from this one.
             lane.hold_start(lane.last_sent + lane.interval)
 
-    async def _robots(self, lane: SiteLane, work: RobotsWork, context: RequestContext) -> None:
+    async def _robots(self, lane: SiteLane, work: RobotsWork, launch: Launch) -> None:
         async def get(fetch_url: str, host: str, why: RequestContext) -> Answer:
             answer = await self._get(lane, fetch_url, host, why)
             if host == lane.host:  # the site's first answer: evidence of who serves it
                 self.observe_answer(lane, answer)
             return answer
 
-        outcome = await self.fetch_rules(lane, work, get, context)
+        outcome = await self.fetch_rules(lane, work, get, launch, origin=lane.booked_origin)
         if outcome is not None:
             self.adopt(lane, outcome)
 

@@ -34,7 +34,7 @@ from courtier.pipeline.answers.robots_fetch import (
     BookHop,
     Get,
     RobotsCache,
-    fetch_robots,
+    follow_robots,
     robots_arguments,
     unparsed_rules,
 )
@@ -42,6 +42,7 @@ from courtier.pipeline.events import RequestContext
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.keeping.archive import Archive
 from courtier.pipeline.keeping.keeper import Keeper, Kept
+from courtier.pipeline.lanes.robots_hops import RobotsHops
 from courtier.pipeline.lanes.site import RobotsWork
 from courtier.pipeline.scheduling.lanes import Launch, Wait
 from courtier.pipeline.scheduling.timer import Timer
@@ -128,12 +129,13 @@ class LaneKindBase:
         self.feedback = services.feedback
         self.stats = services.stats
         self.write_document = services.write_document
-        self.book_hop = services.book_hop
         self.intake = services.intake
         self.save_robots = services.save_robots
         self.parse_robots = services.parse
         self.token = config.fetch.user_agent_token
         self.robots_keeper = Keeper(config, services.stats, services.archive, services.parse)
+        self.robots_hops = RobotsHops(services.robots, services.timer, services.book_hop)
+        """Where robots.txt redirect hops go (the site lanes' own, shared with the media's)."""
 
     def follow_robots_redirect(self, location: str, base: str, hops: int) -> Url | None:
         """A robots.txt redirect's target through the intake, on robots.txt's own budget."""
@@ -179,35 +181,56 @@ class LaneKindBase:
         lane: FeedbackLane,
         work: RobotsWork,
         get: Get,
-        context: RequestContext,
+        launch: Launch,
         *,
+        origin: str | None = None,
         media: bool = False,
     ) -> RobotsOutcome | None:
-        """Fetch ``work``'s robots.txt (redirect hops booked on their own hosts), learn from
-        the answer, and store the rules for every lane waiting on them. None: DNS trouble,
-        which says nothing about robots.txt (waiters ask again after the lane's backoff)."""
+        """Fetch ``work``'s robots.txt (its redirects: ``robots_hops``), learn from the answer,
+        and store the rules for every lane waiting on them. None: DNS trouble, which says
+        nothing about robots.txt (waiters ask again after the lane's backoff), or a stop."""
         url = parse_url(f"{work.scheme}://{work.site}/robots.txt")
+        context = context_of(work.site, "robots", launch, origin=origin)
         kept: dict[int, Kept | None] = {}
-        answer = await fetch_robots(
-            self._kept(get, kept),
-            self.book_hop,
-            self.follow_robots_redirect,
-            url.fetch_url,
-            url.host,
-            context,
-        )
+        answer = await self._keep(await get(url.fetch_url, url.host, context), work.site, kept)
         await self.answered(lane, answer, origin=context.origin, media=media)
-        if answer.transient:
+        hops = self.robots_hops
+
+        def release() -> None:  # the server has answered: the chain waits on others
+            launch.answered()
+            launch.detach()
+
+        async def hop(target: Url, n: int) -> Answer | None:
+            release()
+            sent = await hops.send(target, n, get)
+            return None if sent is None else await self._keep(sent, target.site, kept)
+
+        async def rules_of(target: str) -> RobotsRules | None:
+            release()
+            return await hops.rules_of(work.site, target)
+
+        final = await follow_robots(
+            answer, url.fetch_url, hop, self.follow_robots_redirect, rules_of
+        )
+        if final is not answer and isinstance(final, Answer) and final.transient:
+            # DNS trouble down the chain: the source waits as after its own.
+            await self.answered(lane, final, origin=context.origin, media=media)
+        if final is None or (isinstance(final, Answer) and final.transient):
             for wake in self.robots.unclaim(work.site):
                 wake()
             return None
+        if isinstance(final, RobotsRules):
+            # Another host's rules, as the cache has them (that host saved its own answer;
+            # after a restart the source asks its robots.txt again and is led there).
+            self.stats.robots[final.status.value] += 1
+            return self.outcome_of(work.site, final)
         now = self.timer.now()
-        rules = await self._rules_of(answer, now)
+        rules = await self._rules_of(final, now)
         if rules is None:  # the pool closed under us: the crawl is stopping
             for wake in self.robots.unclaim(work.site):
                 wake()
             return None
-        result = answer.result
+        result = final.result
         body = b"" if result is None else self._stored_body(result, kept)
         if body is not None:
             status = None if result is None else result.status
@@ -215,23 +238,17 @@ class LaneKindBase:
         self.stats.robots[rules.status.value] += 1
         return self.outcome_of(work.site, rules)
 
-    def _kept(self, get: Get, kept: dict[int, Kept | None]) -> Get:
-        """``get``, each answer it gives redacted and archived first (see the module docs),
-        what was kept put in ``kept`` by the id of the answer's result (None: the parse
-        pool closed under it, the crawl is stopping)."""
-        keeper = self.robots_keeper
-
-        async def keeping(url: str, host: str, context: RequestContext) -> Answer:
-            answer = await get(url, host, context)
-            result = answer.result
-            if result is not None and result.status is not None:
-                try:
-                    kept[id(result)] = await keeper.keep(result, context.site)
-                except PoolClosed:
-                    kept[id(result)] = None
-            return answer
-
-        return keeping
+    async def _keep(self, answer: Answer, site: str, kept: dict[int, Kept | None]) -> Answer:
+        """``answer``, redacted and archived first (see the module docs), what was kept put
+        in ``kept`` by the id of the answer's result (None: the parse pool closed under it,
+        the crawl is stopping)."""
+        result = answer.result
+        if result is not None and result.status is not None:
+            try:
+                kept[id(result)] = await self.robots_keeper.keep(result, site)
+            except PoolClosed:
+                kept[id(result)] = None
+        return answer
 
     def _stored_body(self, result: FetchResult, kept: dict[int, Kept | None]) -> bytes | None:
         """The robots.txt body the store keeps: redacted, as everything written is. None:

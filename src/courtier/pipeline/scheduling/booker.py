@@ -185,23 +185,15 @@ class BatchBooker(LaneMoves[L], Generic[L, W]):
             return
         if self.stopping or state.phase is not Phase.BOOKING:
             return
-        if isinstance(result, Refusal) and self._moved_off(lane, limits):
+        if isinstance(result, Refusal) and self.moved(lane, limits):
             # Its site moved to another origin while the booking was out (``rebook`` passes
             # over a lane booking): it asks again on its new keys, not in the old key's line
             # (a CDN edge's, minutes long, that its tenants had just left).
+            state.moved_keys = ()
             state.phase = Phase.IDLE
             self._arm(lane, at_once=False)
             return
         state.limits = limits
         self._booked(lane, result, booked_at, at_once=False)
-
-    def _moved_off(self, lane: L, limits: tuple[Limit, ...]) -> bool:
-        """The lane's work is booked on other keys now than ``limits``."""
-        work = lane.sched.work
-        if work is None:
-            return False
-        try:
-            now_limits, _cost = self.kind.booking(lane, work)
-        except Exception:  # judged by the booking itself, which logs it
-            return False
-        return {limit.key for limit in now_limits} != {limit.key for limit in limits}
+        if not isinstance(result, Refusal):
+            self.moved(lane, limits)  # a slot on keys its site left is kept, as ``rebook``'s

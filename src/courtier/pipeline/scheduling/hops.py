@@ -1,4 +1,5 @@
-"""Spacing requests that are not a lane's own work: robots.txt redirect hops.
+"""Spacing requests that are not a lane's own work: robots.txt redirect hops to a host no
+lane of this worker crawls (``lanes.robots_hops``: a hop to a seed site is its lane's work).
 
 Every request's real start raises its site's key (``sent``), so a hop to a host spaces from
 the last request that really went there, whoever sent it.

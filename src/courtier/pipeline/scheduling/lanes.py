@@ -98,6 +98,9 @@ class LaneState(Generic[W]):
     """It has started a request: past the first-contact gate."""
     limits: tuple[Limit, ...] = ()
     """The keys ``slot`` was booked on, with their parameters then (the spacing report)."""
+    moved_keys: tuple[str, ...] = ()
+    """Keys the lane books on now that ``slot`` was not booked on (its site moved to another
+    origin while the slot waited): its start is spaced from real sends there too."""
     last_cost: float = 0.0
     """The cost of the lane's last start (what it may have spent on its keys' clocks)."""
     held_until: float = 0.0

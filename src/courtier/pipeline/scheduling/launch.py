@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generic
 
 from courtier.pipeline.scheduling.lanes import L
-from courtier.pipeline.scheduling.send_spacing import SendSpacing
-from courtier.politeness.gcra import Slot
+from courtier.pipeline.scheduling.send_spacing import SITE, SendSpacing
+from courtier.politeness.gcra import Limit, Slot
 
 if TYPE_CHECKING:
     from courtier.pipeline.scheduling.scheduler import Scheduler
@@ -64,23 +64,38 @@ class Detach:
 
 
 class Sent:
-    """``Launch.sent`` of one start: its shared keys learn when it went out, once."""
+    """``Launch.sent`` of one start: its keys learn when it went out, once."""
 
-    __slots__ = ("done", "slot", "spacing")
+    __slots__ = ("done", "keys", "limits", "slot", "spacing")
 
-    def __init__(self, spacing: SendSpacing, slot: Slot) -> None:
+    def __init__(
+        self,
+        spacing: SendSpacing,
+        slot: Slot,
+        limits: tuple[Limit, ...] = (),
+        keys: tuple[str, ...] | None = None,
+    ) -> None:
+        """``limits``: what the slot was booked on (its site key's interval spaces the next
+        start there); ``keys``: the slot's, and those its lane moved to (``moved_keys``)."""
         self.spacing = spacing
         self.slot = slot
+        self.limits = limits
+        self.keys = slot.keys if keys is None else keys
         self.done = False
-        spacing.launched(slot.keys)
+        spacing.launched(self.keys)
 
     def __call__(self, at: float) -> None:
         if not self.done:
             self.done = True
-            self.spacing.sent(self.slot.keys, self.slot.cost, at)
+            booked = {
+                limit.key: limit.params.interval
+                for limit in self.limits
+                if limit.key.startswith(SITE)
+            }
+            self.spacing.sent(self.keys, self.slot.cost, at, spacing=booked)
 
     def give_up(self) -> None:
         """The work ended: a request that never went out frees its keys."""
         if not self.done:
             self.done = True
-            self.spacing.not_sent(self.slot.keys)
+            self.spacing.not_sent(self.keys)

@@ -264,7 +264,7 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
             self._waiting(lane, self.key_waits.wait(lane, line, booking.not_before))
             return
         self.stats.slots += 1
-        state.slot, state.booked_at = booking, booked_at
+        state.slot, state.booked_at, state.moved_keys = booking, booked_at, ()
         state.phase = Phase.BOOKED
         if at_once and booking.start <= self.timer.now():
             self._launch(lane)
@@ -281,19 +281,23 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
         slot, work = state.slot, state.work
         assert slot is not None and work is not None
         if state.held_until > self.timer.now():  # paused while it booked
-            state.slot = None
+            state.slot, state.moved_keys = None, ()
             state.phase = Phase.IDLE
             self._hold(lane)
             return
-        if not refreshed and self.spacing.needs_refresh(slot.keys):
+        # A slot its site kept across a move is spaced on the keys it books on now too.
+        keys = slot.keys + state.moved_keys if state.moved_keys else slot.keys
+        if not refreshed and self.spacing.needs_refresh(keys):
             # Other workers' real sends on the slot's shared keys are read first.
-            task = asyncio.get_running_loop().create_task(self._refresh_then_launch(lane, slot))
+            task = asyncio.get_running_loop().create_task(
+                self._refresh_then_launch(lane, slot, keys)
+            )
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             return
         now = self.timer.now()
-        hold = self.spacing.hold_until(slot.keys, now)
-        if hold > now and (hold <= slot.deadline or self.spacing.all_spaced(slot.keys)):
+        hold = self.spacing.hold_until(keys, now)
+        if hold > now and (hold <= slot.deadline or self.spacing.all_spaced(keys)):
             # An earlier request on a shared key went out late: start when it has been out
             # for its charge. Past the slot's deadline only when every key of the slot is
             # spaced from real sends (a page: site and origin), so starting late bunches
@@ -301,7 +305,7 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
             self.spacing.holds += 1
             state.timer = self.timer.call_at(hold, self._launch, lane)
             return
-        state.slot = None
+        state.slot, state.moved_keys = None, ()
         state.phase = Phase.IDLE
         if slot.is_missed(now) or hold > now:
             if slot.is_missed(now):
@@ -318,7 +322,7 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
         self.stats.spacing.started(lane.name, state.limits, slot.cost, state.booked_at, now)
         self.kind.started(lane, work, now)
         answered = Answered(self, lane)
-        sent = Sent(self.spacing, slot)
+        sent = Sent(self.spacing, slot, state.limits, keys)
         detach = Detach(self)
         launch = Launch(slot, state.booked_at, now, answered, sent, detach)
         task = asyncio.get_running_loop().create_task(self.kind.run(lane, work, launch))
@@ -327,8 +331,8 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
         task.add_done_callback(partial(self._finished, lane, answered, sent, detach))
         self._arm(lane, at_once=True)
 
-    async def _refresh_then_launch(self, lane: L, slot: Slot) -> None:
-        await self.spacing.refresh(slot.keys)
+    async def _refresh_then_launch(self, lane: L, slot: Slot, keys: tuple[str, ...]) -> None:
+        await self.spacing.refresh(keys)
         if lane.sched.slot is slot and lane.sched.timer is None:
             self._launch(lane, refreshed=True)
 
