@@ -699,6 +699,22 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/origins/test_origin_no_split_without_evidence.py::test_a_shared_cdn_name_waits_for_every_one_of_its_sites",
         ),
     ),
+    Mutation(
+        "moved-alone-drops-its-slot",
+        "a site moving alone to another origin carries its own booked slot into the new clock",
+        "courtier.pipeline.lanes.origins_live",
+        "                ends.append(state.slot.start + state.slot.cost * per_unit)\n",
+        "                pass\n",
+        ("tests/pipeline/test_origin_moves_fast.py::test_a_site_split_off_alone_carries_its_booked_slot_into_its_new_clock",),
+    ),
+    Mutation(
+        "pin-lost-to-inference",
+        "an operator's origin pin wins over re-inference",
+        "courtier.pipeline.lanes.origins_live",
+        "                if self.manual(lane.site) is not None:\n                    continue",
+        "                if False:\n                    continue",
+        ("tests/pipeline/test_origin_moves_fast.py::test_a_pin_wins_over_a_later_inference",),
+    ),
 )
 
 
