@@ -715,6 +715,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                if False:\n                    continue",
         ("tests/pipeline/test_origin_moves_fast.py::test_a_pin_wins_over_a_later_inference",),
     ),
+    Mutation(
+        "joining-site-spend-forgotten",
+        "a site joining an origin brings its recent requests onto that origin's clock",
+        "courtier.pipeline.lanes.origins_live",
+        "                spent += state.last_cost * per_unit"
+        " if lane.last_sent > now - SPENT_MEMORY else 0\n",
+        "                spent += 0\n",
+        (
+            "tests/pipeline/test_origin_moves_fast.py::"
+            "test_a_site_joining_a_busy_origin_brings_its_first_request_along",
+        ),
+    ),
 )
 
 

@@ -135,6 +135,36 @@ async def test_a_site_joining_an_origin_that_has_bookings_keeps_its_budget(
         await m.close()
 
 
+async def test_a_site_joining_a_busy_origin_brings_its_first_request_along(
+    tmp_path: Path,
+) -> None:
+    """x.test sent its robots.txt on an origin of its own, then is found to be a tenant of a
+    platform whose tenants keep its budget busy: that robots.txt went to the platform's
+    servers, whose clock never saw it, so the platform's clock is charged for it on top of
+    its own bookings (a busy platform would otherwise get its budget and that request too)."""
+    m = Moves(tmp_path, "limits.site.rate=10")
+    try:
+        paths = ["/", *(f"/list/{n}" for n in range(1, 9))]
+        tenants = [m.site(f"t{n}.test", paths, "hdr:plinth") for n in range(3)]
+        m.arm(*tenants)
+        await m.timer.advance(0.6)  # the platform's budget is busy
+        x = m.site("x.test", paths, "site:x.test")
+        m.arm(x)
+        await m.timer.advance(0.3)  # x.test's robots.txt went out, on its own origin
+        assert [u for _, u in m.sends(["x.test"])] == ["http://x.test/robots.txt"]
+        key = "origin:hdr:plinth"
+        before = (await m.h.limiter.tats([key]))[key]
+        await m.move({"x.test": "hdr:plinth"})
+        after = (await m.h.limiter.tats([key]))[key]
+        robots = 1.0 * m.h.feedback.origin_interval("hdr:plinth")
+        assert after >= max(before, m.timer.now()) + robots - 1e-9
+        await m.timer.advance(20.0)
+        m.assert_site_spaced(x)
+        m.assert_within_budget(["x.test", *(t.host for t in tenants)], "hdr:plinth", after)
+    finally:
+        await m.close()
+
+
 async def test_an_operators_pin_and_its_lifting_keep_the_sites_spacing_and_each_budget(
     tmp_path: Path,
 ) -> None:

@@ -60,10 +60,12 @@ class Clocks:
     def __init__(self) -> None:
         self.carried: list[tuple[str, str]] = []
         self.caps: dict[str, float | None] = {}
+        self.spent: dict[str, float] = {}
 
-    async def carry(self, old: str, new: str, *, cap: float | None = None) -> None:
+    async def carry(self, old: str, new: str, cap: float | None = None, spent: float = 0.0) -> None:
         self.carried.append((old, new))
         self.caps[new] = cap
+        self.spent[new] = spent
 
 
 class Timer:

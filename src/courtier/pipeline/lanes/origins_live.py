@@ -23,9 +23,10 @@ Rules:
 - A site whose origin id changes books on the new one, and the new origin's clock is raised
   to the old one's: a fresh key never lets it start early. Sites moving together from one
   key to another (a rename, tenants grouped by their headers) carry the old clock whole: its
-  bookings are theirs and still to start. A site moving alone from a key (a stranger split
-  off a CDN edge) carries it capped at what its own requests can have spent there (its last
-  start and its booked slot, each at its cost), not every other site's bookings.
+  bookings are theirs and still to start. A site moving alone (a stranger split off an edge)
+  carries it capped at what its own requests can have spent there (its last start and its
+  booked slot, each at its cost), and its last request, if recent, is added on top of the
+  new key's bookings: it went to the servers the site moves to.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ from courtier.politeness.keys import guess_origin, origin_key
 
 log = logging.getLogger(__name__)
 
+SPENT_MEMORY = 5.0
+"""Seconds a site's last request counts against the origin it moves to (the audit's window)."""
 SEED_STRAGGLERS_AFTER = 1.0
-"""Seconds the seed's inference waits for the last DNS answers once every lookup has begun
-(an answer takes milliseconds; a lost question waits out the resolver's retry timer):
-the hosts still unanswered then are looked up on their own, and every other site goes on."""
+"""Seconds the seed's inference waits for the last DNS answers once every lookup has begun (a
+lost question waits out the resolver's retry): the rest are looked up on their own later."""
 EVIDENCE_SETTLE = 1.0
-"""Seconds to gather more header evidence before re-clustering origins on it (2,000 sites
-cluster in 60-150 ms, on a thread)."""
+"""Seconds to gather header evidence before re-clustering on it (2,000 sites: 60-150 ms)."""
 RELEASE_SLICE = 100
 """Sites that waited for inference armed per turn of the loop once it is done."""
 
@@ -333,16 +334,15 @@ class LiveOrigins:
         together = Counter((change.old, change.new) for change in result.changes)
         for change in result.changes:
             moving = lanes.get(change.site, [])
-            now_origin = change.new
-            if inference is not None:
-                now_origin = inference.origin_of(change.site) or change.new
+            now_origin = (inference and inference.origin_of(change.site)) or change.new
             booked_on = {change.old} | {
                 lane.origin for lane in moving if lane.origin_status is OriginStatus.RESOLVED
             }
             alone = together[(change.old, change.new)] == 1
+            cap, spent = self._cap(moving, now_origin) if alone else (None, 0.0)
             for old_origin in sorted(o for o in booked_on if o is not None and o != now_origin):
-                cap = self._cap(moving, now_origin) if alone else None
-                await self.clocks.carry(origin_key(old_origin), origin_key(now_origin), cap=cap)
+                await self.clocks.carry(origin_key(old_origin), origin_key(now_origin), cap, spent)
+                spent = 0.0  # once
             for lane in moving:
                 if self.manual(lane.site) is not None:
                     continue  # the operator's origin, whatever inference says
@@ -362,7 +362,7 @@ class LiveOrigins:
 
     async def repin(self, lane: SiteLane) -> None:
         """An operator placed the site on an origin, or gave it back to inference: it books
-        there, its new key's clock raised to what it spent on the old (as a site alone)."""
+        there, its new key's clock raised as for a site moving alone."""
         if lane.origin_status is not OriginStatus.RESOLVED:
             return  # placed when it resolves (``_resolved`` asks ``manual``)
         manual = self.manual(lane.site)
@@ -373,8 +373,7 @@ class LiveOrigins:
             return self._rebook(lane)
         old = lane.origin
         if old is not None and old != manual:
-            cap = self._cap([lane], manual)
-            await self.clocks.carry(origin_key(old), origin_key(manual), cap=cap)
+            await self.clocks.carry(origin_key(old), origin_key(manual), *self._cap([lane], manual))
         lane.origin = manual
         self._rebook(lane)
 
@@ -382,18 +381,19 @@ class LiveOrigins:
         if self.rebook is not None:
             self.rebook(lane)
 
-    def _cap(self, lanes: list[SiteLane], origin: str) -> float | None:
-        """The latest a site's own requests can have booked the clock of its new origin: its
-        last start, and its slot booked on the old key, each charged at its cost there."""
+    def _cap(self, lanes: list[SiteLane], origin: str) -> tuple[float | None, float]:
+        """The latest a site's own requests can have booked its new origin's clock (its last
+        start and its slot on the old key, at their cost there), and its recent spend there."""
         if self.per_unit is None or not lanes:
-            return None
-        per_unit = self.per_unit(origin)
-        ends = [self.timer.now()]  # nothing of its own ever booked on the old key: no floor
+            return None, 0.0
+        per_unit, now = self.per_unit(origin), self.timer.now()
+        ends, spent = [now], 0.0  # nothing of its own ever booked on the old key: no floor
         for lane in lanes:
             state = lane.sched
             if state.launched:
                 last = max(lane.last_sent, lane.next_start - lane.interval)
                 ends.append(last + state.last_cost * per_unit)
+                spent += state.last_cost * per_unit if lane.last_sent > now - SPENT_MEMORY else 0
             if state.slot is not None:
                 ends.append(state.slot.start + state.slot.cost * per_unit)
-        return max(ends)
+        return max(ends), spent

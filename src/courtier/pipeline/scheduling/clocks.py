@@ -318,15 +318,26 @@ class KeyClocks:
             _limit, kept = self._charges_unwritten.get(limit.key, (limit, 0.0))
             self._charges_unwritten[limit.key] = (limit, kept + cost)
 
-    async def carry(self, old_key: str, new_key: str, *, cap: float | None = None) -> None:
+    async def carry(
+        self, old_key: str, new_key: str, cap: float | None = None, spent: float = 0.0
+    ) -> None:
         """A site moving to another origin brings the old origin's clock along: a fresh key
         must not let it start early. ``cap``: no later than this (the old key is shared by
-        other sites, whose bookings the moving site did not make)."""
+        other sites, whose bookings the moving site did not make). ``spent``: seconds of the
+        new key's clock its recent requests took, added on top of the new key's own bookings:
+        they went to the servers it joins, whose clock never saw them."""
         if old_key == new_key:
             return
-        old = (await self.limiter.tats([old_key])).get(old_key)
+        tats = await self.limiter.tats([old_key, new_key])
+        floors = []
+        old = tats.get(old_key)
         if old is not None:
-            await self.raise_floors({new_key: old if cap is None else min(old, cap)})
+            floors.append(old if cap is None else min(old, cap))
+        if spent > 0:
+            now = self.limiter.clock()
+            floors.append(max(tats.get(new_key, now), now) + spent)
+        if floors:
+            await self.raise_floors({new_key: max(floors)})
 
     async def restore(self, floors: Mapping[str, float]) -> int:
         await self.raise_floors(floors, durable=False)
