@@ -727,6 +727,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_site_joining_a_busy_origin_brings_its_first_request_along",
         ),
     ),
+    Mutation(
+        "platform-media-robots-off-origin",
+        "a platform's own media host's robots.txt is booked on the platform's origin",
+        "courtier.pipeline.lanes.media",
+        'lane.name == f"cdn-miss:{lane.site}" or first.on_origin)',
+        'lane.name == f"cdn-miss:{lane.site}" or False)',
+        (
+            "tests/pipeline/test_media_places_fast.py::"
+            "test_images_of_hosts_placed_by_dns_are_fetched_on_their_keys",
+        ),
+    ),
 )
 
 

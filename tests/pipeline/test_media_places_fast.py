@@ -136,6 +136,11 @@ async def test_images_of_hosts_placed_by_dns_are_fetched_on_their_keys(harness) 
         "origin:site:agent.test",
     ]
     assert robots["http://pics.agent.test/robots.txt"] == ["site:pics.agent.test"]
+    # A platform's own media host: its robots.txt goes to the platform's servers too.
+    assert robots["http://media.platform-a.test/robots.txt"] == [
+        "site:media.platform-a.test",
+        "origin:platform-a",
+    ]
     assert not any("elsewhere" in url for url in keys)
     same_origin = [e for e in harness.events if "media.platform-a.test/shop" in e.url]
     assert all(e.context.cost == 1.0 for e in same_origin)  # the image cost, on the origin

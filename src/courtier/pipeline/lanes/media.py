@@ -209,15 +209,15 @@ class MediaLanes(LaneKindBase):
         host = self.hosts[lane.site]
         if isinstance(work, RobotsWork):
             limits = [self._site_limit(lane.site, self.config.site_interval)]
-            if lane.name == f"cdn-miss:{lane.site}" and lane.queue:
-                # One customer's CDN hostname: a robots.txt the cache misses is fetched from
-                # the customer's origin like any miss (the shared hostnames of CDNs and image
-                # services answer robots.txt for themselves).
+            first = lane.queue[0] if lane.queue else None
+            if first is not None and (lane.name == f"cdn-miss:{lane.site}" or first.on_origin):
+                # A CDN customer's hostname (a missed robots.txt reaches its origin) or a
+                # platform's media host; shared CDN hostnames answer robots.txt themselves.
                 limits += [
                     self.feedback.origin_limit(key.name)
                     if key.type is KeyType.ORIGIN
                     else self.policy.limits((key,))[0]
-                    for key in self._keys(lane, lane.queue[0])
+                    for key in self._keys(lane, first)
                     if key.type in (KeyType.CDN_MISS, KeyType.ORIGIN)
                 ]
             lane.books_origin = False

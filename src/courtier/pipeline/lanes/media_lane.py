@@ -39,6 +39,11 @@ class MediaItem:
     """A render's request (not an image): its answer goes back to the render, which keeps
     it; nothing is retried or followed here."""
 
+    @property
+    def on_origin(self) -> bool:
+        """On an origin's own servers (a platform's media host): its host's robots.txt too."""
+        return self.source is MediaSource.SAME_ORIGIN
+
 
 MediaWork = MediaItem | RobotsWork
 
