@@ -309,3 +309,29 @@ def test_a_shared_cdn_name_waits_for_every_one_of_its_sites() -> None:
         for n, f in enumerate(facts)
     ]
     assert len({a.origin for a in cluster(answered).values()}) == len(answered)
+
+
+def test_a_site_held_with_a_lone_brand_gets_an_origin_id() -> None:
+    """One stranger's own app cookie counts as a brand on its edge: a site not heard from
+    yet waits with it, and the group they make is named like any other."""
+    edge = "front.unnamed-edge.test"
+    cookie = ("Set-Cookie", "app0_cart=1")
+    facts = [
+        site(
+            "a.test",
+            "198.51.100.9",
+            cname=(edge,),
+            headers=stack_answers("a", 0, cookie, *edge_marks(0)),
+        ),
+        site("b.test", "198.51.100.9", cname=(edge,)),
+        site(
+            "c.test", "198.51.100.9", cname=(edge,), headers=stack_answers("c", 1, *edge_marks(1))
+        ),
+        site(
+            "d.test", "198.51.100.9", cname=(edge,), headers=stack_answers("d", 3, *edge_marks(2))
+        ),
+    ]
+    result = cluster(facts)
+    assert result["a.test"].origin == result["b.test"].origin
+    assert result["a.test"].origin.startswith("hdr:")
+    assert result["b.test"].provisional

@@ -267,11 +267,15 @@ class _Clustering:
                 by_edge[self._edge_of(site)].append(site)
         for edge, direct in by_edge.items():
             waiting = [s.host for s in direct if s.headers is None]
-            brands = [h[0].host for _, h in _backends(direct) if _chose(h)]
+            brands = [(sig, h) for sig, h in _backends(direct) if _chose(h)]
             if not waiting or not brands:
                 continue
-            self.union.union([*brands, *waiting])
+            self.union.union([*(h[0].host for _, h in brands), *waiting])
             self.holding.update(waiting)
+            # Named after the first platform seen there: the name stays when they answer.
+            signature, holders = brands[0]
+            for host in (*(h.host for h in holders), *waiting):
+                self.keys[host].add(f"hdr:{signature}")
             detail = (
                 f"reaches {edge}, where a platform's tenants answer too: it waits with them "
                 "until its own first answer is in"
