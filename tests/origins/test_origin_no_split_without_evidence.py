@@ -335,3 +335,33 @@ def test_a_site_held_with_a_lone_brand_gets_an_origin_id() -> None:
     assert result["a.test"].origin == result["b.test"].origin
     assert result["a.test"].origin.startswith("hdr:")
     assert result["b.test"].provisional
+
+
+def test_a_group_the_next_answer_may_still_split_books_little_ahead() -> None:
+    """Every answer so far carries a CDN's marks over one stack, and some sites have not
+    answered: kept together, but provisional until they all have (if it splits, the sites
+    moving together would carry a clock their strangers booked far ahead)."""
+    facts = [
+        site(
+            f"p{n}.test",
+            "192.0.2.87",
+            cname=("e.unnamed2.test",),
+            headers=stack_answers("p", 0, *edge_marks(n)) if n < 4 else None,
+        )
+        for n in range(6)
+    ]
+    before = cluster(facts)
+    assert len({a.origin for a in before.values()}) == 1
+    assert all(a.provisional for a in before.values())
+    answered = [
+        site(
+            f.host,
+            "192.0.2.87",
+            cname=f.dns.cname_chain,
+            headers=stack_answers("p", 0, *edge_marks(n)),
+        )
+        for n, f in enumerate(facts)
+    ]
+    after = cluster(answered)
+    assert len({a.origin for a in after.values()}) == 1
+    assert not any(a.provisional for a in after.values())

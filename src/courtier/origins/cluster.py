@@ -196,7 +196,7 @@ class _Clustering:
             reason = None if platform is not None else _edge_behaviour(link, direct)
             if reason is not None:
                 self.edge_names[link] = reason
-            elif _sample_pending(direct):
+            elif _sample_pending(direct) or (platform is None and _may_yet_prove(direct)):
                 self.pending.add(link)
             else:
                 self.kept[link] = platform or NO_SPLIT_EVIDENCE
@@ -213,7 +213,7 @@ class _Clustering:
                 reason = _edge_behaviour(address, members)
                 if reason is not None:
                     self.edge_addresses[address] = reason
-                elif _sample_pending(members):
+                elif _sample_pending(members) or _may_yet_prove(members):
                     self.pending.add(address)
                 else:
                     self.kept[address] = NO_SPLIT_EVIDENCE
@@ -586,6 +586,18 @@ def _backends(sites: Iterable[SiteFacts]) -> list[tuple[str, list[SiteFacts]]]:
         assert signature is not None
         named.append((signature, members))
     return sorted(named, key=lambda item: item[1][0].host)
+
+
+def _may_yet_prove(direct: list[SiteFacts]) -> bool:
+    """Every answer so far carries a CDN's own mark, without one brand shared by all of them,
+    and some sites have not answered yet: the next answer may prove an edge. The group stays
+    provisional (booked little ahead): if it splits, the sites moving together would carry a
+    clock their strangers booked far ahead."""
+    answered = [s for s in direct if s.headers is not None]
+    if len(answered) == len(direct) or any(s.headers.cdn is None for s in answered if s.headers):
+        return False
+    backends = _backends(answered)
+    return not (len(backends) == 1 and len(backends[0][1]) == len(answered))
 
 
 def _chose(holders: list[SiteFacts]) -> bool:
