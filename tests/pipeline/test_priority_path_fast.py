@@ -5,7 +5,9 @@ already holds; priority changes the order, never the spacing."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from lane_harness import Lanes, allow_all
@@ -34,7 +36,9 @@ def _url(path: str, lane: UrlLane = UrlLane.DISCOVERY) -> NewUrl:
     return NewUrl(f"http://a.test{path}", f"http://a.test{path}", "a.test", 1, 0, lane)
 
 
-async def test_a_fresh_link_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def _backlog(tmp_path: Path) -> AsyncIterator[tuple[Lanes, Feeder]]:
+    """Lanes and their feeder's refills, with a.test holding 500 URLs in the store."""
     h = Lanes(load(None, FAST), tmp_path, allow_all)
     h.start()
     feeder = Feeder(
@@ -53,6 +57,15 @@ async def test_a_fresh_link_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
         store = h.frontier.store
         store.add_sites(["a.test"], SiteState.SEED, h.timer.now())
         store.write_batch([_url(f"/old/{n}") for n in range(500)], [], [], h.timer.now())
+        yield h, feeder
+    finally:
+        refills.cancel()
+        await asyncio.gather(refills, return_exceptions=True)
+        await h.close()
+
+
+async def test_a_fresh_link_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
+    async with _backlog(tmp_path) as (h, feeder):
         lane = new_lane("a.test", h.config, start=h.timer.now())
         lane.origin_status = OriginStatus.RESOLVED
         h.sites["a.test"] = lane
@@ -83,10 +96,6 @@ async def test_a_fresh_link_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
         assert len(lane.queue) >= held - 10  # the backlog it held is still there, behind
         starts = [t for t, _url in pages]
         assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))
-    finally:
-        refills.cancel()
-        await asyncio.gather(refills, return_exceptions=True)
-        await h.close()
 
 
 async def test_an_operators_recrawl_overtakes_a_500_url_backlog(tmp_path: Path) -> None:
@@ -99,24 +108,8 @@ async def test_an_operators_recrawl_overtakes_a_500_url_backlog(tmp_path: Path) 
     from courtier.pipeline.lanes.controls import Controls
     from courtier.url import parse_url
 
-    h = Lanes(load(None, FAST), tmp_path, allow_all)
-    h.start()
-    feeder = Feeder(
-        h.config,
-        frontier=h.frontier,
-        sites=h.sites,
-        site_lanes=h.site_lanes,
-        pages=h.pages,
-        discovery=h.discovery,
-        sink=NoSink(),  # type: ignore[arg-type]
-        stats=h.stats,
-        timer=h.timer,
-    )
-    refills = asyncio.create_task(feeder.refill_loop())
-    try:
+    async with _backlog(tmp_path) as (h, feeder):
         store = h.frontier.store
-        store.add_sites(["a.test"], SiteState.SEED, h.timer.now())
-        store.write_batch([_url(f"/old/{n}") for n in range(500)], [], [], h.timer.now())
         controls = Controls(h.config, h.frontier, h.seed, h.timer, h.stats)
         await h.frontier.call(controls.load)
         controls.wire(h.pages, feeder, PinnedOrigins())  # type: ignore[arg-type]
@@ -147,7 +140,3 @@ async def test_an_operators_recrawl_overtakes_a_500_url_backlog(tmp_path: Path) 
         assert len(lane.queue) >= held - 10  # the backlog it held is still there, behind
         starts = [t for t, _u in pages]
         assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))
-    finally:
-        refills.cancel()
-        await asyncio.gather(refills, return_exceptions=True)
-        await h.close()
