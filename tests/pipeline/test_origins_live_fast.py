@@ -17,6 +17,7 @@ from courtier.pipeline.lanes.origins_live import RELEASE_SLICE, LiveOrigins, inf
 from courtier.pipeline.lanes.site import OriginStatus, SiteLane
 from courtier.pipeline.stats import CrawlStats
 from courtier.politeness.backoff import BackoffParams, after_response
+from courtier.politeness.gcra import Slot
 
 
 class FlakyDns:
@@ -229,25 +230,33 @@ async def test_one_unanswered_seed_host_does_not_hold_every_other_site(monkeypat
     assert {lanes[f"t{i}.test"].origin for i in range(4)} == {"addr:10.0.0.5"}
 
 
-async def test_sites_moving_together_carry_the_old_clock_whole_and_a_lone_one_its_share() -> None:
+async def test_sites_moving_together_carry_their_own_bookings_of_the_old_clock() -> None:
     """A platform's tenants regrouped by their headers (addr -> hdr) still have every slot
-    they booked on the old key to start: the new key takes the old clock whole (capping it
-    let a platform's tenants go over budget). A stranger split off a CDN edge alone brings
-    only what its own requests spent."""
-    lanes = [SiteLane(h, h) for h in ("t1.test", "t2.test", "t3.test", "s.test")]
+    they booked on the old key to start: the new key's clock is raised past the latest of
+    them, whichever tenant booked it. Bookings of sites not moving with them (strangers of a
+    CDN edge, split off alone) are not theirs: carried, they stalled the tenants 10 s. A
+    stranger split off alone brings only what its own requests spent; so does a group one
+    of whose sites has no lane here (another worker's bookings cannot be seen): then the old
+    clock is carried whole."""
+    lanes = [SiteLane(h, h) for h in ("t1.test", "t2.test", "t3.test", "s.test", "u.test")]
     for lane in lanes:
         lane.origin, lane.origin_status = "old", OriginStatus.RESOLVED
+    lanes[1].sched.slot = Slot(start=3.0, deadline=3.5, keys=("origin:old",), cost=2.0)
+    lanes[2].sched.slot = Slot(start=1.0, deadline=1.5, keys=("origin:old",), cost=4.0)
     lanes[3].last_sent, lanes[3].sched.launched, lanes[3].sched.last_cost = 5.0, True, 4.0
     live = _live(OriginInference(FlakyDns(WORLD, {})), WORLD, lanes, lambda lane: None)
     live.per_unit = lambda origin: 0.5
     changes = [OriginChange(f"t{n}.test", "addr:10.0.0.5", "hdr:plinth") for n in (1, 2, 3)]
     changes.append(OriginChange("s.test", "cname:edge.test", "site:s.test"))
+    changes += [OriginChange(h, "addr:10.0.0.9", "hdr:far") for h in ("u.test", "gone.test")]
     assignments = {c.site: Assignment(c.site, c.new, 0.9, ()) for c in changes}
     await live._apply(InferenceResult(assignments, tuple(changes), {}, 0))
     clocks = live.clocks
-    assert clocks.caps["origin:hdr:plinth"] is None  # type: ignore[attr-defined]
+    assert clocks.caps["origin:hdr:plinth"] == 4.0  # type: ignore[attr-defined]
+    assert Counter(new for _old, new in clocks.carried)["origin:hdr:plinth"] == 2  # type: ignore[attr-defined]
     assert clocks.caps["origin:site:s.test"] == 7.0  # type: ignore[attr-defined]
-    assert [lane.origin for lane in lanes] == ["hdr:plinth"] * 3 + ["site:s.test"]
+    assert clocks.caps["origin:hdr:far"] is None  # type: ignore[attr-defined]
+    assert [lane.origin for lane in lanes] == ["hdr:plinth"] * 3 + ["site:s.test", "hdr:far"]
 
 
 async def test_an_older_result_applied_late_never_moves_a_site_back() -> None:

@@ -9,10 +9,9 @@ Rules:
   looked up again (failed hosts together, one re-clustering per batch); if it still fails
   but the guard resolves it, it books on the origin of a placed host sharing one of its
   addresses, else alone: never on a second name for a server the inference already
-  named. A crawl without inference
-  books on the origin the address set implies (``guess_origin``). A host the guard refuses
-  books on its site key alone (its fetch is refused anyway). DNS trouble is never "no
-  origin": the site backs off and asks again.
+  named. A crawl without inference books on the origin the address set implies
+  (``guess_origin``). A host the guard refuses books on its site key alone (its fetch is
+  refused anyway). DNS trouble is never "no origin": the site backs off and asks again.
 - Inference is re-run when DNS answers expire, or soon after new evidence: the headers of a
   seed site's first answer (its robots.txt, else its home page; a robots.txt 404 is its
   not-found page) where DNS is indeterminate or may name a CDN edge, and, over https, its
@@ -21,12 +20,11 @@ Rules:
   are re-clustered within ``EVIDENCE_SETTLE``: strangers behind an edge wait that long on one
   shared budget, never minutes.
 - A site whose origin id changes books on the new one, and the new origin's clock is raised
-  to the old one's: a fresh key never lets it start early. Sites moving together from one
-  key to another (a rename, tenants grouped by their headers) carry the old clock whole: its
-  bookings are theirs and still to start. A site moving alone (a stranger split off an edge)
-  carries it capped at what its own requests can have spent there (its last start and its
-  booked slot, each at its cost), and its last request, if recent, is added on top of the
-  new key's bookings: it went to the servers the site moves to.
+  to the old one's, capped at what the sites moving together spent there (their last starts
+  and booked slots at their cost; not other sites' bookings: strangers leaving a CDN edge
+  booked it 10 s ahead, and carried whole that stalled the platform leaving beside them),
+  their recent requests added on top of the new key's bookings (they went to its servers);
+  whole if a site of the group is another worker's (its bookings unseen here).
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
@@ -324,23 +321,26 @@ class LiveOrigins:
         lanes: dict[str, list[SiteLane]] = {}
         for lane in self.sites():
             lanes.setdefault(lane.host, []).append(lane)
-        # Sites moving together from one key to another (a platform renamed, tenants grouped
-        # by their headers) bring every booking of the old key along; a site moving alone (a
-        # stranger split off a CDN edge) brings only its own.
-        # Results are applied in the order their awaits end, not the order they were made (the
-        # seed's, a re-check's, an image host lookup's): a site takes the inference's origin of
-        # now, never an older result's, or it would book on a key its group has left.
+        # Results are applied as their awaits end, not as they were made (the seed's, a
+        # re-check's, an image host's): a site takes the inference's origin of now, never an
+        # older result's, or it would book on a key its group has left.
         inference = self.inference
-        together = Counter((change.old, change.new) for change in result.changes)
+        together: dict[tuple[str | None, str], list[list[SiteLane]]] = {}
+        for c in result.changes:
+            together.setdefault((c.old, c.new), []).append(lanes.get(c.site, []))
+        carried: set[tuple[object, ...]] = set()
         for change in result.changes:
             moving = lanes.get(change.site, [])
             now_origin = (inference and inference.origin_of(change.site)) or change.new
             booked_on = {change.old} | {
                 lane.origin for lane in moving if lane.origin_status is OriginStatus.RESOLVED
             }
-            alone = together[(change.old, change.new)] == 1
-            cap, spent = self._cap(moving, now_origin) if alone else (None, 0.0)
+            cap, spent = self._cap(together[(change.old, change.new)], now_origin)
             for old_origin in sorted(o for o in booked_on if o is not None and o != now_origin):
+                once = (change.old, change.new, old_origin, now_origin)  # the cap is the group's
+                if once in carried:
+                    continue
+                carried.add(once)
                 await self.clocks.carry(origin_key(old_origin), origin_key(now_origin), cap, spent)
                 spent = 0.0  # once
             for lane in moving:
@@ -371,9 +371,9 @@ class LiveOrigins:
         if manual is None:  # nothing inferred: look it up again, as at its start
             lane.origin_status = OriginStatus.UNRESOLVED
             return self._rebook(lane)
-        old = lane.origin
+        old, cap = lane.origin, self._cap([[lane]], manual)
         if old is not None and old != manual:
-            await self.clocks.carry(origin_key(old), origin_key(manual), *self._cap([lane], manual))
+            await self.clocks.carry(origin_key(old), origin_key(manual), *cap)
         lane.origin = manual
         self._rebook(lane)
 
@@ -381,14 +381,15 @@ class LiveOrigins:
         if self.rebook is not None:
             self.rebook(lane)
 
-    def _cap(self, lanes: list[SiteLane], origin: str) -> tuple[float | None, float]:
-        """The latest a site's own requests can have booked its new origin's clock (its last
-        start and its slot on the old key, at their cost there), and its recent spend there."""
-        if self.per_unit is None or not lanes:
+    def _cap(self, group: list[list[SiteLane]], origin: str) -> tuple[float | None, float]:
+        """The latest the requests of sites moving together (each site's lanes) can have booked
+        their new origin's clock (last starts and slots on the old key, at their cost there),
+        and their recent spend there; no cap when a site has no lane here."""
+        if self.per_unit is None or not group or not all(group):
             return None, 0.0
         per_unit, now = self.per_unit(origin), self.timer.now()
         ends, spent = [now], 0.0  # nothing of its own ever booked on the old key: no floor
-        for lane in lanes:
+        for lane in (lane for lanes in group for lane in lanes):
             state = lane.sched
             if state.launched:
                 last = max(lane.last_sent, lane.next_start - lane.interval)
