@@ -1,17 +1,23 @@
 """robots.txt redirects on fake time, as the target's server sees them: a hop to another
 host is a request to that host (its site key, its spacing, its one request in flight, its
 origin), and a hop to a robots.txt whose answer the crawl already has, or is fetching, takes
-it from the one robots.txt cache (RFC 9309: the target's rules apply to the source)."""
+it from the one robots.txt cache (RFC 9309: the target's rules apply to the source). A source
+that takes them so saves the target's answer under its own name: a restart finds both."""
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from lane_harness import Lanes
 
 from courtier.config import load
+from courtier.frontier.base import StoredRobots
+from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.pipeline.answers.robots_fetch import rules_from_stored
+from courtier.pipeline.recovery import adopt_robots, load_inherited
 
 FAST = ["limits.origin.rate=1000", "limits.cdn.rate=1000", "limits.cdn-miss.rate=1000"]
 RULES = b"User-agent: *\nDisallow: /private\n"
@@ -175,3 +181,96 @@ async def test_a_media_hosts_robots_txt_redirect_to_a_seed_site_takes_its_rules(
     assert_spaced(h, "b.test", 1.0)
     assert [p for _t, p in seen_by(h, media)] == ["/robots.txt", "/img/2.jpg"]  # b's rules
     assert h.stats.internal_errors == 0
+
+
+def saved_by_site(h: Lanes) -> dict[str, StoredRobots]:
+    saved: dict[str, StoredRobots] = {}
+    for stored in h.saved_robots:
+        assert stored.site not in saved, f"{stored.site}'s robots.txt saved twice"
+        saved[stored.site] = stored
+    return saved
+
+
+async def test_a_source_taking_a_seed_sites_rules_from_the_cache_saves_them_as_its_own(
+    lanes,
+) -> None:
+    """The source's robots.txt answer is the redirect; its rules are the target's (from the
+    cache, never fetched twice): what is saved under the source is the target's answer, so
+    a restart rebuilds the same rules for it without asking either server."""
+    h = lanes(redirecting({"a.test": "http://b.test/robots.txt"}), "limits.site.rate=1")
+    a = h.site("a.test", ["/", "/private"], origin="o-a")
+    b = h.site("b.test", ["/"], origin="o-b")
+    h.fetcher.delays["http://b.test/robots.txt"] = 0.3  # the source's chain waits on it
+    h.pages.arm(a)
+    h.pages.arm(b)
+    await h.timer.advance(5.0)
+    assert [p for _t, p in seen_by(h, "b.test")] == ["/robots.txt", "/"]
+    saved = saved_by_site(h)
+    assert saved.keys() == {"a.test", "b.test"}
+    source, target = saved["a.test"], saved["b.test"]
+    assert (source.http_status, source.body) == (200, RULES)
+    assert (source.fetched_at, source.expires_at) == (target.fetched_at, target.expires_at)
+    rules = rules_from_stored(source, h.config)
+    assert rules.allows("http://a.test/", "courtier")
+    assert not rules.allows("http://a.test/private", "courtier")
+    assert h.stats.internal_errors == 0
+
+
+async def test_a_media_hosts_redirected_robots_txt_is_saved_under_the_media_host(lanes) -> None:
+    media = "media-a.s3.simstore.test"
+    h = lanes(redirecting({media: "http://b.test/robots.txt"}), "limits.site.rate=1")
+    h.pages.arm(h.site("b.test", ["/"], origin="o-b"))
+    h.media.offer(f"http://{media}/img/2.jpg", "b.test")
+    await h.timer.advance(5.0)
+    saved = saved_by_site(h)
+    assert saved[media].body == saved["b.test"].body == RULES
+    assert saved[media].expires_at == saved["b.test"].expires_at
+
+
+async def test_a_restart_asks_neither_robots_txt_of_a_redirect_again(tmp_path: Path) -> None:
+    """Run 1 crawls a source whose robots.txt redirects to a seed site's, and is killed; run
+    2 reads the answers run 1 saved (as ``recovery`` does) and neither server is asked for
+    its robots.txt again. A run 2 that knows only the target's answer (run 1 killed before
+    the source's was saved, or a store from before the source's was saved at all) saves it
+    for the source when the source's chain reaches it."""
+    config = load(None, [*FAST, "limits.site.rate=1"])
+    script = redirecting({"a.test": "http://b.test/robots.txt"})
+    store = SqliteFrontier(tmp_path / "kept.sqlite3")
+
+    async def run(name: str, adopted: set[str]) -> Lanes:
+        """A run on the saved answers of the sites in ``adopted``."""
+        (tmp_path / name).mkdir()
+        h = Lanes(config, tmp_path / name, script)
+        try:
+            sites = {s: h.site(s, ["/", "/x"], origin=f"o-{s}") for s in ("a.test", "b.test")}
+            inherited = load_inherited(store, h.timer.now())
+            robots = {s: v for s, v in inherited.robots.items() if s in adopted}
+            assert robots.keys() == adopted
+            adopt_robots(replace(inherited, robots=robots), config, sites, h.site_lanes, h.media)
+            h.start()
+            for lane in sites.values():
+                h.pages.arm(lane)
+            await h.timer.advance(5.0)
+            assert h.stats.internal_errors == 0
+            return h
+        finally:
+            await h.close()
+
+    first = await run("first", set())
+    store.save_robots(first.saved_robots)
+    assert {s.site for s in first.saved_robots} == {"a.test", "b.test"}
+
+    again = await run("second", {"a.test", "b.test"})
+    for host in ("a.test", "b.test"):
+        assert "/robots.txt" not in [p for _t, p in seen_by(again, host)], host
+    assert again.saved_robots == []
+
+    only_target = await run("third", {"b.test"})
+    paths = [p for _t, p in seen_by(only_target, "a.test")]
+    assert paths[:1] == ["/robots.txt"] and paths.count("/robots.txt") == 1
+    assert "/robots.txt" not in [p for _t, p in seen_by(only_target, "b.test")]
+    [source] = only_target.saved_robots
+    kept = {s.site: s for s in first.saved_robots}["b.test"]
+    assert source.site == "a.test"
+    assert (source.http_status, source.body, source.expires_at) == (200, RULES, kept.expires_at)
+    store.close()

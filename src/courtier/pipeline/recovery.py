@@ -61,7 +61,7 @@ def adopt_robots(
     media: MediaLanes | None,
 ) -> None:
     for site, stored in inherited.robots.items():
-        outcome = site_lanes.outcome_of(site, rules_from_stored(stored, config))
+        outcome = site_lanes.outcome_of(site, rules_from_stored(stored, config), stored)
         lane = sites.get(site)
         if lane is not None:
             site_lanes.adopt(lane, outcome)

@@ -17,6 +17,10 @@ Rules:
 - The answer becomes rules by ``politeness.robots.rules_from_response``: 2xx parsed, 4xx
   allow all, 429, 5xx and no answer disallow all until asked again (at the Retry-After when
   the server gave one, clamped to ``max_retry_after``).
+- A host's entry keeps, beside its rules, the saved answer they were read from (its own, or
+  the one its chain reached): a source whose chain ends in this cache saves that answer under
+  its own name too (``LaneKindBase.fetch_rules``), so a restart finds the source's rules in
+  the store and does not ask its robots.txt again while they are fresh.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ RulesOf = Callable[[str], Awaitable[RobotsRules | None]]
 @dataclass(slots=True)
 class _Entry:
     rules: RobotsRules | None = None
+    answer: StoredRobots | None = None
+    """The saved answer ``rules`` were read from (None: not saved, e.g. not redactable)."""
     fetching: bool = False
     waiters: list[Callable[[], None]] = field(default_factory=list)
 
@@ -90,10 +96,22 @@ class RobotsCache:
         waiters, entry.waiters = entry.waiters, []
         return waiters
 
-    def store(self, site: str, rules: RobotsRules) -> list[Callable[[], None]]:
+    def store(
+        self, site: str, rules: RobotsRules, answer: StoredRobots | None = None
+    ) -> list[Callable[[], None]]:
+        """``site``'s rules are in, with the saved answer they were read from (None: none
+        was saved); the waiters to wake."""
         entry = self._entries.setdefault(site, _Entry())
-        entry.rules = rules
+        entry.rules, entry.answer = rules, answer
         return self.unclaim(site)
+
+    def answer(self, site: str, rules: RobotsRules) -> StoredRobots | None:
+        """The saved answer ``site``'s ``rules`` were read from, while they are its rules
+        (None: none was saved, or the site has other rules now)."""
+        entry = self._entries.get(site)
+        if entry is None or entry.rules is not rules:
+            return None
+        return entry.answer
 
     def fetching(self, site: str) -> bool:
         entry = self._entries.get(site)

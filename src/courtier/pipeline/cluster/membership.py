@@ -135,8 +135,9 @@ class Cluster:
         for lane in self.seed.take(sites, fence, sizes):
             self.held_hosts.add(lane.host)
             if lane.site in stored:
-                rules = rules_from_stored(stored[lane.site], self.config)
-                self.site_lanes.adopt(lane, self.site_lanes.outcome_of(lane.site, rules))
+                saved = stored[lane.site]
+                rules = rules_from_stored(saved, self.config)
+                self.site_lanes.adopt(lane, self.site_lanes.outcome_of(lane.site, rules, saved))
             self.site_lanes.request_refill(lane)
         self.stats.shards_taken += 1
         log.info(

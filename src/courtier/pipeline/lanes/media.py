@@ -308,7 +308,7 @@ class MediaLanes(LaneKindBase):
         """A media host's robots.txt rules are in (fetched now, or saved by an earlier run)."""
         host = self.hosts.setdefault(site, MediaHost())
         host.crawl_delay, host.suspended_reason = outcome.crawl_delay, outcome.refusal
-        self.rules_ready(site, outcome.rules)
+        self.rules_ready(site, outcome)
 
     async def _fetch(
         self,

@@ -278,7 +278,7 @@ class SiteLanes(LaneKindBase):
         lane.crawl_delay = outcome.crawl_delay
         # The robots.txt request itself counts: the first page waits a full Crawl-delay.
         lane.hold_start(lane.last_sent + lane.interval)
-        self.rules_ready(lane.site, outcome.rules)
+        self.rules_ready(lane.site, outcome)
 
     async def _page(
         self,

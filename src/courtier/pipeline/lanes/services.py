@@ -11,12 +11,16 @@ Every robots.txt answer (each redirect hop's too) is redacted as any other text 
 archived as a ``response`` record (``keeping.keeper``) before its rules are read: the
 archive shows what the crawl obeyed. It gets no ``documents.jsonl`` record. The rules come
 from the body as received; the store keeps the redacted body (nothing unredacted is written
-anywhere), which a restart reads its rules from.
+anywhere), which a restart reads its rules from. A site whose chain ends in the robots.txt
+cache (a redirect to another host's robots.txt) saves, under its own name, the answer that
+host's rules were read from (``RobotsCache.answer``): the target's rules are the source's
+(RFC 9309), and a restart must find them without asking the source's robots.txt again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -95,6 +99,8 @@ class RobotsOutcome:
     """Seconds to honour (0: none)."""
     refusal: str | None
     """Why the host is not crawled at all (a Crawl-delay beyond the crawl's maximum)."""
+    saved: StoredRobots | None = None
+    """The answer saved for the host that ``rules`` were read from (None: none was saved)."""
 
 
 def context_of(
@@ -205,9 +211,14 @@ class LaneKindBase:
             sent = await hops.send(target, n, get)
             return None if sent is None else await self._keep(sent, target.site, kept)
 
+        reached: list[str] = []  # the site whose rules, from the cache, end the chain
+
         async def rules_of(target: str) -> RobotsRules | None:
             release()
-            return await hops.rules_of(work.site, target)
+            rules = await hops.rules_of(work.site, target)
+            if rules is not None:
+                reached.append(target)
+            return rules
 
         final = await follow_robots(
             answer, url.fetch_url, hop, self.follow_robots_redirect, rules_of
@@ -220,10 +231,15 @@ class LaneKindBase:
                 wake()
             return None
         if isinstance(final, RobotsRules):
-            # Another host's rules, as the cache has them (that host saved its own answer;
-            # after a restart the source asks its robots.txt again and is led there).
+            # Another host's rules, as the cache has them: the answer they were read from is
+            # saved under the source too, so a restart finds the source's rules (not saved:
+            # the target's answer was not either, and both are asked again after a restart).
+            stored = self.robots.answer(reached[-1], final) if reached else None
+            saved = None if stored is None else dataclasses.replace(stored, site=work.site)
+            if saved is not None:
+                await self.save_robots(saved)
             self.stats.robots[final.status.value] += 1
-            return self.outcome_of(work.site, final)
+            return self.outcome_of(work.site, final, saved)
         now = self.timer.now()
         rules = await self._rules_of(final, now)
         if rules is None:  # the pool closed under us: the crawl is stopping
@@ -232,11 +248,13 @@ class LaneKindBase:
             return None
         result = final.result
         body = b"" if result is None else self._stored_body(result, kept)
+        saved = None
         if body is not None:
             status = None if result is None else result.status
-            await self.save_robots(StoredRobots(work.site, status, body, now, rules.expires_at))
+            saved = StoredRobots(work.site, status, body, now, rules.expires_at)
+            await self.save_robots(saved)
         self.stats.robots[rules.status.value] += 1
-        return self.outcome_of(work.site, rules)
+        return self.outcome_of(work.site, rules, saved)
 
     async def _keep(self, answer: Answer, site: str, kept: dict[int, Kept | None]) -> Answer:
         """``answer``, redacted and archived first (see the module docs), what was kept put
@@ -284,15 +302,18 @@ class LaneKindBase:
             return unparsed_rules(answer, now, self.config)
         return rules
 
-    def outcome_of(self, site: str, rules: RobotsRules) -> RobotsOutcome:
-        """What the rules mean for the host: its Crawl-delay, or why it is not crawled."""
+    def outcome_of(
+        self, site: str, rules: RobotsRules, saved: StoredRobots | None = None
+    ) -> RobotsOutcome:
+        """What the rules mean for the host: its Crawl-delay, or why it is not crawled
+        (``saved``: the answer saved for the host that the rules were read from)."""
         delay, refusal = crawl_delay_verdict(
             rules.crawl_delay(self.token), self.config.robots.max_crawl_delay
         )
         if refusal is not None:
             self.stats.refused[refusal] += 1
             log.warning("%s is not crawled this run: %s", site, refusal)
-        return RobotsOutcome(rules, delay or 0.0, refusal)
+        return RobotsOutcome(rules, delay or 0.0, refusal, saved)
 
     def rules_for(
         self, site: str, scheme: str, now: float, wake: Callable[[], None]
@@ -309,6 +330,8 @@ class LaneKindBase:
             return Wait(rules.expires_at)
         return rules
 
-    def rules_ready(self, site: str, rules: RobotsRules) -> None:
-        for wake in self.robots.store(site, rules):
+    def rules_ready(self, site: str, outcome: RobotsOutcome) -> None:
+        """``site``'s rules are in the cache, with the answer they were read from (a chain
+        that reaches them saves it under its own site too)."""
+        for wake in self.robots.store(site, outcome.rules, outcome.saved):
             wake()
