@@ -875,6 +875,9 @@ class CrawlRun:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     """Per site (``host:port``): the latency the crawler measured for each answer (request
     headers sent to response headers read), which its latency feedback acts on."""
+    starved: float = 0.0
+    """Seconds the crawl's event loop was ready to run but the machine gave it no CPU (other
+    processes had it): a busy machine's evidence, read from the kernel (``cpu_wait``)."""
 
     @property
     def stop_starting(self) -> float:
@@ -935,13 +938,13 @@ async def crawl(
     )
     watcher = asyncio.create_task(_stop_once(engine, until)) if until is not None else None
     with RssSampler() as sampler:
-        started = time.monotonic()
+        started, waited = time.monotonic(), cpu_wait()
         try:
             stats = await engine.run()
         finally:
             if watcher is not None:
                 watcher.cancel()
-        wall = time.monotonic() - started
+        wall, starved = time.monotonic() - started, cpu_wait() - waited
     return CrawlRun(
         stats,
         duration,
@@ -953,7 +956,17 @@ async def crawl(
         resolver,
         config,
         dict(latencies.by_site),
+        starved,
     )
+
+
+def cpu_wait() -> float:
+    """Seconds this thread has been ready to run but waiting for a CPU (Linux's schedstat:
+    other processes had the machine); 0 where the kernel does not say."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 async def _stop_once(engine: Engine, until: Callable[[], bool]) -> None:
@@ -1031,7 +1044,8 @@ def pace(web: HostileWeb, host: str, run: CrawlRun, rate: float = RATE) -> Pace:
         return Pace(host, 0, granted * run.duration, 0, math.inf, took, measured)
     until = run.stop_starting
     got = sum(1 for t in times if t <= until)
-    expected = granted * max(0.0, until - times[0])
+    # Time the loop waited for a CPU others held is time no crawler could use.
+    expected = granted * max(0.0, until - times[0] - run.starved)
     return Pace(host, got, expected, len(times), web.min_gap(host), took, measured)
 
 
@@ -1061,6 +1075,7 @@ def check_pace(
     paces = [pace(web, host, run) for host in hosts]
     described = "; ".join(str(p) for p in paces)
     described += f"; requests stamped after a server stall: {len(web.stalls())}"
+    described += f"; the crawl waited {run.starved:.2f} s for a CPU others held"
     assert all(p.min_gap >= INTERVAL - TOLERANCE for p in paces), described
     short = [p for p in paces if p.share < PACE]
     if not short:

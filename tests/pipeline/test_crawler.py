@@ -315,9 +315,14 @@ async def test_a_site_with_limits_of_its_own_is_crawled_at_them(tmp_path, loopba
     from its first request on, and keeps it after its answers were good; the others keep
     theirs."""
     crawler = make_crawler(
-        tmp_path, loopback_web, duration=4.0, overrides=("site:a.test => rate=2",)
+        tmp_path, loopback_web, duration=20.0, overrides=("site:a.test => rate=2",)
     )
-    await crawler.run()
+    # Stopped once both sites were asked often enough to show their spacing (a loaded
+    # machine takes longer to get there; an idle one waits for nothing).
+    await run_until(
+        crawler,
+        lambda: len(loopback_web.paths("a.test")) >= 4 and len(loopback_web.paths("b.test")) >= 4,
+    )
     assert len(loopback_web.paths("a.test")) >= 4
     assert loopback_web.min_gap("a.test") >= 0.5 - TOLERANCE
     assert loopback_web.min_gap("b.test") < 0.5 - TOLERANCE
