@@ -48,6 +48,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "render", "courtier.cli.render", "render one page in headless Chromium, as a crawl would"
     ),
+    Command("fetch", "courtier.cli.fetch", "fetch one URL as a crawl would; show every step"),
+    Command("parse", "courtier.cli.parse", "read a saved page (or a URL) as a crawl; run the hook"),
     Command("origins", "courtier.cli.origins", "which sites share servers (origins) and why"),
     Command("rank", "courtier.cli.rank", "rank the host graph; promote horizon hosts to the seed"),
     Command("seed", "courtier.cli.seed", "request hosts, flag critical pages, list the seed"),

@@ -37,10 +37,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run PageRank over the host graph in the frontier store (trust flows "
         "from the seed only) and print the top hosts. With --promote K, up to K horizon "
         "hosts that pass the promotion rules (linked from at least 2 seed hosts of 2 "
-        "domains) enter the seed; the crawl fetches them from its next start.",
+        "domains) enter the seed; a running crawl fetches them within seconds.",
     )
     parser.add_argument(
-        "--store", required=True, metavar="PATH", help="the crawl's frontier store (SQLite)"
+        "--store", required=True, metavar="PATH", help="the crawl's store: a SQLite file or a PostgreSQL URL"
     )
     parser.add_argument(
         "--promote", type=_count, default=0, metavar="K", help="promote up to K horizon hosts"

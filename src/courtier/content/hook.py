@@ -20,6 +20,9 @@ Rules:
   ``hook-not-json``, ``hook-too-large``) and no ``hook`` field; the crawl counts them by kind.
 - What reaches the document is the result after a round trip through JSON: plain values
   only, so it always pickles back to the crawl's process.
+- A debugging command (``courtier parse``, ``courtier fetch --hook``) runs the hook in its own
+  process and wants more than the one-line ``hook_error``: inside ``tracing_hooks()`` the
+  traceback of each exception a hook raised is kept too (a crawl's workers never ask).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import re
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from types import FrameType
@@ -51,6 +56,10 @@ HOOK_ERRORS: Final = (
     "hook-not-json",
     "hook-too-large",
 )
+
+
+_TRACES: ContextVar[list[str] | None] = ContextVar("courtier_hook_traces", default=None)
+"""Where ``run_hook`` keeps the tracebacks of hook errors (None: nobody asked)."""
 
 
 class HookError(Exception):
@@ -132,6 +141,18 @@ def _budget(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextlib.contextmanager
+def tracing_hooks() -> Iterator[list[str]]:
+    """Within the block, the traceback of every exception a hook raises (``hook-error``) is
+    appended to the list given, in this thread (a debugging command's, not a crawl's)."""
+    traces: list[str] = []
+    token = _TRACES.set(traces)
+    try:
+        yield traces
+    finally:
+        _TRACES.reset(token)
+
+
 def run_hook(spec: str, page: HookPage, timeout: float) -> tuple[dict[str, Any] | None, str | None]:
     """(the hook's fields, None) or (None, why it gave none: its kind first)."""
     try:
@@ -144,6 +165,10 @@ def run_hook(spec: str, page: HookPage, timeout: float) -> tuple[dict[str, Any] 
     except _HookTimeout:
         return None, f"hook-timeout: over {timeout:g} s"
     except Exception as exc:
+        traces = _TRACES.get()
+        if traces is not None:  # from the hook's own frame on
+            frames = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+            traces.append("".join(traceback.format_exception(type(exc), exc, frames)))
         return None, f"hook-error: {type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
     if not isinstance(result, dict) or not all(isinstance(key, str) for key in result):
         return None, f"hook-not-dict: returned {type(result).__name__}"

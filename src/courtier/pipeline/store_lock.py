@@ -11,6 +11,9 @@ Rules:
   stop. A new crawl that finds ``running`` in an unlocked file knows the last run did not
   stop cleanly (``previous_run_crashed``): its clocks were not saved at the end, so the
   engine rebuilds them conservatively.
+- ``running_crawl`` tells who runs a crawl on a store without taking the lock (a lock taken
+  only to look would refuse a crawl starting at that moment): the file's ``running`` record,
+  whose process still runs on this machine (another machine's cannot be checked: it counts).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 from typing import IO, Any
+
+from courtier.runtime.processes import running
 
 
 class StoreBusy(RuntimeError):
@@ -92,3 +97,21 @@ def _describe(holder: dict[str, Any]) -> str:
         f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')} "
         f"({holder.get('command')})"
     )
+
+
+def running_crawl(store_path: Path) -> str | None:
+    """Who runs a crawl on the store now, as ``StoreBusy`` names it; None when no crawl
+    does, as far as the lock file and this machine tell (see the module's rules)."""
+    path = store_path.with_name(store_path.name + ".lock")
+    try:
+        holder = _read(path.read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    if holder.get("state") != "running":
+        return None
+    pid = holder.get("pid")
+    if holder.get("host") == socket.gethostname() and (
+        not isinstance(pid, int) or not running(pid)
+    ):
+        return None  # a crawl that did not stop cleanly: nobody holds the store now
+    return _describe(holder)
