@@ -527,7 +527,7 @@ def before(text: str) -> tuple[str | None, float]:
     sample = text[: language.LANGUAGE_CHARS]
     if sum(map(str.isalpha, sample)) < 20:
         return None, 0.0
-    code, score = language._identifier().classify(sample)
+    code, score = language.identifier().classify(sample)
     if score < 0.5 or code == language.NO_LANGUAGE:
         return None, round(float(score), 3)
     return str(code), round(float(score), 3)
