@@ -44,6 +44,7 @@ from selectolax.lexbor import LexborHTMLParser
 from courtier.simweb.audit import AuditReport, OriginFigures, audit_records
 from courtier.simweb.log import read_log
 from courtier.simweb.process import SERVER_NICE, SimWebProcess
+from courtier.simweb.latency import REAL_WEB
 from courtier.simweb.world import SIZE_PRESETS, WorldParams, params_for_total
 
 BENCH = Path(__file__).resolve().parent
@@ -52,10 +53,19 @@ SAMPLE = 0.25
 
 
 def world_params(
-    size: str = "demo", sites: int | None = None, page_bytes: int | None = None, seed: int = 1
+    size: str = "demo",
+    sites: int | None = None,
+    page_bytes: int | None = None,
+    seed: int = 1,
+    latency: str = "loopback",
 ) -> WorldParams:
-    """The world `courtier demo --size SIZE [--sites N] [--page-bytes B] --seed S` crawls."""
+    """The world `courtier demo --size SIZE [--sites N] [--page-bytes B] --seed S` crawls;
+    with `latency="real"`, its sites answer after the real web's latencies (`REAL_WEB`)."""
     params = dataclasses.replace(SIZE_PRESETS[size], seed=seed)
+    if latency == "real":
+        params = dataclasses.replace(params, **REAL_WEB)
+    elif latency != "loopback":
+        raise ValueError(f"latency: 'real' or 'loopback', not {latency!r}")
     if sites is not None:
         params = params_for_total(params, sites)
     if page_bytes is not None:

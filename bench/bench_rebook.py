@@ -8,6 +8,10 @@ the audit's violations.
     python bench/bench_rebook.py --size web --sites 2000 --page-bytes 6000 --duration 60 \
         --store sqlite postgresql --workers 1 2 --runs 3      # a worker's CPU on either store
 
+Sites answer after the real web's latencies by default (`--latency real`, docs/simweb.md: a
+median of 350 ms, a tail to 4 s, 1% of sites hanging now and then); `--latency loopback`
+answers as fast as the machine does (every figure in docs/benchmarks.md before 2026-12-07).
+
 Each run starts a fresh simulated web in its own process and runs `courtier crawl` against it
 in another (the command `courtier demo` runs, with the same world), so the crawler's CPU time
 is its own: the `courtier crawl` process and its parse workers, never the simulated web.
@@ -52,6 +56,13 @@ def main() -> int:
     parser.add_argument("--sites", type=int, default=500, help="seed sites (0: the preset's)")
     parser.add_argument("--page-bytes", type=int, default=300_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--latency",
+        choices=("real", "loopback"),
+        default="real",
+        help="real: sites answer after the real web's latencies (median 350 ms, a tail to 4 s, "
+        "1%% of sites hanging now and then); loopback: as fast as the machine answers",
+    )
     parser.add_argument("--duration", type=float, default=40.0)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument(
@@ -70,7 +81,9 @@ def main() -> int:
         "--workers", type=int, nargs="+", default=[1], help="workers on a PostgreSQL store"
     )
     args = parser.parse_args()
-    params = world_params(args.size, args.sites or None, args.page_bytes, args.seed)
+    params = world_params(
+        args.size, args.sites or None, args.page_bytes, args.seed, args.latency
+    )
     variants = [
         (store, workers)
         for store in args.store

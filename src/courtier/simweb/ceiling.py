@@ -10,7 +10,8 @@ Rules (server side, the world's ground truth; see docs/simweb.md, "The ceiling")
   horizon and farm hosts are not the crawl's.
 - Per origin, its rate while it has work is `min(budget, Σ site limit × site cost)`:
   - a site's limit, in requests per second, is `1 / max(site interval, Crawl-delay, the gap
-    under which the site answers 429)`;
+    under which the site answers 429, its mean answer time)`: one request at a time, a site
+    answering in 2 s is asked every 2 s at most (`latency.mean_answer_time`; 0 at loopback);
   - a site's cost is the mean world `request_cost` of the requests it received, else the
     origin's mean, else the run's, else 2 (a detail page);
   - CDN and image-service cache misses charged to the origin are no site's requests, so no
@@ -53,6 +54,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from courtier.simweb.latency import mean_answer_time
 from courtier.simweb.log import RequestRecord
 from courtier.simweb.world import FUZZ_KINDS, Behaviour, Site, SiteKind, World, request_cost
 
@@ -328,8 +330,9 @@ def _kind(sites: Sequence[Site]) -> str:
 
 
 def _site_limit(world: World, site: Site, site_interval: float) -> float:
-    """Requests per second the site accepts: its interval, Crawl-delay or 429 gap, the longest."""
-    gap = max(site_interval, site.crawl_delay or 0.0)
+    """Requests per second the site accepts: its interval, Crawl-delay or 429 gap, or (one
+    request at a time) its mean answer time in a world with latencies, the longest."""
+    gap = max(site_interval, site.crawl_delay or 0.0, mean_answer_time(world.params, site))
     if site.behaviours & _RATE_LIMITED:
         gap = max(gap, world.params.rate_limit_gap)
     return 1.0 / gap if gap > 0 else float("inf")

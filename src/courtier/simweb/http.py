@@ -40,6 +40,7 @@ from aiohttp.web_response import StreamResponse
 from courtier.simweb import news
 from courtier.simweb.behaviours import SiteTraffic, decide
 from courtier.simweb.catalogue import HTML, TEXT, Page
+from courtier.simweb.latency import AnswerTimes
 from courtier.simweb.layers import brand_headers, edge_error, front_headers
 from courtier.simweb.layers import edge_headers as cdn_edge_headers
 from courtier.simweb.log import RequestLog, RequestRecord
@@ -68,6 +69,8 @@ from courtier.simweb.world import (
 )
 
 Clock = Callable[[], float]
+MAX_CONNECTIONS_KEPT = 100_000
+"""Client addresses remembered to tell a connection's first request (then forgotten)."""
 SHUTDOWN_SECONDS = 1.0
 CANARY_BODY = b"canary: this address is outside the crawl's allowed net\n"
 _STANDALONE_SERVERS = ("Apache/2.4.58", "nginx/1.24.0", "Caddy", "lighttpd/1.4.73")
@@ -144,6 +147,8 @@ class SimHttp:
             slot: (edge, i) for edge in world.cdn_edges for i, slot in enumerate(edge.slots)
         }
         self._responses = 0  # answers given: the counter per-answer header values come from
+        self._answer_times = AnswerTimes(world.params)
+        self._connections: set[object] = set()
         self._servers: list[asyncio.Server] = []
         self._handlers: list[web.Server] = []
 
@@ -178,7 +183,8 @@ class SimHttp:
             if arrived_after >= start:
                 arrived_after = None
         host_header = request.headers.get("Host", "")
-        answer = await self._answer(slot, host_header, request.raw_path, start)
+        first = self._first_on_connection(request)
+        answer = await self._answer(slot, host_header, request.raw_path, start, first)
         page = revalidated(
             answer.page,
             request.headers.get("If-None-Match"),
@@ -214,9 +220,25 @@ class SimHttp:
             )
         return response
 
-    async def _answer(self, slot: int, host_header: str, target: str, start: float) -> _Answer:
+    def _first_on_connection(self, request: BaseRequest) -> bool:
+        """Whether ``request`` is the first of its connection (told by the client's address
+        and port: a port used again after its connection closed reads as the same one)."""
+        if not self._answer_times.on:
+            return False
+        transport = request.transport
+        peer = None if transport is None else transport.get_extra_info("peername")
+        if peer is None or peer in self._connections:
+            return False
+        if len(self._connections) > MAX_CONNECTIONS_KEPT:
+            self._connections.clear()
+        self._connections.add(peer)
+        return True
+
+    async def _answer(
+        self, slot: int, host_header: str, target: str, start: float, first: bool = False
+    ) -> _Answer:
         self._responses += 1
-        answer = await self._origin_answer(slot, host_header, target, start)
+        answer = await self._origin_answer(slot, host_header, target, start, first)
         edge = self._edge_index.get(slot)
         if edge is not None:
             headers = answer.headers
@@ -250,7 +272,7 @@ class SimHttp:
             headers.append(("X-Cache", "MISS"))
 
     async def _origin_answer(
-        self, slot: int, host_header: str, target: str, start: float
+        self, slot: int, host_header: str, target: str, start: float, first: bool
     ) -> _Answer:
         if slot == CANARY_SLOT:
             return _Answer(Page(200, CANARY_BODY, TEXT))
@@ -263,22 +285,23 @@ class SimHttp:
                 page = Page(cdn[0].error_status, edge_error(cdn[0]), HTML)
                 return _Answer(page, [("Server", cdn[0].product)], edge_error=True)
             return _Answer(not_found(None))
-        answer = await self._site_answer(site, host_header, target, start)
+        answer = await self._site_answer(site, host_header, target, start, first)
         if site.front is not None:  # the platform's own front servers and caches
             path = target.partition("?")[0]
             answer.headers.extend(front_headers(site.front, site.host, path, self._responses))
         return answer
 
     async def _site_answer(
-        self, site: Site, host_header: str, target: str, start: float
+        self, site: Site, host_header: str, target: str, start: float, first: bool
     ) -> _Answer:
         traffic = self._traffic.get(site.host)
         if traffic is None:
             traffic = self._traffic[site.host] = SiteTraffic()
         verdict = decide(site, self.world.params, traffic, start, self.started_at)
         traffic.record(start)
-        if verdict.delay > 0:
-            await asyncio.sleep(verdict.delay)
+        delay = self._answer_times.delay(site, verdict.delay, first)
+        if delay > 0:
+            await asyncio.sleep(delay)
         headers = list(self._headers[site.host])
         path, _, query = target.partition("?")
         bucket = _bucket(site, path)

@@ -247,6 +247,7 @@ class Site:
     redirect_to: str | None = None  # every page but robots.txt redirects to this host
     robots_redirect: str | None = None  # robots.txt redirects to this host's robots.txt
     redirect_status: int = 301  # the status of those redirects
+    hangs: bool = False  # with latencies on: now and then answers after `hang_seconds`
 
     @property
     def catalogue(self) -> str:

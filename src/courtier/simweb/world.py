@@ -49,6 +49,7 @@ from urllib.parse import unquote
 import idna
 
 from courtier.simweb import fuzz
+from courtier.simweb.latency import add_latencies
 from courtier.simweb.sites import (
     BRAND_HEADERS,
     CANARY_SLOT,
@@ -191,6 +192,12 @@ class WorldParams:
     news_every: float = 30.0
     # Random hosting topologies (simweb.fuzz); 0 leaves a world as it was before they existed.
     fuzz_sites: int = 0  # seed sites of generated shapes, drawn from the seed
+    # The real web's latencies (simweb.latency); 0 leaves a world answering at loopback speed.
+    latency_median: float = 0.0  # seconds: the median site's base latency
+    latency_spread: float = 0.7  # the log-normal's shape: each site its own band
+    latency_max: float = 4.0  # seconds: no site's base latency is longer
+    hang_share: float = 0.0  # of the seed sites: hang on some requests
+    hang_seconds: float = 30.0  # how long a hanging site takes to answer
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -905,6 +912,11 @@ def build_world(params: WorldParams) -> World:
         raise ValueError("spa_hang must be between 0 and n_spa")
     if params.n_news < 0 or not (math.isfinite(params.news_every) and params.news_every > 0):
         raise ValueError("n_news must not be negative and news_every must be positive seconds")
+    latencies = (params.latency_median, params.latency_spread, params.latency_max)
+    if not all(math.isfinite(x) and x >= 0 for x in (*latencies, params.hang_seconds)):
+        raise ValueError("latencies and hang_seconds must be seconds, not negative")
+    if not 0 <= params.hang_share <= 1:
+        raise ValueError("hang_share must be a share between 0 and 1")
     if params.fuzz_sites and params.fuzz_sites < fuzz.MIN_SITES:
         raise ValueError(f"fuzz_sites must be 0 or at least {fuzz.MIN_SITES}")
     b = _Builder(params)
@@ -925,6 +937,7 @@ def build_world(params: WorldParams) -> World:
     _imgsvc_modes(b)
     _spa(b)  # after the real web's shapes, so their worlds stay as they were too
     _news(b)  # last, so every older world stays as it was
+    add_latencies(b.sites, params)  # draws of its own: no other draw changes
     return World(
         params=params,
         sites=dict(b.sites),
