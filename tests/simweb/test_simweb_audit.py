@@ -133,6 +133,21 @@ def test_duplicates_ignore_query_order_and_retries_after_refusals(world: World) 
     assert report.duplicate_fetches == 2 and report.ok
 
 
+def test_asking_again_for_a_page_the_server_hung_on_is_a_retry(world: World) -> None:
+    """A hanging site still answering a request 20 s on: the crawler gave up and asked again
+    (a retry). Asked again while the first was answered within a second, or after it was
+    answered, it is a duplicate."""
+    host = _plain_site(world)
+    records = [
+        _record(host, "/item/1", T0, end=T0 + 30),
+        _record(host, "/item/1", T0 + 22),  # gave up after 22 s: a retry
+        _record(host, "/item/2", T0 + 1, end=T0 + 1.5),
+        _record(host, "/item/2", T0 + 1.2),  # two at once: a duplicate
+        _record(host, "/item/1", T0 + 40),  # after its answer: a duplicate
+    ]
+    assert audit_records(records, world).duplicate_fetches == 2
+
+
 def test_outside_seed_counts_by_kind_and_media_can_be_allowed(world: World) -> None:
     records = [
         _record(world.popular_horizon_host, "/", T0),

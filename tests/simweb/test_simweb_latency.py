@@ -44,6 +44,7 @@ def test_each_site_draws_a_band_of_its_own_around_the_median_with_a_tail() -> No
     assert not any(s.hangs for s in media)
     slow = world.site_with(Behaviour.SLOW)
     assert slow.latency == SIZE_PRESETS["web"].slow_latency  # a world's own latency is kept
+    assert world.site_with(Behaviour.RISING_LATENCY).latency == 0.0
     again = build_world(dataclasses.replace(SIZE_PRESETS["web"], **REAL))
     assert [s.latency for s in again.sites.values()] == [s.latency for s in world.sites.values()]
 

@@ -41,7 +41,9 @@ Rules (the ground truth is the world, never the crawler's own view):
 - Retry-After: a request to a site that starts after a 429/503 with Retry-After was sent
   (its end) and before that answer's `retry_until`, minus the tolerance.
 - Duplicates: a request for a canonical URL (site, path, query parameters sorted) that had
-  already received a final answer (anything but 429 and 5xx).
+  already received a final answer (anything but 429 and 5xx). One asked again while the
+  server was still answering it after `GAVE_UP_AFTER` seconds (a hanging site the crawler
+  gave up on) is a retry, not a duplicate; two at once are duplicates.
 - `ok` holds the walking-skeleton criteria: no per-site gap under `site_interval - tolerance`,
   no robots violation, no canary hit, no request outside the seed. The other criteria
   (Crawl-delay, Retry-After, origin budget, cache misses, bucket rate, latency feedback,
@@ -101,6 +103,7 @@ EXAMPLES = 10
 WINDOWS = (1.0, 5.0)
 MISS_COST = 1  # a cache miss fetches one image from the customer
 CACHE_KINDS = frozenset({SiteKind.CDN, SiteKind.IMGSVC})
+GAVE_UP_AFTER = 5.0  # seconds a request was unanswered before asking again is a retry
 
 
 @dataclass(frozen=True)
@@ -629,14 +632,21 @@ def _duplicates(
     for host, records in by_site.items():
         if host not in seed:
             continue
-        answered: set[tuple[str, tuple[str, ...]]] = set()
+        answered: dict[tuple[str, tuple[str, ...]], RequestRecord] = {}  # the first answer
         for record in records:
             path, _, query = record.target.partition("#")[0].partition("?")
             key = (path, tuple(sorted(p for p in query.split("&") if p)))
-            if key in answered:
+            first = answered.get(key)
+            if first is not None and not _gave_up_on(first, record):
                 yield Violation("duplicate", host, record.target, record.start)
-            elif record.status != 429 and record.status < 500:
-                answered.add(key)
+            elif first is None and record.status != 429 and record.status < 500:
+                answered[key] = record
+
+
+def _gave_up_on(first: RequestRecord, again: RequestRecord) -> bool:
+    """``again`` asks for what ``first`` was still answering after ``GAVE_UP_AFTER`` seconds:
+    the crawler gave up waiting (a hanging site), so asking again is a retry."""
+    return again.start < first.end and again.start - first.start >= GAVE_UP_AFTER
 
 
 def _criteria(

@@ -9,7 +9,8 @@ Rules (all off when ``WorldParams.latency_median`` is 0: older worlds answer as 
 - Each site draws its base latency once, from a log-normal distribution of median
   ``latency_median`` and shape ``latency_spread``, capped at ``latency_max``; media hosts
   (CDNs, object stores, image services) answer from nearby nodes: ``MEDIA_SHARE`` of it.
-  A site whose latency the world set already (a slow site, a rising-latency one) keeps it.
+  A site whose latency is its behaviour (a slow site, one whose latency rises with load: the
+  audit judges a crawler's latency feedback on it) keeps the world's.
 - A share ``hang_share`` of the seed sites hangs now and then: ``HANG_EVERY``-th request or
   so (drawn) waits ``hang_seconds`` before answering, longer than a crawler should wait.
 - Each answer varies around its site's base by ``JITTER`` either way.
@@ -28,7 +29,7 @@ import random
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Final
 
-from courtier.simweb.sites import MEDIA_KINDS, SEED_KINDS, Site
+from courtier.simweb.sites import MEDIA_KINDS, SEED_KINDS, Behaviour, Site
 
 if TYPE_CHECKING:
     from courtier.simweb.world import WorldParams
@@ -63,7 +64,8 @@ def add_latencies(sites: MutableMapping[str, Site], params: WorldParams) -> None
         base = min(params.latency_max, median * math.exp(params.latency_spread * rng.gauss(0, 1)))
         if site.kind in MEDIA_KINDS:
             base *= MEDIA_SHARE
-        latency = site.latency if site.latency > 0 else round(base, 4)
+        own = site.latency > 0 or Behaviour.RISING_LATENCY in site.behaviours
+        latency = site.latency if own else round(base, 4)
         hangs = site.kind in SEED_KINDS and rng.random() < params.hang_share
         sites[host] = dataclasses.replace(site, latency=latency, hangs=hangs)
 
