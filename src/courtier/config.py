@@ -175,6 +175,19 @@ class FetchSection:
     ca_file: str = ""
     """A PEM file of CA certificates trusted besides the system's (a private or test CA);
     certificates are always verified."""
+    happy_eyeballs_delay: float = 0.25
+    """Seconds before the next of a host's addresses is tried while the last has neither
+    connected nor failed (RFC 8305's Connection Attempt Delay; families interleaved)."""
+    proxy: str = ""
+    """An HTTP CONNECT proxy for every request, "http://[user:password@]host:port"; "" takes
+    HTTPS_PROXY / HTTP_PROXY from the environment, "none" never uses one. The SSRF guard
+    still judges and pins each target (docs/ssrf.md#through-a-proxy)."""
+    no_proxy: tuple[str, ...] = ()
+    """Targets reached directly, besides NO_PROXY's: host names (and their subdomains),
+    addresses, CIDR blocks, or "*"."""
+    proxy_resolves: bool = False
+    """CONNECT names the host rather than its checked address, for a proxy that refuses
+    address CONNECTs: pinning is then the proxy's job."""
 
     @property
     def user_agent(self) -> str:
@@ -673,6 +686,18 @@ def _ca_file(path: str) -> str | None:
     return "not an existing file"
 
 
+def _proxy(url: str) -> str | None:
+    from courtier.net.proxy import proxy_problem
+
+    return None if url.strip().lower() in ("", "none") else proxy_problem(url)
+
+
+def _no_proxy_entry(entry: str) -> str | None:
+    from courtier.net.proxy import no_proxy_problem
+
+    return no_proxy_problem(entry)
+
+
 def _cost_rule(rule: str) -> str | None:
     from courtier.politeness.keys import RequestClass
 
@@ -825,6 +850,12 @@ RULES: dict[type, dict[str, Rule]] = {
             _matching(_MEDIA_TYPE, "not a lower-case media type or prefix"),
         ),
         "ca_file": text('the path of a PEM file of CA certificates, or "" for none', _ca_file),
+        "happy_eyeballs_delay": number(0.01, 60, unit="seconds"),
+        "proxy": text(
+            '"http://[user:password@]host:port", "" (HTTPS_PROXY / HTTP_PROXY) or "none"', _proxy
+        ),
+        "no_proxy": each('host names, addresses, CIDR blocks or "*"', _no_proxy_entry),
+        "proxy_resolves": Rule("true or false"),
     },
     FrontierSection: {
         "surface_levels": each(
@@ -1113,7 +1144,20 @@ SECRETS = frozenset({"control.http_token"})
 
 
 def _shown(path: tuple[str, ...], value: Any) -> Any:
-    return "***" if ".".join(path) in SECRETS and value else value
+    name = ".".join(path)
+    if name == "fetch.proxy":
+        from courtier.net.proxy import redact
+
+        return redact(value)  # the proxy's password, not its address
+    return "***" if name in SECRETS and value else value
+
+
+def _source_shown(name: str, source: Source) -> Source:
+    """A ``-s`` flag that set a secret is shown with the secret hidden, as the value is."""
+    if source.layer != "-s" or (name not in SECRETS and name != "fetch.proxy"):
+        return source
+    value = source.where.partition("=")[2]
+    return Source(source.layer, f"{name}={_shown(tuple(name.split('.')), value)}")
 
 
 def to_toml(resolved: Resolved) -> str:
@@ -1127,7 +1171,8 @@ def to_toml(resolved: Resolved) -> str:
             table = path[:-1]
             lines += ["", f"[{'.'.join(table)}]"] if lines else [f"[{'.'.join(table)}]"]
         name = ".".join(path)
-        lines.append(f"{path[-1]} = {_settings.show(value)}  # {resolved.sources[name]}")
+        source = _source_shown(name, resolved.sources[name])
+        lines.append(f"{path[-1]} = {_settings.show(value)}  # {source}")
     return "\n".join(lines) + "\n"
 
 
@@ -1137,8 +1182,9 @@ def to_json(resolved: Resolved) -> dict[str, Any]:
     the source of every value."""
     document: dict[str, Any] = {
         "$sources": {
-            name: {"layer": source.layer, "where": source.where}
+            name: {"layer": shown.layer, "where": shown.where}
             for name, source in resolved.sources.items()
+            for shown in (_source_shown(name, source),)
         }
     }
     for path, value, _owner, _annotation in _settings.leaves(resolved.config):

@@ -15,6 +15,7 @@ import trustme
 from aiohttp import web
 
 from courtier.config import FetchSection
+from courtier.net.decoding import zstd  # the standard library's or its backport
 from courtier.net.fetch import Fetcher, TimedResolver, request_target, type_allowed
 from courtier.net.guard import Guard
 from courtier.net.policy import AddressPolicy
@@ -28,7 +29,11 @@ LIMIT = 1024 * 1024
 @pytest.fixture(scope="module")
 def bombs() -> dict[str, bytes]:
     zeros = b"\0" * BOMB_SIZE
-    return {"gzip": gzip.compress(zeros, compresslevel=9), "br": brotli.compress(zeros)}
+    return {
+        "gzip": gzip.compress(zeros, compresslevel=9),
+        "br": brotli.compress(zeros),
+        "zstd": zstd.compress(zeros),
+    }
 
 
 @pytest.fixture
@@ -83,7 +88,7 @@ async def test_connect_time_check_refuses_an_ip_literal_the_policy_blocks(server
     assert seen == []
 
 
-@pytest.mark.parametrize("encoding", ["gzip", "br"])
+@pytest.mark.parametrize("encoding", ["gzip", "br", "zstd"])
 async def test_compression_bomb_stops_at_the_decompressed_limit(server, bombs, encoding):
     port, _seen = server
     assert len(bombs[encoding]) < LIMIT < BOMB_SIZE

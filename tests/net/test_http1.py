@@ -15,6 +15,7 @@ import brotli
 import pytest
 
 from courtier.config import FetchSection
+from courtier.net.decoding import zstd  # the standard library's or its backport
 from courtier.net.fetch import Fetcher, FetchResult
 
 Script = Callable[[int, bytes], bytes | None]
@@ -310,11 +311,23 @@ async def test_a_chunked_gzip_bomb_stops_at_the_limit_and_closes():
 
 
 async def test_a_coding_we_never_asked_for_is_an_error_not_the_page():
-    answer = ok(b"(\xb5/\xfd" + b"\0" * 100, b"Content-Encoding: zstd")
+    answer = ok(b"\x1f\x9d" + b"\0" * 100, b"Content-Encoding: compress")
     async with scripted(lambda n, head: answer) as server:
         (result,) = await get(server, "/")
     assert result.status is None and result.body == b""
-    assert "'zstd' coding" in (result.error or "")
+    assert "'compress' coding" in (result.error or "")
+
+
+async def test_a_zstd_body_is_decoded_and_a_corrupt_one_is_an_error():
+    page = b"<html>" + b"zstd, frame by frame " * 500 + b"</html>"
+    answers = [
+        ok(zstd.compress(page[:4000]) + zstd.compress(page[4000:]), b"Content-Encoding: zstd"),
+        ok(b"(\xb5/\xfd" + b"\xff" * 100, b"Content-Encoding: zstd"),
+    ]
+    async with scripted(lambda n, head: answers[n]) as server:
+        good, corrupt = await get(server, "/good", "/corrupt")
+    assert good.status == 200 and good.body == page and good.error is None
+    assert corrupt.status is None and "zstd body is corrupt" in (corrupt.error or "")
 
 
 async def test_a_corrupt_body_is_an_error():
@@ -352,7 +365,7 @@ async def test_the_request_is_one_get_with_our_headers_and_the_callers():
     assert f"Host: s.test:{server.port}" in lines
     assert 'If-None-Match: "abc"' in lines
     assert any(line.startswith("User-Agent: Mozilla/5.0 (compatible; courtier/") for line in lines)
-    assert "Accept-Encoding: gzip, deflate, br" in lines
+    assert "Accept-Encoding: gzip, deflate, br, zstd" in lines
 
 
 async def test_a_header_value_with_a_line_break_is_never_sent():

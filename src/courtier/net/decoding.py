@@ -1,14 +1,20 @@
 """Content-Encoding decoders that never give more than they are asked for.
 
 Rules:
-- ``gzip`` (and ``x-gzip``), ``deflate`` and ``br`` are decoded: the ones the fetcher's
-  ``Accept-Encoding`` names. ``deflate`` is zlib-wrapped by the standard, raw in the wild:
-  the first bytes tell which. No coding (or ``identity``) passes through as it came.
+- ``gzip`` (and ``x-gzip``), ``deflate``, ``br`` and ``zstd`` are decoded: the ones the
+  fetcher's ``Accept-Encoding`` names (``ACCEPT_ENCODING``). ``deflate`` is zlib-wrapped by
+  the standard, raw in the wild: the first bytes tell which. No coding (or ``identity``)
+  passes through as it came.
+- ``zstd`` (RFC 8878) is decoded by the standard library's ``compression.zstd`` (Python
+  3.14) or its backport ``backports.zstd`` (a dependency before 3.14): the one zstd API that
+  bounds a call's output, as zlib's and brotli's do. Frames may follow each other; a frame
+  asking for a window over 8 MiB is refused, as RFC 9659 lets an HTTP client do (and as
+  browsers do), so a hostile frame header cannot make us allocate a large window.
 - Stacked codings (``Content-Encoding: gzip, br``: gzip applied first) are undone in the
   reverse order.
-- Any other coding (``zstd``, ``compress``, a made-up one) is a ``DecodingError`` at the
-  body's first bytes: a body we cannot decode is never kept as if it were the page. Whether
-  some optional module could have decoded it does not matter: we never asked for it.
+- Any other coding (``compress``, a made-up one) is a ``DecodingError`` at the body's first
+  bytes: a body we cannot decode is never kept as if it were the page. Whether some optional
+  module could have decoded it does not matter: we never asked for it.
 - ``decode(data, most)`` returns at most ``most`` bytes plus what one step of the
   decompressor overshoots, so a compression bomb is cut where the body limit stands, before
   it fills memory; the caller stops reading at the limit and never asks again.
@@ -17,10 +23,21 @@ Rules:
 
 from __future__ import annotations
 
+import sys
 import zlib
 from typing import Protocol
 
 import brotli
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+ACCEPT_ENCODING = "gzip, deflate, br, zstd"
+"""The codings the fetcher asks for: exactly the ones decoded here."""
+ZSTD_WINDOW_LOG_MAX = 23
+"""A zstd frame's window is at most 2**23 bytes (8 MiB, RFC 9659 §3)."""
 
 
 class DecodingError(ValueError):
@@ -78,6 +95,40 @@ class _Brotli:
             raise DecodingError(f"the br body is corrupt: {exc}") from None
 
 
+class _Zstd:
+    __slots__ = ("_decompressor",)
+
+    def __init__(self) -> None:
+        self._decompressor = _zstd_decompressor()
+
+    def decode(self, data: bytes, most: int) -> bytes:
+        most = max(1, most)
+        pieces: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                decompressor = self._decompressor
+                if decompressor.eof:  # a frame ended: what follows is the next frame's
+                    data = decompressor.unused_data + data
+                    if not data:
+                        break
+                    decompressor = self._decompressor = _zstd_decompressor()
+                piece = decompressor.decompress(data, most - size)
+                data = b""
+                pieces.append(piece)
+                size += len(piece)
+                if size >= most or not decompressor.eof:
+                    break
+        except zstd.ZstdError as exc:
+            raise DecodingError(f"the zstd body is corrupt: {exc}") from None
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _zstd_decompressor() -> zstd.ZstdDecompressor:
+    window: dict[int, int] = {zstd.DecompressionParameter.window_log_max: ZSTD_WINDOW_LOG_MAX}
+    return zstd.ZstdDecompressor(options=window)
+
+
 class _Refused:
     __slots__ = ("_coding",)
 
@@ -119,4 +170,6 @@ def _one(coding: str) -> Decoder:
         return _Zlib(gzip=False)
     if coding == "br":
         return _Brotli()
+    if coding == "zstd":
+        return _Zstd()
     return _Refused(coding)

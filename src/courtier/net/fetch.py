@@ -4,7 +4,9 @@ Rules:
 - Pinning: the fetcher never resolves a name. It connects only to the addresses the guard
   approved for the request's host (given with the call), and only when the URL's host is
   that host; each address is asked of the address policy again as its socket is made, so
-  nothing connects to an address the policy refuses, whatever path led there.
+  nothing connects to an address the policy refuses, whatever path led there. A host's
+  addresses are raced by Happy Eyeballs, through a CONNECT proxy when one is configured
+  (``courtier.net.connect``, ``courtier.net.proxy``).
 - ``Host``, TLS SNI and certificate checks stay on the hostname (the URL keeps the name).
   Certificates are always verified (system CAs, plus ``fetch.ca_file``); the one an https
   server presented comes back with the result, as evidence for origin inference.
@@ -18,13 +20,15 @@ Rules:
   seconds (``courtier.net.pool``).
 - Redirects are not followed here: the crawler turns a ``Location`` into new work that goes
   through scope, politeness and the guard again.
+- ``Accept-Encoding`` names the codings ``courtier.net.decoding`` decodes (zstd included).
 - Limits: connect (TCP and TLS), read (silence) and total timeouts, header field size and
   count, and a body limit counted after decompression, so a compression bomb stops at the
   limit. With a ``Spool``, a body past its threshold is written to a file as it arrives
   (``courtier.net.spool``).
 - Every failure comes back as a ``FetchResult`` with ``error`` set, never as an exception;
   its first word names the failure's class (``ConnectTimeout``, ``ReadTimeout``,
-  ``ServerDisconnected``, ``ResponseError``, ``ConnectionRefusedError``, ...).
+  ``ServerDisconnected``, ``ResponseError``, ``ConnectionRefusedError``, ``ProxyRefused``,
+  ...).
 
 Why not aiohttp's client: per request it cost 125 us of CPU on loopback where a bare
 protocol needs 40 (py-spy over python bench/bench_rebook.py --sites 2000 --page-bytes 6000
@@ -34,8 +38,9 @@ Latency phases (``FetchResult.phases``, seconds, ``time.perf_counter`` durations
 - ``dns``: the guard's resolution of the host for this request, measured by wrapping the
   guard's resolver in ``TimedResolver`` (the fetcher itself never resolves: it is pinned).
   None for an IP literal, or when the resolver is not wrapped.
-- ``connect``: TCP connect of a new connection; ``tls``: its TLS handshake. Both None when a
-  kept-alive connection was reused (``reused``).
+- ``connect``: TCP connect of a new connection (Happy Eyeballs' wait for the winner and a
+  proxy's tunnel included); ``tls``: its TLS handshake. Both None when a kept-alive
+  connection was reused (``reused``).
 - ``first_byte``: from the request going out to the response's head being read: the
   server's think time plus one round trip.
 - ``total``: ``dns`` (when known) plus the fetch from its start to the last body byte.
@@ -44,7 +49,8 @@ Latency phases (``FetchResult.phases``, seconds, ``time.perf_counter`` durations
 from __future__ import annotations
 
 import asyncio
-import socket
+import logging
+import os
 import ssl
 import time
 from collections.abc import Callable, Mapping
@@ -54,28 +60,37 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from courtier.net.body import BodySink
+from courtier.net.connect import AddressCheck, AddressRefused, Connector, ConnectTimeout
+from courtier.net.decoding import ACCEPT_ENCODING
 from courtier.net.http1 import Http1Connection
 from courtier.net.pool import IDLE_TIMEOUT, MAX_IDLE, ConnectionPool
+from courtier.net.proxy import ProxyRoutes, routes_from
 from courtier.net.resolve import Resolver
 from courtier.net.spool import Body, Spool, SpooledBody
 
 if TYPE_CHECKING:
     from courtier.config import FetchSection
 
-AddressCheck = Callable[[str], bool]
+__all__ = [
+    "AddressCheck",
+    "AddressRefused",
+    "ConnectTimeout",
+    "FetchResult",
+    "Fetcher",
+    "NotPinned",
+    "Phases",
+    "Target",
+    "TimedResolver",
+    "request_target",
+    "type_allowed",
+]
+
+logger = logging.getLogger("courtier.net.fetch")
 DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-class AddressRefused(PermissionError):
-    """The address policy refuses every address the request could go to."""
 
 
 class NotPinned(PermissionError):
     """The URL's host is not the host whose addresses the guard checked."""
-
-
-class ConnectTimeout(TimeoutError):
-    """No connection (TCP and TLS) within the connect timeout."""
 
 
 _RESOLVED: ContextVar[tuple[str, float] | None] = ContextVar("courtier_resolved", default=None)
@@ -154,7 +169,8 @@ class FetchResult:
     """An https server's certificate as ``ssl`` decodes it (verified), for origin evidence."""
     peercert_der: bytes | None = None
     address: str | None = None
-    """The address the request went to: one the guard checked and pinned (``WARC-IP-Address``)."""
+    """The address the request went to: one the guard checked and pinned (``WARC-IP-Address``);
+    None through a proxy that resolves names itself (``[fetch] proxy_resolves``)."""
     phases: Phases = Phases()
     """Where the request's time went: DNS, connect, TLS, first byte, total."""
 
@@ -250,13 +266,21 @@ class Fetcher:
         spool: Spool | None = None,
         *,
         max_idle: int = MAX_IDLE,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        """``max_idle``: kept-alive connections waiting, in all (each an open file)."""
+        """``max_idle``: kept-alive connections waiting, in all (each an open file).
+        ``environ``: where HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read (``os.environ``);
+        a proxy that cannot be used is a ValueError here."""
         self.settings = settings
         self.spool = spool
         """Where bodies past its threshold go (None: every body is held in memory)."""
-        self._address_allowed = address_allowed
-        self._tls: ssl.SSLContext | None = None
+        self.routes: ProxyRoutes = routes_from(
+            settings.proxy,
+            settings.no_proxy,
+            settings.proxy_resolves,
+            os.environ if environ is None else environ,
+        )
+        self._connector = Connector(settings, address_allowed, self.routes)
         self.pool: ConnectionPool[Http1Connection] = ConnectionPool(max_idle=max_idle)
         self._sweeper: asyncio.TimerHandle | None = None
         self._open: set[Http1Connection] = set()
@@ -264,14 +288,22 @@ class Fetcher:
         self._allowed = lambda content_type: type_allowed(content_type, settings.allowed_types)
         self._common = (
             f"User-Agent: {settings.user_agent}\r\nAccept: */*\r\n"
-            "Accept-Encoding: gzip, deflate, br\r\n"
+            f"Accept-Encoding: {ACCEPT_ENCODING}\r\n"
         )
 
     async def __aenter__(self) -> Fetcher:
         # Loading the system's CA certificates takes 100-300 ms: not on the event loop, where
         # origin inference is already asking DNS (a stall seen at 2,000 sites:
         # `python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`).
-        self._tls = await asyncio.to_thread(_tls_context, self.settings.ca_file)
+        self._connector.tls = await asyncio.to_thread(_tls_context, self.settings.ca_file)
+        routes = self.routes
+        for proxy in dict.fromkeys(p for p in (routes.https, routes.http) if p is not None):
+            logger.info(
+                "requests go through the CONNECT proxy %s (%s)%s",
+                proxy.name,
+                proxy.source,
+                ", which resolves names" if routes.resolves else "",
+            )
         self._sweep()
         return self
 
@@ -337,7 +369,9 @@ class Fetcher:
             key = (target.scheme, host, target.port)
             connection = self.pool.take(key, addresses)
             if connection is None:
-                connection, connect, tls = await self._connect(target, addresses, deadline)
+                connection, connect, tls = await self._connector.connect(
+                    target.scheme, host, target.port, addresses, deadline
+                )
             self._open.add(connection)
             waiting = connection.send(request, sink, self._allowed, deadline, settings.read_timeout)
             sent = time.time()
@@ -375,7 +409,7 @@ class Fetcher:
                 headers=response.headers,
                 peercert=connection.peercert,
                 peercert_der=connection.peercert_der,
-                address=connection.address,
+                address=connection.address if connection.address_known else None,
                 phases=Phases(
                     dns,
                     connect,
@@ -405,69 +439,3 @@ class Fetcher:
                     dns, connect, tls, None, time.perf_counter() - started_pc + (dns or 0.0)
                 ),
             )
-
-    async def _connect(
-        self, target: Target, addresses: tuple[str, ...], deadline: float
-    ) -> tuple[Http1Connection, float, float | None]:
-        """A new connection to the first of ``addresses`` that the policy allows and that
-        answers: (it, the TCP connect's seconds, the TLS handshake's or None)."""
-        allowed = [address for address in addresses if self._address_allowed(address)]
-        if not allowed:
-            refused = ", ".join(addresses[:4]) or "no address"
-            raise AddressRefused(f"connection to {refused} refused by the address policy")
-        loop = asyncio.get_running_loop()
-        failure: OSError | None = None
-        for address in allowed:
-            budget = min(self.settings.connect_timeout, deadline - loop.time())
-            if budget <= 0:
-                break
-            try:
-                async with asyncio.timeout(budget):
-                    return await self._open_connection(target, address)
-            except TimeoutError:
-                failure = ConnectTimeout(
-                    f"no connection to {address} port {target.port} within {budget:g} s"
-                )
-            except OSError as exc:
-                failure = exc
-        raise failure or ConnectTimeout("no time left to connect")
-
-    async def _open_connection(
-        self, target: Target, address: str
-    ) -> tuple[Http1Connection, float, float | None]:
-        loop = asyncio.get_running_loop()
-        settings = self.settings
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        began = time.perf_counter()
-        try:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            await loop.sock_connect(sock, (address, target.port))
-        except BaseException:
-            sock.close()
-            raise
-        connected = time.perf_counter()
-        connection = Http1Connection(address, settings.max_header_bytes, settings.max_headers)
-        secure = target.scheme == "https"
-        try:
-            if secure:
-                transport, _ = await loop.create_connection(
-                    lambda: connection,
-                    sock=sock,
-                    ssl=self._tls,
-                    server_hostname=target.host,
-                    ssl_handshake_timeout=settings.connect_timeout,
-                )
-            else:
-                transport, _ = await loop.create_connection(lambda: connection, sock=sock)
-        except BaseException:
-            sock.close()
-            raise
-        if not secure:
-            return connection, connected - began, None
-        ssl_object = transport.get_extra_info("ssl_object")
-        if ssl_object is not None:
-            connection.peercert = ssl_object.getpeercert() or None
-            connection.peercert_der = ssl_object.getpeercert(True)
-        return connection, connected - began, time.perf_counter() - connected

@@ -81,6 +81,11 @@ class Http1Connection(asyncio.Protocol):
 
     def __init__(self, address: str, max_header_bytes: int, max_headers: int) -> None:
         self.address = address
+        self.address_known = True
+        """False through a proxy that resolves the name: ``address`` is then only the
+        checked address the pool keys it by, not the one the proxy connected to."""
+        self.proxy: str | None = None
+        """The proxy (``host:port``) whose tunnel carries the connection."""
         self.transport: Any = None
         self.peercert: dict[str, Any] | None = None
         self.peercert_der: bytes | None = None
