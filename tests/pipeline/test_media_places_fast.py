@@ -1,5 +1,6 @@
 """Media found where it lives: image hosts placed by their DNS (a platform's own media host,
-vanity names CNAMEd to a CDN or a bucket) are fetched on the right keys; others stay horizon."""
+vanity names CNAMEd to a CDN, an image service or a bucket, real providers' names among them)
+are fetched on the right keys; others stay horizon."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import pytest
 from test_media_lanes import FAST, Harness
 
 from courtier.config import load
-from courtier.origins.cdn import CdnRules
 from courtier.pipeline.lanes import media_places
 from courtier.pipeline.lanes.media_places import HostFacts, MediaPlaces, Placement, place
-from courtier.politeness.keys import MediaSource
+from courtier.politeness.keys import KeyRules, MediaSource
 
-RULES = CdnRules()
+RULES = KeyRules()
 SEED_ORIGINS = {"platform-a", "site:shop.test"}
 
 
@@ -178,3 +178,57 @@ async def test_image_hosts_looked_up_are_bounded(harness, monkeypatch) -> None:
         harness.media.offer(f"http://img{n}.elsewhere.test/a.png", "shop.test")
     await harness.timer.advance(2.0)
     assert sorted(asked[0]) == [f"img{n}.elsewhere.test" for n in range(3)]
+
+
+async def test_vanity_names_of_real_providers_are_fetched_as_their_customers(harness) -> None:
+    """The held-out web's shapes: vanity names CNAMEd to Contentful, Cloudinary, imgix, an
+    Azure storage account and GCS, with the chains real DNS gives them."""
+    with_places(
+        harness,
+        {
+            "images.agent.test": HostFacts(
+                ("images.ctfassets.net", "images.ctfassets.net.cdn.cloudflare.net"), None
+            ),
+            "pics.agent.test": HostFacts(("res.cloudinary.com",), None),
+            "img.agent.test": HostFacts(("agent.imgix.net", "imgix.map.fastly.net"), None),
+            "blobs.agent.test": HostFacts(
+                ("agentmedia.blob.core.windows.net", "blob.ams07prdstr02a.store.core.windows.net"),
+                None,
+            ),
+            "static.agent.test": HostFacts(("c.storage.googleapis.com",), None),
+        },
+    )
+    media = harness.media
+    images = [
+        "http://images.agent.test/7xq2/4Fz/9a1c/flat.jpg",
+        "http://pics.agent.test/image/upload/w_320/flat.jpg",
+        "http://img.agent.test/flat.jpg?w=320",
+        "http://blobs.agent.test/listings/flat.jpg",
+        "http://blobs.agent.test/agents/jane.jpg",
+        "http://static.agent.test/img/flat.jpg",
+    ]
+    for url in images:
+        assert not media.offer(url, "agent.test")  # looked up first
+    await harness.timer.advance(2.0)
+    assert media.offer("http://blobs.agent.test/listings/flat2.jpg", "agent.test")
+    await harness.timer.advance(10.0)
+    keys = {d["url"]: d["keys"] for d in harness.documents}
+    assert set(images) <= set(keys), sorted(keys)
+    assert keys[images[0]] == [
+        "cdn:images.ctfassets.net",
+        "cdn-miss:images.agent.test",
+        "origin:site:agent.test",
+    ]
+    assert keys[images[1]] == [
+        "imgsvc:res.cloudinary.com/pics.agent.test",
+        "origin:site:agent.test",
+    ]
+    assert keys[images[2]] == ["imgsvc:imgix.net/agent.imgix.net", "origin:site:agent.test"]
+    assert keys[images[3]] == ["bucket:azure-blob/agentmedia/listings"]
+    assert keys["http://blobs.agent.test/listings/flat2.jpg"] == [
+        "bucket:azure-blob/agentmedia/listings"
+    ]
+    assert keys[images[4]] == ["bucket:azure-blob/agentmedia/agents"]
+    assert keys[images[5]] == ["bucket:gcs/static.agent.test"]
+    sources = {d["url"]: d["source"] for d in harness.documents}
+    assert [sources[u] for u in images] == ["cdn", "imgsvc", "imgsvc", "store", "store", "store"]

@@ -16,6 +16,7 @@ from courtier.cli import simweb
 from courtier.simweb import SiteKind, World, WorldParams, build_world
 from courtier.simweb.dns import DnsAnswerer
 from courtier.simweb.fuzz import PLATFORM_MEDIA, SHAPES, VANITY_MEDIA
+from courtier.simweb.media_shapes import SIMASSETS_HOST
 from courtier.simweb.pages import PageRenderer
 from courtier.simweb.sites import FRONT_HEADERS
 from courtier.simweb.world import (
@@ -101,6 +102,7 @@ def test_the_variants_of_every_shape_appear_across_a_handful_of_seeds(
         "stranger:edge-name", "stranger:distribution", "stranger:a-records",
         "pair:one-server", "pair:two-servers", "pair:www-cname", "pair:redirect",
         "vanity:cdn", "vanity:store", "vanity:imgsvc", "platform-media",
+        "vanity:cdn-shared", "vanity:store-endpoint",
         "robots:twin", "robots:same-origin", "robots:other-origin",
         *(f"front:{h}" for h in FRONT_HEADERS),
     }  # fmt: skip
@@ -175,8 +177,12 @@ def _variants(world: World) -> set[str]:
             kind = (
                 "cdn"
                 if target.endswith(CDN_DOMAIN)
+                else "cdn-shared"  # a CDN's shared name, known by that name alone
+                if target == SIMASSETS_HOST
                 else "imgsvc"
                 if target == IMGSVC_HOST
+                else "store-endpoint"  # the bucket named like the vanity host
+                if target == STORE_HOST
                 else "store"
             )
             seen.add(f"vanity:{kind}")
@@ -266,6 +272,9 @@ def test_media_hosts_of_generated_sites(worlds: dict[int, World]) -> None:
                 assert customer.media_host == site.host and customer.is_seed
                 target = world.dns.cnames[site.host]
                 assert target in world.sites or target.endswith(f".{STORE_HOST}")
+                if target == STORE_HOST:  # the endpoint serves the bucket named like the host
+                    assert site.bucket == customer.bucket == site.host
+                    assert world.buckets[site.host] == customer.host
 
 
 def test_the_fuzz_preset_and_its_cli(capsys: pytest.CaptureFixture[str]) -> None:

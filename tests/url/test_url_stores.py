@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from courtier.url import STORE_ENDPOINTS, StoreRef, UrlError, object_store, parse_url
+from courtier.url import (
+    STORE_ENDPOINTS,
+    StoreName,
+    StoreRef,
+    UrlError,
+    object_store,
+    parse_url,
+    store_name,
+)
 from courtier.url.objectstore import match_store_endpoint
 
 R2_ACCOUNT = "0123456789abcdef0123456789abcdef"
@@ -181,3 +189,46 @@ def test_a_parsed_url_asked_twice_or_after_another_gets_its_own_answer() -> None
         assert (ref.bucket if ref else None) == expected
     assert object_store("https://example.com/b1/k") is None  # strings are never remembered
     assert object_store(store) == object_store(twin)
+
+
+@pytest.mark.parametrize(
+    ("host", "provider", "bucket", "account", "behind"),
+    [
+        ("img.example.com.s3.amazonaws.com", "aws-s3", "img.example.com", None, "img.example.com"),
+        ("s3.eu-west-1.amazonaws.com", "aws-s3", None, None, "images.shop.example"),
+        ("c.storage.googleapis.com", "gcs", None, None, "images.shop.example"),
+        ("storage.googleapis.com", "gcs", None, None, "images.shop.example"),
+        ("bkt.storage.googleapis.com", "gcs", "bkt", None, "bkt"),
+        ("shopmedia.blob.core.windows.net", "azure-blob", None, "shopmedia", "shopmedia/listings"),
+        ("shop.z6.web.core.windows.net", "azure-blob", "$web", "shop", "shop/$web"),
+        ("media-a.s3.simstore.test", "simstore", "media-a", None, "media-a"),
+    ],
+)
+def test_a_store_endpoints_name_alone_says_which_bucket_a_cname_reaches(
+    host: str, provider: str, bucket: str | None, account: str | None, behind: str
+) -> None:
+    name = store_name(host)
+    assert name == StoreName(provider, bucket, account)
+    assert name.per_path == (bucket is None and account is not None)
+    assert name.bucket_behind("images.shop.example", "/listings/a%20b.jpg?w=1") == behind
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "www.googleapis.com",  # only the storage API: no bucket a CNAME could reach
+        "f001.backblazeb2.com",  # /file/<bucket>/...: the path names it, never the Host
+        "images.ctfassets.net",
+        "s3.amazonaws.com.evil.example",
+        "example.com",
+    ],
+)
+def test_a_name_that_is_no_store_endpoint_says_nothing(host: str) -> None:
+    assert store_name(host) is None
+
+
+def test_an_accounts_container_must_be_a_bucket_name() -> None:
+    name = store_name("shopmedia.blob.core.windows.net")
+    assert name is not None
+    assert name.bucket_behind("images.shop.example", "/") is None
+    assert name.bucket_behind("images.shop.example", "/%2F%2F/a.jpg") is None

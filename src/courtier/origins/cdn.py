@@ -35,6 +35,7 @@ KNOWN_CDN_SUFFIXES: tuple[str, ...] = (
     "akamai.net",
     "akamaiedge.net",
     "akamaihd.net",
+    "akamaized.net",
     "akamaitechnologies.com",
     "edgekey.net",
     "edgesuite.net",

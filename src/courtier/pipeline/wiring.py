@@ -23,7 +23,6 @@ from typing import Any
 from courtier.config import Config
 from courtier.frontier.base import StoredRobots
 from courtier.net.guard import Guard
-from courtier.origins.cdn import CdnRules
 from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.answers.feedback_writer import FeedbackWriter
 from courtier.pipeline.answers.fetching import FetcherLike, GuardedFetch
@@ -260,7 +259,7 @@ def _media(
         media.places = MediaPlaces(
             origins.hosts_facts,
             seed.booked_origins,
-            media.rules.cdn_names or CdnRules(),
+            media.rules,
             lambda url, referrer, placement: media.offer(url, referrer, placement=placement),
             parts.tasks,
             parts.timer,

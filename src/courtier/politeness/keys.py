@@ -9,8 +9,11 @@ Rules:
   CDN URL, plus ``cdn-miss:<cdn host>/<customer>`` and the embedding site's ``origin:<id>``
   while a cache miss is expected (a miss reaches the customer's origin); a per-customer CDN
   hostname (``d1234.cloudfront.net``) is ``cdn:<registrable domain>`` and ``cdn-miss:<host>``;
-  ``imgsvc:<service>/<customer>`` for an image service, plus the customer's origin while the
-  service behaves as a cache and a miss is expected.
+  ``imgsvc:<service>/<customer>`` for an image service (a per-customer hostname such as
+  ``acme.imgix.net``: ``imgsvc:imgix.net/acme.imgix.net``), plus the customer's origin while
+  the service behaves as a cache and a miss is expected. A media host known by where its DNS
+  leads rather than by its name (a vanity name CNAMEd to a provider) is keyed in
+  ``courtier.politeness.placement``.
 - A key type has a rate (cost units per second), a burst tolerance and a slot width. Object
   stores get a large burst tolerance, everything else a small one. A site key counts requests,
   not cost units: its gap (1 s, or robots Crawl-delay) is start-to-start per request.
@@ -287,13 +290,23 @@ class MediaSource(StrEnum):
     its own site key."""
 
 
-DEFAULT_CDN_HOSTS: Final = frozenset({"images.ctfassets.net", "cdn.simcdn.test"})
+DEFAULT_CDN_HOSTS: Final = frozenset(
+    {
+        "images.ctfassets.net",  # Contentful: /<space>/<asset>/<token>/<file>
+        "images.secure.ctfassets.net",
+        "assets.ctfassets.net",
+        "downloads.ctfassets.net",
+        "cdn.simcdn.test",
+        "images.simassets.test",
+    }
+)
 """Shared CDN hostnames whose first path segment names the customer (``.test``: the
-simulated web's)."""
+simulated web's; ``images.simassets.test`` is its Contentful, known by this name alone)."""
 DEFAULT_IMGSVC_HOSTS: Final = frozenset(
     {
         "res.cloudinary.com",
         "ik.imagekit.io",
+        "imagedelivery.net",  # Cloudflare Images: /<account hash>/<image>/<variant>
         "i0.wp.com",
         "i1.wp.com",
         "i2.wp.com",
@@ -301,6 +314,9 @@ DEFAULT_IMGSVC_HOSTS: Final = frozenset(
     }
 )
 """Shared image-service hostnames whose first path segment names the customer."""
+DEFAULT_IMGSVC_DOMAINS: Final = frozenset({"imgix.net", "cloudimg.io", "twic.pics", "sirv.com"})
+"""Image services that give each customer a hostname of its own under their domain
+(``acme.imgix.net``): such a host is one customer of the service."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,11 +332,14 @@ class KeyRules:
     cdn_hosts: frozenset[str] = DEFAULT_CDN_HOSTS
     imgsvc_hosts: frozenset[str] = DEFAULT_IMGSVC_HOSTS
     cdn_names: CdnRules | None = field(default_factory=CdnRules)
+    imgsvc_domains: frozenset[str] = DEFAULT_IMGSVC_DOMAINS
 
     def media_source(self, url: Url) -> MediaSource | None:
         """The kind of media host ``url`` is on, or None for an ordinary site."""
         if object_store(url) is not None:
             return MediaSource.STORE
+        if self.imgsvc_domain(url.host) is not None:
+            return MediaSource.IMGSVC
         if self.cdn_named(url.host):
             return MediaSource.CDN
         if _first_segment(url) is None:
@@ -335,9 +354,21 @@ class KeyRules:
         """A per-customer CDN hostname, recognised by its name (not a configured shared one)."""
         if self.cdn_names is None or host in self.cdn_hosts or host in self.imgsvc_hosts:
             return False
-        if is_ip_address(host):
+        if is_ip_address(host) or self.imgsvc_domain(host) is not None:
             return False
         return self.cdn_names.cdn_domain(host) is not None
+
+    def imgsvc_domain(self, host: str) -> str | None:
+        """The image service whose per-customer hostname ``host`` is (``imgix.net`` for
+        ``acme.imgix.net``; the service's own name is not a customer's), or None."""
+        if host in self.imgsvc_hosts:
+            return None
+        _, dot, rest = host.partition(".")
+        while dot:
+            if rest in self.imgsvc_domains:
+                return rest
+            _, dot, rest = rest.partition(".")
+        return None
 
 
 def _first_segment(url: Url) -> str | None:
@@ -375,6 +406,12 @@ def politeness_keys(
             keys.append(LimitKey(KeyType.CDN_MISS, url.site))
             if customer_origin is not None:
                 keys.append(LimitKey(KeyType.ORIGIN, customer_origin))
+        return tuple(keys)
+    service = rules.imgsvc_domain(url.host)
+    if service is not None:
+        keys = [LimitKey(KeyType.IMGSVC, f"{service}/{url.site}")]
+        if service_caches and cache_miss_expected and customer_origin is not None:
+            keys.append(LimitKey(KeyType.ORIGIN, customer_origin))
         return tuple(keys)
     customer = _first_segment(url)
     if url.host in rules.cdn_hosts and customer is not None:

@@ -35,7 +35,11 @@ Overlays on those sites:
 - platform-media: a platform's media host (`media.<p>.test`, `cdn.<p>.test`...) on its own
   servers (`SiteKind.PLATFORM_MEDIA`), embedded by its tenants, charged to the platform;
 - vanity media: `images.<domain>` (or img., static., media., cdn.) CNAMEd to a CDN
-  distribution name, the site's own bucket, or the image service (`Site.customer`);
+  distribution name or a CDN's shared name known by that name alone (the Contentful-like
+  `images.simassets.test`), the site's own bucket host or the store's path-style endpoint
+  (the site's bucket is then named like the vanity host, as S3 and GCS serve a CNAME), or the
+  image service (`Site.customer`). Which name of a CDN or a store is drawn from a generator
+  of its own (`fuzz-media:<seed>`), so the other draws of a world are as they were;
 - robots redirects: robots.txt answering 301/302/307/308 (http only) to the robots.txt of the
   www/bare twin, of another host of the same origin, or of a host of another origin; the
   target is always a seed site whose robots.txt answers. Ground truth: the site's robots.txt
@@ -60,9 +64,11 @@ Rules (the draws themselves, names and what stands in front of backends: `fuzz_d
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections import defaultdict
 
 from courtier.simweb.fuzz_draws import Builder, Draws
+from courtier.simweb.media_shapes import SIMASSETS, SIMASSETS_HOST, simassets_slots
 from courtier.simweb.sites import (
     CDN_DOMAIN,
     CDN_HOST,
@@ -118,6 +124,9 @@ class _Fuzz(Draws):
         super().__init__(b, seed)
         self.pairs: list[tuple[str, str]] = []  # (bare, www)
         self._provider = ""
+        self._media_rng = random.Random(f"fuzz-media:{seed}")
+        """Which of a provider's names a vanity host CNAMEs to: drawn apart, so adding the
+        shared names moved no other draw of a world."""
 
     # -- shapes ------------------------------------------------------------------------------
 
@@ -280,8 +289,8 @@ class _Fuzz(Draws):
     # -- overlays ----------------------------------------------------------------------------
 
     def vanity_media(self) -> None:
-        """Some sites' images on `images.<domain>`: a CDN distribution, the site's bucket or
-        the image service."""
+        """Some sites' images on `images.<domain>`: a CDN distribution or a CDN's shared name,
+        the site's bucket (by its own host or the store's endpoint), or the image service."""
         cdn, store, imgsvc = (self.b.sites[h].slots for h in (CDN_HOST, STORE_HOST, IMGSVC_HOST))
         for host in self.built:
             site = self.b.sites[host]
@@ -293,14 +302,23 @@ class _Fuzz(Draws):
             if vanity in self.b.sites or vanity in self.b.cnames or vanity in self.b.a_records:
                 continue
             target = self.deal("vanity-target", ("cdn", "store", "imgsvc"))
-            if target == "cdn":
+            shared = self._media_rng.random() < 0.5  # a provider's shared name
+            if target == "cdn" and shared:
+                self.rng.getrandbits(52)  # the distribution name it does not take
+                self.b.cnames[vanity] = SIMASSETS_HOST
+                names: tuple[str, ...] = (vanity,)
+                slots = simassets_slots(self.b)
+                media = Site(vanity, SiteKind.CDN, SIMASSETS, slots, customer=host)
+            elif target == "cdn":
                 distribution = f"d{self.rng.getrandbits(52):013x}.{CDN_DOMAIN}"
                 self.b.a_records[distribution] = cdn
                 self.b.cnames[vanity] = distribution
-                names: tuple[str, ...] = (distribution, vanity)
+                names = (distribution, vanity)
                 media = Site(vanity, SiteKind.CDN, "simcdn", cdn, customer=host)
             elif target == "store":
-                self.b.cnames[vanity] = f"{site.bucket}.{STORE_HOST}"
+                if shared:  # the bucket named like the vanity host, reached by CNAME
+                    site = self.b.sites[host] = dataclasses.replace(site, bucket=vanity)
+                self.b.cnames[vanity] = STORE_HOST if shared else f"{site.bucket}.{STORE_HOST}"
                 names = (vanity,)
                 media = Site(vanity, SiteKind.STORE, "simstore", store, robots_status=404)
                 media = dataclasses.replace(media, bucket=site.bucket, customer=host)

@@ -20,6 +20,9 @@ Rules:
   hosts, the image service's per-customer mode) are built after every older step, with the
   rng where the older steps left it: a world whose new parameters are 0 is the world these
   parameters built before the shapes existed, byte for byte.
+- Media where real sites keep it (`provider_media`, `listing_tenants`: vanity names on a
+  provider's shared name, listing platforms' own media hosts; `simweb.media_shapes`) is built
+  after every older step, with draws of its own: at 0 a world is as it was.
 - Single-page apps (`n_spa`, `spa_twin`, `spa_hang`) are built after the real web's shapes, the
   same way. Each SPA site `app-…N.test` is its own origin on its own server; the first one's
   twin `twin-…N.test` (same words) serves the same catalogue as plain HTML (`Site.twin_of`);
@@ -50,6 +53,7 @@ import idna
 
 from courtier.simweb import fuzz
 from courtier.simweb.latency import add_latencies
+from courtier.simweb.media_shapes import add_media_shapes
 from courtier.simweb.sites import (
     BRAND_HEADERS,
     CANARY_SLOT,
@@ -177,6 +181,9 @@ class WorldParams:
     vanity_media: float = 0.0  # share of own-domain seed sites with images.<host> media
     imgsvc_store_share: float = 0.0  # image-service customers answered store-like
     imgsvc_mixed_share: float = 0.0  # customers answered cache-like or store-like per image
+    # Media where real sites keep it (simweb.media_shapes); 0 leaves a world as it was.
+    provider_media: float = 0.0  # share of own-domain seed sites: images.<host> on a provider
+    listing_tenants: int = 0  # tenants of two listing platforms, media on the platform's host
     # Single-page apps (docs/simweb.md); 0 leaves a world as it was before they existed.
     n_spa: int = 0  # single-page-app seed sites, each its own origin
     spa_twin: int = 0  # 1: the first SPA site gets a plain-HTML twin with the same catalogue
@@ -899,7 +906,7 @@ def build_world(params: WorldParams) -> World:
         raise ValueError("a world needs at least one standalone site")
     if not params.bucket_rate > 0 or not params.bucket_burst >= 0:
         raise ValueError("bucket_rate must be positive and bucket_burst not negative")
-    for name in ("vanity_media", "imgsvc_store_share", "imgsvc_mixed_share"):
+    for name in ("vanity_media", "imgsvc_store_share", "imgsvc_mixed_share", "provider_media"):
         if not 0 <= getattr(params, name) <= 1:
             raise ValueError(f"{name} must be a share between 0 and 1")
     if params.imgsvc_store_share + params.imgsvc_mixed_share > 1:
@@ -917,6 +924,8 @@ def build_world(params: WorldParams) -> World:
         raise ValueError("latencies and hang_seconds must be seconds, not negative")
     if not 0 <= params.hang_share <= 1:
         raise ValueError("hang_share must be a share between 0 and 1")
+    if params.listing_tenants < 0:
+        raise ValueError("listing_tenants must not be negative")
     if params.fuzz_sites and params.fuzz_sites < fuzz.MIN_SITES:
         raise ValueError(f"fuzz_sites must be 0 or at least {fuzz.MIN_SITES}")
     b = _Builder(params)
@@ -936,7 +945,8 @@ def build_world(params: WorldParams) -> World:
     _vanity_media(b)
     _imgsvc_modes(b)
     _spa(b)  # after the real web's shapes, so their worlds stay as they were too
-    _news(b)  # last, so every older world stays as it was
+    _news(b)  # so every older world stays as it was
+    buckets.update(add_media_shapes(b, params))  # after the older shapes, with draws of its own
     add_latencies(b.sites, params)  # draws of its own: no other draw changes
     return World(
         params=params,

@@ -17,7 +17,7 @@ from courtier.url.canonical import (
 from courtier.url.errors import UrlError
 from courtier.url.explain import Explanation, explain
 from courtier.url.host import canonical_host, host_of_site, is_ip_address, is_ipv6, url_host
-from courtier.url.objectstore import StoreRef, object_store
+from courtier.url.objectstore import StoreName, StoreRef, object_store, store_name
 from courtier.url.psl import registrable_domain
 from courtier.url.stores import STORE_ENDPOINTS, StoreEndpoint
 
@@ -27,6 +27,7 @@ __all__ = [
     "STORE_ENDPOINTS",
     "Explanation",
     "StoreEndpoint",
+    "StoreName",
     "StoreRef",
     "Url",
     "UrlError",
@@ -42,5 +43,6 @@ __all__ = [
     "plain_path_target",
     "registrable_domain",
     "site_key",
+    "store_name",
     "url_host",
 ]

@@ -6,6 +6,11 @@ a bucket that is empty or not a plausible bucket name is no match. The port is i
 answer on their scheme's default port, and a URL on another port fails at connect time anyway.
 
 Host matching is cached per canonical host; the per-URL work is one path regex.
+
+A hostname alone (a CNAME target: ``store_name``) says less: the bucket when the name holds one
+(virtual-hosted, or a row's fixed container), else the account that scopes the containers
+(Azure, R2: the container is the first path segment), else nothing (a path-style endpoint:
+reached by a CNAME, S3 and GCS take the request's Host for the bucket's name).
 """
 
 from __future__ import annotations
@@ -29,6 +34,37 @@ class StoreRef:
     bucket: str
     key: str  # the object key, percent-decoded; "" for the bucket itself
     region: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreName:
+    """What an object store's endpoint name says without a path (``store_name``)."""
+
+    provider: str
+    bucket: str | None
+    """The bucket the name holds (``img.s3.amazonaws.com``; a row's fixed container)."""
+    account: str | None
+    """The account scoping bucket names (Azure, R2), when the name holds one."""
+
+    @property
+    def per_path(self) -> bool:
+        """An account's endpoint: the bucket is the container each request's path names."""
+        return self.bucket is None and self.account is not None
+
+    def bucket_behind(self, host: str, target: str = "/") -> str | None:
+        """The bucket (as keyed: ``account/container`` where accounts scope names) that a
+        request for ``target`` on ``host``, a name CNAMEd to this endpoint, reaches: the one
+        the name holds; an account's container named by the path's first segment (None when
+        the path names none); else ``host`` itself (a path-style endpoint: S3 and GCS serve
+        the bucket named like the Host of a request reaching them by CNAME)."""
+        if self.bucket is not None:
+            return f"{self.account}/{self.bucket}" if self.account else self.bucket
+        if self.account is None:
+            return host
+        container = unquote(target.partition("?")[0].lstrip("/").partition("/")[0])
+        if not _BUCKET_NAME.fullmatch(container):
+            return None
+        return f"{self.account}/{container}"
 
 
 _HOST_TOKENS: Final = {
@@ -110,6 +146,21 @@ def object_store(url: str | Url) -> StoreRef | None:
 _last_answer: tuple[Url | None, StoreRef | None] = (None, None)
 """The last ``Url`` asked about and its answer (a ``Url`` never changes; holding it keeps its
 identity from being reused)."""
+
+
+def store_name(host: str) -> StoreName | None:
+    """The object store whose endpoint ``host`` (canonical) is, or None: the first row whose
+    host template matches and whose paths can name a bucket in the usual places (the host, a
+    fixed container, or ``/{bucket}/...``; not an API-only or ``/file/{bucket}`` endpoint)."""
+    for compiled, groups in _host_matches(host):
+        endpoint = compiled.endpoint
+        bucket = endpoint.container or groups.get("bucket")
+        if bucket is None and endpoint.paths and "/{bucket}/{key}" not in endpoint.paths:
+            continue
+        if bucket is not None and not _BUCKET_NAME.fullmatch(bucket):
+            continue
+        return StoreName(endpoint.provider, bucket, groups.get("account"))
+    return None
 
 
 def match_store_endpoint(url: str | Url) -> tuple[StoreEndpoint, StoreRef] | None:

@@ -136,7 +136,7 @@ class MediaLanes(LaneKindBase):
         if source is None:
             places = self.places
             if placement is None and places is not None:
-                placement = places.placed.get(url.site)
+                placement = places.placement(url)
                 if placement is None and not places.known(url.site) and not redirects:
                     places.ask(url, referrer)
             if placement is None:
@@ -252,18 +252,18 @@ class MediaLanes(LaneKindBase):
         return Limit(site_key(site), KeyParams(interval, params.burst, params.slot_width, False))
 
     def _keys(self, lane: MediaLane, item: MediaItem) -> tuple[LimitKey, ...]:
+        caches = lane.observations.behaviour is not ServiceBehaviour.STORE  # per customer
+        miss, origin = lane.observations.miss_expected, self._customer_origin(item)
         if item.placement is not None:
             return item.placement.keys_for(
-                miss_expected=lane.observations.miss_expected,
-                customer_origin=self._customer_origin(item),
+                miss_expected=miss, customer_origin=origin, service_caches=caches
             )
-        service = lane.observations.behaviour  # per customer: a service varies by customer
         return politeness_keys(
             item.url,
             rules=self.rules,
-            cache_miss_expected=lane.observations.miss_expected,
-            customer_origin=self._customer_origin(item),
-            service_caches=service is not ServiceBehaviour.STORE,
+            cache_miss_expected=miss,
+            customer_origin=origin,
+            service_caches=caches,
         )
 
     def _customer_origin(self, item: MediaItem) -> str | None:

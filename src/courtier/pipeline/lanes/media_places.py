@@ -1,24 +1,28 @@
 """Media hosts known by where they live, not by their names.
 
 Listing sites keep their images on hostnames of their own: a platform's media host on the
-platform's servers (``media.platform.example``), a vanity name CNAMEd to a CDN distribution
-(``images.agent.example -> d123.cloudfront.net``) or to a bucket
-(``-> img.agent.example.s3.amazonaws.com``). By name they are ordinary hosts outside the seed,
-so their images were horizon and never fetched. Their DNS says what they are.
+platform's servers (``media.platform.example``), a vanity name CNAMEd to an image CDN
+(``images.shop.example -> images.ctfassets.net``, ``-> d123.cloudfront.net``), an image
+service (``-> res.cloudinary.com``, ``-> acme.imgix.net``) or an object store
+(``-> img.agent.example.s3.amazonaws.com``, ``-> c.storage.googleapis.com``). By name they
+are ordinary hosts outside the seed, so their images were horizon and never fetched. Their
+DNS says what they are.
 
-Rules (``place`` is pure):
-- The CNAME chain reaches a bucket's host: keyed on that bucket (``bucket:``), like a store URL.
-- The CNAME chain reaches a CDN's name: the host is one CDN customer's hostname (``cdn:<cdn>``,
-  and while a miss is expected ``cdn-miss:<host>`` and the embedding site's origin), like a
-  per-customer CDN name.
-- Origin inference puts the host on the origin of a seed site (a platform's own media host):
-  same-origin media, booked on the host's ``site:`` key and that origin, at the image cost.
+Rules (``place`` is pure; the keys are ``courtier.politeness.placement``'s):
+- The CNAME chain reaches a provider's name (a store endpoint, a shared CDN or image-service
+  hostname, a service's per-customer name, a CDN's name): the host is that provider's
+  customer or bucket (``placement.behind``).
+- Origin inference puts the host on the origin of a seed site (a platform's own media host:
+  the same CNAME name or addresses as its tenants, whether or not the platform's own names
+  are seed sites): same-origin media, booked on the host's ``site:`` key and that origin, at
+  the image cost.
 - Anything else stays what it was: a horizon link, recorded, never fetched.
 - A host is looked up once; hosts found within ``LOOKUP_BATCH`` seconds of each other are
   looked up together (one re-clustering of origins); at most ``MAX_HOSTS`` of them. Its
   first images keep their horizon record while it is looked up (nothing is lost if it is not
   media) and wait, at most ``PENDING_PER_HOST`` of them; once it is placed they are fetched
-  as media, and so is every later image of it.
+  as media, and so is every later image of it, each on its own keys (``placement``: an
+  account's store endpoint keys each image on its container).
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from courtier.origins.cdn import CdnRules
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
-from courtier.politeness.keys import KeyType, LimitKey, MediaSource
-from courtier.url import Url, UrlError, object_store, parse_url
+from courtier.politeness.keys import KeyRules
+from courtier.politeness.placement import Placement, behind, same_origin
+from courtier.url import Url
+
+__all__ = ["HostFacts", "Lookup", "MediaPlaces", "Placement", "place"]
 
 log = logging.getLogger(__name__)
 
@@ -46,27 +52,6 @@ rest horizon rather than grow it without end."""
 
 
 @dataclass(frozen=True, slots=True)
-class Placement:
-    """Where a media host lives: what its images are booked on."""
-
-    source: MediaSource
-    keys: tuple[LimitKey, ...]
-    """Keys of every request (``bucket:``, ``cdn:``, or ``site:`` + ``origin:``)."""
-    miss_key: LimitKey | None = None
-    """A CDN customer's ``cdn-miss:`` key, booked while a miss is expected."""
-    why: str = ""
-
-    def keys_for(self, *, miss_expected: bool, customer_origin: str | None) -> tuple[LimitKey, ...]:
-        """The keys one image is booked on (a CDN's miss also on the embedding site's origin)."""
-        if self.miss_key is None or not miss_expected:
-            return self.keys
-        extra = [self.miss_key]
-        if customer_origin is not None:
-            extra.append(LimitKey(KeyType.ORIGIN, customer_origin))
-        return (*self.keys, *extra)
-
-
-@dataclass(frozen=True, slots=True)
 class HostFacts:
     """What a lookup found: the host's CNAME chain and the origin inference gave it."""
 
@@ -75,32 +60,15 @@ class HostFacts:
 
 
 def place(
-    site: str, facts: HostFacts, seed_origins: Iterable[str], rules: CdnRules
+    site: str, facts: HostFacts, seed_origins: Iterable[str], rules: KeyRules
 ) -> Placement | None:
     """Where the media host ``site`` (host[:port]) lives, or None: not media (see the rules)."""
-    for name in facts.cname_chain:
-        try:
-            store = object_store(parse_url(f"http://{name}/"))
-        except UrlError:
-            store = None
-        if store is not None:
-            key = LimitKey(KeyType.BUCKET, f"{store.provider}/{store.bucket}")
-            return Placement(MediaSource.STORE, (key,), why=f"CNAME to {name}: bucket {key.name}")
-        cdn = rules.cdn_domain(name)
-        if cdn is not None:
-            return Placement(
-                MediaSource.CDN,
-                (LimitKey(KeyType.CDN, cdn),),
-                LimitKey(KeyType.CDN_MISS, site),
-                why=f"CNAME to {name}: a customer of the CDN {cdn}",
-            )
+    found = behind(site, facts.cname_chain, rules)
+    if found is not None:
+        return found
     origin = facts.origin
     if origin is not None and origin in set(seed_origins):
-        return Placement(
-            MediaSource.SAME_ORIGIN,
-            (LimitKey(KeyType.SITE, site), LimitKey(KeyType.ORIGIN, origin)),
-            why=f"on the servers of origin {origin}, which seed sites share",
-        )
+        return same_origin(site, origin)
     return None
 
 
@@ -113,7 +81,7 @@ class MediaPlaces:
         self,
         look_up: Lookup,
         seed_origins: Callable[[], Iterable[str]],
-        rules: CdnRules,
+        rules: KeyRules,
         offer: Callable[[Url, str, Placement], object],
         tasks: set[asyncio.Task[None]],
         timer: Timer,
@@ -133,6 +101,11 @@ class MediaPlaces:
 
     def known(self, site: str) -> bool:
         return site in self.placed
+
+    def placement(self, url: Url) -> Placement | None:
+        """Where the image ``url`` is booked, its host placed; None: not placed (yet)."""
+        placement = self.placed.get(url.site)
+        return None if placement is None else placement.for_url(url)
 
     def ask(self, url: Url, referrer: str, *, image: bool = True) -> None:
         """An image of an unknown host: look the host up (once) and fetch it if it is media.
@@ -171,4 +144,4 @@ class MediaPlaces:
                 continue
             log.info("%s holds media: %s", site, placement.why)
             for url, referrer in waiting:
-                self.offer(url, referrer, placement)
+                self.offer(url, referrer, placement.for_url(url))

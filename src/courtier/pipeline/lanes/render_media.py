@@ -47,7 +47,7 @@ def ask_media(
     if source is not None:
         placement = None  # a name that says media wins
     elif placement is None and places is not None:
-        placement = places.placed.get(url.site)
+        placement = places.placement(url)
         if placement is None and not places.known(url.site):
             places.ask(url, referrer, image=False)
     if source is None:
