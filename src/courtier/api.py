@@ -15,7 +15,9 @@ Rules:
   is ``asyncio.run(run())``.
 - ``stop()`` may be called at any time, from any thread: no new request starts, requests in
   flight get a short grace, pending writes are flushed and the key clocks saved; ``run()``
-  then returns the stats. Called before ``run()``, ``run()`` returns at once.
+  then returns the stats. Called before ``run()``, ``run()`` returns at once. A crawl also
+  ends by itself: ``duration``, ``until_done``, a budget of ``[crawl]`` spent
+  (``stats.ended_by`` says which).
 - Documents (one dict per fetched URL, the records of ``documents.jsonl``) go to ``sink``
   (a ``courtier.sinks.documents.Sink``, or a callable taking each record), to every
   ``documents()`` iterator, and, when no ``sink`` is given, to ``OUT/documents.jsonl`` if
@@ -108,6 +110,7 @@ def build_engine(
     observer: Observer | None = None,
     handle_signals: bool = True,
     flag: Callable[[str], str] = lambda name: f"--{name.replace('_', '-')}",
+    until_done: bool = False,
 ) -> Engine:
     """The crawl engine for checked inputs; raises ``InputError`` for any that is bad.
     ``flag`` names an input in messages (``--allow-net`` on the command line)."""
@@ -160,6 +163,7 @@ def build_engine(
         observer=observer,
         handle_signals=handle_signals,
         cluster=cluster,
+        until_done=until_done,
     )
 
 
@@ -250,6 +254,7 @@ class Crawler:
         duration: float | None = None,
         sink: Sink | Callable[[Record], object] | None = None,
         observer: Observer | None = None,
+        until_done: bool = False,
     ) -> None:
         """``config``: a ``CrawlConfig`` or a mapping of settings (defaults if None).
         ``seeds``: URLs or host names. ``out``: a directory for the store (``frontier.sqlite3``)
@@ -257,7 +262,11 @@ class Crawler:
         ``OUT/frontier.sqlite3``). ``dns``: a nameserver ``IP:PORT`` (default the system's);
         ``resolver``: a ``courtier.net.resolve.Resolver`` to use instead (then no DNS-based
         origin inference). ``allow_net``: networks past the SSRF guard (CIDR). ``duration``:
-        seconds after which the crawl stops by itself. ``observer``: hears of every request."""
+        seconds after which the crawl stops by itself. ``until_done``: it stops by itself once
+        nothing is due but refreshes scheduled for later (``courtier crawl --until-done``).
+        ``observer``: hears of every request. Budgets are settings (``[crawl] max_requests``,
+        ``max_pages``, ``max_bytes``, ``max_pages_per_site``); ``stats.ended_by`` says what
+        ended the crawl."""
         if config is None:
             config = Config()
         elif isinstance(config, Mapping):
@@ -301,6 +310,7 @@ class Crawler:
             observer=observer,
             handle_signals=False,
             flag=lambda name: f"{name}=",
+            until_done=until_done,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_asked = asyncio.Event()
@@ -313,7 +323,8 @@ class Crawler:
         return self._engine.stats
 
     async def run(self) -> CrawlStats:
-        """Crawl until ``stop()``, the duration, or cancellation; the final stats."""
+        """Crawl until ``stop()``, the duration, ``until_done``, a budget, or cancellation;
+        the final stats."""
         if self._started:
             raise RuntimeError("a Crawler runs once; make a new one (same store) to go on")
         self._started = True

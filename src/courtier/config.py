@@ -118,6 +118,22 @@ class CrawlSection:
     store_outage: float = 300.0
     """Seconds a crawl waits for its store's server to come back (a PostgreSQL restart or
     failover, a busy SQLite file) before it stops, saying why; meanwhile nothing is booked."""
+    max_requests: int = 0
+    """Requests the crawl may start, over every run on its store (0: no budget): robots.txt,
+    pages, media and renders' requests alike. The crawl never starts the one past it, and
+    ends, clean, when it is spent (``ended_by: max_requests``)."""
+    max_pages: int = 0
+    """Page requests the crawl may start, over every run on its store (0: no budget): every
+    start of a frontier URL (a page, a sitemap, a redirect's target, a refresh, a retry);
+    robots.txt, media and renders' requests are not pages. Spent: the crawl ends."""
+    max_bytes: int = 0
+    """Body bytes the crawl may receive, over every run on its store (0: no budget). Known
+    only as answers arrive: once it is reached nothing new starts, and the requests in
+    flight then may pass it by what they bring. Spent: the crawl ends."""
+    max_pages_per_site: int = 0
+    """URLs of one site the crawl fetches (0: no cap): a site with that many fetched (the
+    store's count, every run) is given no new URL; its pages' refreshes go on, and the
+    crawl does not end for it."""
     limiter: str = "memory"
     """Where the limit keys' clocks live: "memory" (this process; floors saved at a stop) or
     "sqlite" (the store file, written before each request it books)."""
@@ -825,6 +841,10 @@ RULES: dict[type, dict[str, Rule]] = {
         "due_recheck": _SECONDS,
         "origin_recheck": _SECONDS,
         "store_outage": number(above=0, high=7 * 86_400, unit="seconds"),
+        "max_requests": whole(0, 10**15),
+        "max_pages": whole(0, 10**15),
+        "max_bytes": whole(0, 10**18, unit="bytes"),
+        "max_pages_per_site": whole(0, 10**15),
         "limiter": one_of("memory", "sqlite"),
         "event_loop": one_of(*EVENT_LOOPS),
     },

@@ -1,4 +1,5 @@
-"""``courtier crawl``: crawl the seed sites politely until stopped or out of time."""
+"""``courtier crawl``: crawl the seed sites politely until stopped, out of time, out of
+budget, or (``--until-done``) done."""
 
 from __future__ import annotations
 
@@ -61,9 +62,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "crawl",
         help="crawl the seed sites",
         description="Crawl the sites listed in the seed file: only seed sites are fetched, links "
-        "to other sites are recorded as the horizon. Stops after --duration seconds, or on "
-        "Ctrl-C / SIGTERM; running again with the same --store resumes. Every input is checked "
-        "before anything starts (exit status 2 and one line naming the input).",
+        "to other sites are recorded as the horizon. Stops after --duration seconds, with "
+        "--until-done once nothing is due but future refreshes, when a budget is spent "
+        "(-s crawl.max_requests=N, crawl.max_pages, crawl.max_bytes: totals over every run on "
+        "the store), or on Ctrl-C / SIGTERM; the summary says which (ended by). Running again "
+        "with the same --store resumes. Every input is checked before anything starts (exit "
+        "status 2 and one line naming the input).",
     )
     parser.add_argument(
         "--seeds", type=Path, required=True, help="file of seed URLs or hostnames, one per line"
@@ -80,6 +84,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--duration", type=seconds, help="stop by itself, cleanly, within this many seconds"
+    )
+    parser.add_argument(
+        "--until-done",
+        action="store_true",
+        help="stop by itself, exit status 0, once every URL reachable inside the seed has been "
+        "fetched once (or failed or refused for good) and nothing is due but refreshes "
+        "scheduled for later",
     )
     parser.add_argument(
         "--workers",
@@ -140,6 +151,7 @@ def make_crawler(
     sink: Sink | None = None,
     handle_signals: bool = True,
     observer: Observer | None = None,
+    until_done: bool = False,
 ) -> Crawler:
     """Everything ``courtier crawl`` wires together, every input checked first; raises
     ``InputError`` (one line naming the input) on bad input. ``store`` is the spec from
@@ -164,6 +176,7 @@ def make_crawler(
         sink=sink,
         handle_signals=handle_signals,
         observer=observer,
+        until_done=until_done,
     )
     for line, error in errors:
         print(f"courtier crawl: skipping seed {line!r}: {error}", file=sys.stderr)
@@ -228,6 +241,7 @@ def print_summary(stats: CrawlStats, console: Console) -> None:
     table.add_column("value", justify="right")
     rows: list[tuple[str, Any]] = [
         ("elapsed", f"{data['elapsed_s']} s"),
+        ("ended by", _ended_text(data)),
         ("seed sites", data["seed_sites"]),
         ("requests (robots.txt)", f"{data['requests']} ({data['robots_requests']})"),
         ("request rate", f"{data['requests_per_s']} /s"),
@@ -344,6 +358,7 @@ def handle(args: argparse.Namespace) -> int:
         store=store,
         duration=args.duration,
         observer=observation,
+        until_done=args.until_done,
     )
     try:
         stats = event_loop.run(run_observed(crawler, observation), config.crawl.event_loop)
@@ -411,6 +426,15 @@ def _without_workers(words: list[str]) -> list[str]:
         elif not word.startswith("--workers="):
             kept.append(word)
     return kept
+
+
+def _ended_text(data: dict[str, Any]) -> str:
+    """What ended the crawl, and what every run on the store spent when it had budgets."""
+    spent = data.get("spent") or {}
+    if not spent:
+        return str(data.get("ended_by") or "-")
+    figures = ", ".join(f"{k} {v}" for k, v in spent.items())
+    return f"{data.get('ended_by') or '-'} (spent, every run: {figures})"
 
 
 def _spacing_text(spacing: dict[str, Any]) -> str:

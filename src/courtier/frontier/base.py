@@ -649,6 +649,22 @@ class FrontierStore(Protocol):
     def schedule_of(self, canonical: str) -> PageSchedule | None:
         """The scheduling state of one URL, or None if unknown."""
 
+    # budgets --------------------------------------------------------------------------
+
+    def spent(self) -> dict[str, int]:
+        """What every run on the store spent of the crawl's budgets: ``requests``, ``pages``,
+        ``bytes`` (``courtier.frontier.spend``), 0 for what was never saved."""
+        ...
+
+    def add_spent(self, amounts: Mapping[str, int]) -> dict[str, int]:
+        """Add ``amounts`` (by measure) to the spend, in one transaction; the totals after."""
+        ...
+
+    def fetched_per_site(self, sites: Sequence[str] | None = None) -> dict[str, int]:
+        """Per site with any (of ``sites`` only, when given): its URLs fetched at least once
+        (a fetch time, and not refused). Without ``sites`` it scans the table."""
+        ...
+
     # clock floors ---------------------------------------------------------------------
 
     def save_clock_floors(self, floors: Mapping[str, float], now: float) -> None:

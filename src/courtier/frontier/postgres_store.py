@@ -45,7 +45,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
-from courtier.frontier import controls, fresh, observations
+from courtier.frontier import controls, fresh, observations, spend
 from courtier.frontier.base import (
     CLASS_LANE,
     DEFAULT_REFRESH_POLICY,
@@ -289,6 +289,7 @@ class PostgresFrontier:
                     cur.execute(statement.encode())
                 cur.execute(observations.POSTGRES_TABLE.encode())
                 cur.execute(fresh.POSTGRES_TABLE.encode())
+                cur.execute(spend.POSTGRES_TABLE.encode())
         except BaseException:
             self._conn.close()
             raise
@@ -792,6 +793,26 @@ class PostgresFrontier:
         if not rows:
             return None
         return PageSchedule.from_row(rows[0])
+
+    # -- budgets (``courtier.frontier.spend``) -----------------------------------------------
+
+    def spent(self) -> dict[str, int]:
+        return spend.totals(self._read(spend.SELECT))
+
+    def add_spent(self, amounts: Mapping[str, int]) -> dict[str, int]:
+        with self._transaction() as cur:
+            cur.executemany(spend.POSTGRES_ADD.encode(), spend.rows(amounts))
+            cur.execute(spend.SELECT.encode())
+            return spend.totals(cur.fetchall())
+
+    def fetched_per_site(self, sites: Sequence[str] | None = None) -> dict[str, int]:
+        if sites is None:
+            rows = self._read(f"{spend.FETCHED} GROUP BY site")
+        else:
+            rows = self._read(
+                f"{spend.FETCHED} AND site = ANY(%s::text[]) GROUP BY site", (text_array(sites),)
+            )
+        return {str(row[0]): int(row[1]) for row in rows}
 
     # -- clock floors ----------------------------------------------------------------------
 

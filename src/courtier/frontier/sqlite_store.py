@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from courtier.frontier import controls, fresh, observations
+from courtier.frontier import controls, fresh, observations, spend
 from courtier.frontier.base import (
     CLASS_LANE,
     DEFAULT_REFRESH_POLICY,
@@ -321,6 +321,7 @@ class SqliteFrontier:
                 self._db.execute(f"ALTER TABLE site_controls ADD COLUMN {name} {declaration}")
         self._db.execute(observations.SQLITE_TABLE)
         self._db.execute(fresh.SQLITE_TABLE)
+        self._db.execute(spend.SQLITE_TABLE)
 
     def _upgrade(self) -> None:
         with self._transaction():
@@ -771,6 +772,21 @@ class SqliteFrontier:
             f"SELECT {_SCHEDULE_COLUMNS} FROM urls WHERE canonical = ?", (canonical,)
         ).fetchone()
         return None if row is None else PageSchedule.from_row(row)
+
+    # -- budgets (``courtier.frontier.spend``) -----------------------------------------------
+
+    def spent(self) -> dict[str, int]:
+        return spend.totals(self._db.execute(spend.SELECT))
+
+    def add_spent(self, amounts: Mapping[str, int]) -> dict[str, int]:
+        with self._transaction():
+            self._db.executemany(spend.SQLITE_ADD, spend.rows(amounts))
+            return spend.totals(self._db.execute(spend.SELECT))
+
+    def fetched_per_site(self, sites: Sequence[str] | None = None) -> dict[str, int]:
+        where, params = _sites_in(sites, "AND")
+        rows = self._db.execute(f"{spend.FETCHED} {where} GROUP BY site", params)
+        return {str(row[0]): int(row[1]) for row in rows}
 
     # -- clock floors ----------------------------------------------------------------------
 

@@ -9,10 +9,11 @@ outcomes out, one store thread) -> a lane (``pages``: a seed site; ``media``: a 
 and the document sink. Origins are tracked live (``origins_live``); a ranking cycle can
 promote horizon hosts into the seed while the crawl runs.
 
-Stopping (deadline, SIGINT, SIGTERM): no new starts, in-flight requests get a short grace,
-pending writes are flushed and the key clocks' floors are saved through the store, so a
-quick restart starts no key early. Leased-but-unfinished URLs go back to the queue on the
-next start, so a second run resumes.
+Stopping (deadline, SIGINT, SIGTERM, a budget spent, ``until_done`` and nothing due:
+``ending``): no new starts, in-flight requests get a grace, pending writes are flushed, the
+run's spend and the key clocks' floors are saved through the store, so a quick restart
+starts no key early. Leased-but-unfinished URLs go back to the queue on the next start, so
+a second run resumes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from courtier.origins.infer import InferenceResult, OriginInference
 from courtier.pipeline.answers.fetching import FetcherLike
 from courtier.pipeline.backends import idle_connections, open_backends
 from courtier.pipeline.cluster.membership import Cluster, ClusterSpec
+from courtier.pipeline.ending import EndWatch, drain, grace, open_budget, wait_for_end
 from courtier.pipeline.events import Observer
 from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.fresh_sources import FreshSources
@@ -54,6 +56,7 @@ from courtier.pipeline.recovery import (
     load_inherited,
     restore_floors,
 )
+from courtier.pipeline.scheduling.budget import Budget
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.timer import LoopTimer, Timer
 from courtier.pipeline.stats import CrawlStats, sample_load, sample_loop_lag
@@ -88,8 +91,10 @@ class Engine:
         handle_signals: bool = True,
         cluster: ClusterSpec | None = None,
         renderer: Renderer | None = None,
+        until_done: bool = False,
     ) -> None:
-        """After ``origins``, optional wiring: store, limiter, fetcher, timer (defaults: SQLite
+        """``until_done``: end once nothing is due (``ending``). After ``origins``, optional
+        wiring: store, limiter, fetcher, timer (defaults: SQLite
         at ``store_path``, the configured limiter, our fetcher, wall clock), the document sink
         (``out_dir/documents.jsonl``), an observer of every request, and whether SIGINT and
         SIGTERM stop the crawl (an embedding program may keep its own handlers), and a
@@ -102,7 +107,8 @@ class Engine:
         self.guard = guard
         self.address_allowed = address_allowed
         self.seeds = seeds
-        self.duration = duration
+        self.duration, self.until_done = duration, until_done
+        self.budget: Budget | None = None
         self.inference = origins
         self._store, self._limiter, self._fetcher, self._timer = store, limiter, fetcher, timer
         self._sink, self.observer, self._handle_signals = sink, observer, handle_signals
@@ -133,11 +139,13 @@ class Engine:
         self._began = time.monotonic()
         self._early_origins: asyncio.Task[InferenceResult] | None = None
 
-    def stop(self) -> None:
-        """Stop starting requests; ``run`` returns after a short grace for in-flight ones."""
+    def stop(self, reason: str = "stopped") -> None:
+        """Stop starting requests; ``run`` returns after a grace for in-flight ones. The
+        first ``reason`` is the crawl's ``ended_by`` (``ending``)."""
         if self._stopping:
             return
-        log.info("stopping: no new requests start")
+        log.info("stopping (%s): no new requests start", reason)
+        self.stats.ended_by = reason
         self._stopping = True
         self._stopped.set()
         if self.stages is not None:  # else its schedulers are made stopped (``wiring``)
@@ -175,7 +183,7 @@ class Engine:
         for sig in signals:
             # Not the main thread (e.g. under a test runner's thread): no signal handling.
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self.stop)
+                loop.add_signal_handler(sig, self.stop, "signal")
         started, clean = time.monotonic(), False
         try:
             await self._begin()
@@ -248,6 +256,7 @@ class Engine:
         self.stats.seed_sites = len(self.scope)
         log.info("%d seed sites in the store in %.1f s", len(scope), time.monotonic() - begun)
         self.inherited = await self.frontier.call(load_inherited, self.frontier.store, now)
+        self.budget = await open_budget(self.config, self.frontier, self.stats, self.stop)
         self.stats.restored_clocks = await restore_floors(self.inherited, self.clocks, self.sites)
         await self.discovery.start_fresh(freshlane_urls(self.config, self.scope))
 
@@ -273,6 +282,7 @@ class Engine:
             self._early_origins,
             self._began,
             renderer,
+            self.budget,
         )
 
     async def _take_over(self, stages: Stages) -> None:
@@ -334,12 +344,16 @@ class Engine:
             loops.append(stages.media_scheduler.booker())
         if self.cluster is not None:
             loops.append(self.cluster.keeper.run())
+        watch = EndWatch(self._parts(), stages, self.until_done, self.stop)
+        loops.append(watch.run())
         background = [asyncio.create_task(coro) for coro in loops]
         try:
             for lane in list(self.sites.values()):
                 stages.site_lanes.request_refill(lane)
-            await self._wait_for_end()
-            await self._drain()
+            ends_at = await wait_for_end(self._stopped, self.duration, self.stop)
+            left = ends_at - time.monotonic()
+            await drain(self.tasks, grace(self.stats.ended_by, self.config, self.duration, left))
+            await watch.finish()
             await self.clocks.flush_sent()
             await self._save_floors(stages)
         finally:
@@ -363,27 +377,6 @@ class Engine:
             self.config, self.clocks, self.sites, stages.feedback, stages.media, now
         )
         await self.frontier.call(self.frontier.store.save_clock_floors, floors, now)
-
-    async def _wait_for_end(self) -> None:
-        if self.duration is None:
-            await self._stopped.wait()
-            return
-        # Leave room for in-flight requests and the final flush inside the duration.
-        grace = min(5.0, max(0.5, self.duration * 0.1))
-        try:
-            await asyncio.wait_for(self._stopped.wait(), max(0.0, self.duration - grace))
-        except TimeoutError:
-            self.stop()
-
-    async def _drain(self) -> None:
-        if not self.tasks:
-            return
-        grace = 2.0 if self.duration is None else min(2.0, max(0.2, self.duration * 0.05))
-        _done, pending = await asyncio.wait(set(self.tasks), timeout=grace)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
 
     # -- helpers the stages call --------------------------------------------------------
 

@@ -102,6 +102,11 @@ class CrawlStats:
     hook_fields: int = 0
     """Pages the parse hook gave fields."""
     elapsed: float = 0.0
+    ended_by: str = ""
+    """What ended the crawl (``pipeline.ending``): duration, signal, stopped, until-done,
+    max_requests, max_pages, max_bytes."""
+    spent: dict[str, int] = field(default_factory=dict)
+    """With budgets: what every run on the store has spent (requests, pages, bytes)."""
     store_counts: dict[str, int] = field(default_factory=dict)
     top_horizon: list[tuple[str, int]] = field(default_factory=list)
     promoted: list[tuple[str, float]] = field(default_factory=list)
@@ -187,6 +192,8 @@ class CrawlStats:
         samples = max(1, self.load_samples)  # no samples: the totals are 0 too
         return {
             "elapsed_s": round(self.elapsed, 2),
+            "ended_by": self.ended_by,
+            "spent": dict(self.spent),
             "seed_sites": self.seed_sites,
             "requests": self.requests,
             "robots_requests": self.robots_requests,

@@ -8,6 +8,8 @@ Rules:
 - One record of real sends (``SendSpacing``) serves pages, media and robots.txt hops: they
   book the same origins.
 - Schedulers made after the crawl was asked to stop are made stopped.
+- With budgets (``[crawl] max_*``), every start passes them (``page_budget``): the lanes'
+  schedulers, robots.txt redirect hops, and the refills of full sites.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ from courtier.pipeline.lanes.media import MediaLanes
 from courtier.pipeline.lanes.media_lane import MediaLane
 from courtier.pipeline.lanes.media_places import MediaPlaces
 from courtier.pipeline.lanes.origins_live import LiveOrigins
+from courtier.pipeline.lanes.page_budget import LaneBudget
 from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.lanes.rendering import Renderer
 from courtier.pipeline.lanes.seeding import SeedSites
 from courtier.pipeline.lanes.services import LaneServices
 from courtier.pipeline.lanes.shared_evidence import SharedEvidence
 from courtier.pipeline.lanes.site import SiteLane
+from courtier.pipeline.scheduling.budget import Budget
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.hops import HopBooker
 from courtier.pipeline.scheduling.scheduler import Scheduler
@@ -85,6 +89,8 @@ class Parts:
     """``time.monotonic()`` when the run began."""
     renderer: Renderer | None = None
     """Headless Chromium for pages that need a browser (None: none is used)."""
+    budget: Budget | None = None
+    """The crawl's budgets (``[crawl] max_*``), with what the store recorded (None: none)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -149,6 +155,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         spacing=spacing,
         origin_of=hop_origin,
         origin_limit=feedback.origin_limit,
+        budget=parts.budget,
     )
     fetch = GuardedFetch(
         parts.guard,
@@ -233,6 +240,11 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         timer=timer,
     )
     site_lanes.hungry = feeder.hurry
+    if parts.budget is not None:  # every start spends the crawl's budgets (``page_budget``)
+        budget = feeder.budget = LaneBudget(parts.budget)
+        pages.admit = budget.admit_page
+        if media_scheduler is not None:
+            media_scheduler.admit = budget.admit_media
     return Stages(feedback, origins, site_lanes, pages, media, media_scheduler, feeder)
 
 

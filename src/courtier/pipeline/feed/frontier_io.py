@@ -77,6 +77,8 @@ class FrontierIO:
         self._adopted: list[str] = []
         self._urgent: set[str] = set()
         self.evicted = 0
+        self.calls = 0
+        """Store calls under way (``call``)."""
 
     def fence_leases(self, fence_of: Callable[[str], Fence | None]) -> None:
         """Lease a site's URLs only under ``fence_of(site)``, its shard's lease as this worker
@@ -84,6 +86,18 @@ class FrontierIO:
         self._fence_of = fence_of
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        self.calls += 1
+        try:
+            return await self._call(fn, *args)
+        finally:
+            self.calls -= 1
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing is waiting to be written, leased or answered by the store thread."""
+        return not (self.calls or self._outcomes or self._adopted or self._wanted)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         down_since: float | None = None
         delay = 0.25

@@ -17,6 +17,8 @@ Rules:
   lease serves them first and ``next_url`` takes them before anything the site held. So
   fresh work overtakes a backlog in memory (priority changes the order, never the spacing).
   A site holds at most twice ``crawl.queue_per_site`` URLs this way.
+- A site with ``[crawl] max_pages_per_site`` URLs fetched takes no new URL from a refill
+  (``page_budget``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Final
 from courtier.config import Config
 from courtier.pipeline.feed.discovery import Discovery
 from courtier.pipeline.feed.frontier_io import FrontierIO
+from courtier.pipeline.lanes.page_budget import LaneBudget
 from courtier.pipeline.lanes.pages import SiteLanes
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.scheduler import Scheduler
@@ -62,6 +65,8 @@ class Feeder:
         self.sink = sink
         self.stats = stats
         self._hurried = asyncio.Event()
+        self.budget: LaneBudget | None = None
+        """The crawl's budgets, with ``[crawl] max_pages_per_site`` (wiring)."""
 
     async def refill_loop(self) -> None:
         while True:
@@ -75,6 +80,8 @@ class Feeder:
                 short = len(items) < self.config.crawl.queue_per_site
                 lane.store_empty = short and not lane.fed_while_refilling
                 lane.fed_while_refilling = False
+                if self.budget is not None:  # a full site's new URLs wait for another run
+                    items = self.budget.keep(lane, items)
                 lane.queue.extend(items)
                 self.pages.arm(lane)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 
+from courtier.pipeline.scheduling.budget import Budget
 from courtier.pipeline.scheduling.clocks import KeyClocks
 from courtier.pipeline.scheduling.send_spacing import SendSpacing
 from courtier.pipeline.scheduling.timer import Timer, sleep_until
@@ -64,6 +65,7 @@ class HopBooker:
         spacing: SendSpacing | None = None,
         origin_of: Callable[[str, str], Awaitable[str | None]] | None = None,
         origin_limit: Callable[[str], Limit] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         """``margin``: seconds added to a site's interval after a real send there
         (``politeness.start_margin``); the site's limits are the clocks' policy."""
@@ -78,6 +80,8 @@ class HopBooker:
         self.origin_of = origin_of
         """(site, host) -> the origin a request there reaches (None: unknown)."""
         self.origin_limit = origin_limit
+        self.budget = budget
+        """The crawl's budgets: a hop is a request (refused when they are spent)."""
 
     async def sent(self, site: str, sent_at: float) -> None:
         """A request to ``site`` went out at ``sent_at``: nothing else (a robots.txt hop from
@@ -116,7 +120,7 @@ class HopBooker:
                 self.spacing.holds += 1
                 await sleep_until(self.timer, hold)
                 hold = await self._hold_until(keys)
-            if self.stopping():
+            if self.stopping() or (self.budget is not None and not self.budget.take(page=False)):
                 return None
             return HopSlot(keys, origin, self.spacing)
         return None

@@ -38,6 +38,8 @@ Theory of operation:
 - ``_launch`` fires at the slot's start. A wake-up after the slot's deadline forfeits the
   slot (it stays consumed, so late starts never bunch) and books again: the rebook rate.
   This holds for every kind of work: pages, robots.txt, sitemaps and media.
+- At its real start, work passes ``admit`` (the crawl's budgets, ``budget.py``): refused, it
+  never starts and the lane chooses again.
 - A lane the scheduler itself re-arms (its own timer woke it, work finished, capacity came
   back) whose slot is open the moment it is booked starts in that same callback: a timer
   that already fired late must not go round the event loop again for a slot that is open
@@ -102,6 +104,9 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
         book the same origins), else this scheduler's own."""
         self.in_flight = 0
         self.stopping = False
+        self.admit: Callable[[L, W], bool] | None = None
+        """Asked at each real start (the crawl's budgets): False, the work does not start,
+        its slot stays consumed, and the lane chooses again (the gate saw to the work)."""
         self._to_book: deque[L] = deque()
         self._booker_wake = asyncio.Event()
         self.booker_due = math.inf
@@ -315,6 +320,9 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
             self.arm(lane)  # the forfeited slot stays consumed: no bunching
             return
         state.work = None
+        if self.admit is not None and not self.admit(lane, work):
+            self.arm(lane)
+            return
         state.launched = True
         state.in_flight += 1
         self.in_flight += 1
