@@ -143,7 +143,7 @@ def test_the_environment_is_read_by_default_and_typos_in_it_are_errors(monkeypat
     ("text", "where", "says"),
     [
         ('[crawl]\nparse_workers = "3"\n', ":2:17:", "wrong type (a string)"),
-        ("[crawl]\n\n  max_in_flight=0\n", ":3:17:", "from 1 to"),
+        ("[crawl]\n\n  max_in_flight=-1\n", ":3:17:", "from 0 to"),
         ("[limits]\norigin = { burst = 1, rate = 0 }\n", ":2:30:", "limits.origin.rate"),
         ("limits.site.rate = -1\n", ":1:20:", "limits.site.rate"),
         ('[fetch]\nallowed_types = [\n  "text/",\n  3,\n]\n', ":2:17:", "wrong type (a list)"),

@@ -70,10 +70,12 @@ EVENT_LOOPS = ("uvloop", "asyncio")
 
 @dataclass(frozen=True, slots=True)
 class CrawlSection:
-    max_in_flight: int = 512
-    """Requests in flight over all sites at once (Little's law: rate x seconds per fetch);
-    a fetch counts until its page is parsed. Above it nothing new is booked (booked slots
-    are still honoured)."""
+    max_in_flight: int = 0
+    """At most this many page requests in flight over all sites at once (0: no cap of the
+    operator's). The crawl chooses its bound from its work (Little's law over the sites with
+    work: each one's spacing and measured answer time) under what the machine holds (open
+    files, memory), and says what binds (``scheduling.concurrency``). A fetch counts until
+    its page is parsed. Above the bound nothing new is booked (booked slots are honoured)."""
     start_rate: float = 3000.0
     """Bookings a second the crawl may make (``start_burst`` at once; 0: no limit). It
     spreads the start (every seed's robots.txt due at one instant) over a few hundred
@@ -432,16 +434,20 @@ class MediaSection:
     """Shared CDN hosts whose first path segment names the customer."""
     imgsvc_hosts: tuple[str, ...] = tuple(sorted(DEFAULT_IMGSVC_HOSTS))
     """Shared image-service hosts whose first path segment names the customer."""
-    max_in_flight: int = 32
-    """Media requests in flight at once, all media hosts together."""
+    max_in_flight: int = 0
+    """At most this many media requests in flight at once, all media hosts together (0: no
+    cap of the operator's; the crawl's bound is chosen from the work, as for pages, within
+    a quarter of what the machine holds)."""
     max_in_flight_per_key: int = 4
     """Media requests in flight on one bucket, CDN customer or image-service customer."""
     max_queued: int = 100_000
     """Media URLs waiting in memory; more are dropped (counted) until the queue drains."""
 
     def __post_init__(self) -> None:
-        if min(self.max_in_flight, self.max_in_flight_per_key, self.max_queued) < 1:
-            raise ValueError("media in-flight and queue limits must be at least 1")
+        if min(self.max_in_flight_per_key, self.max_queued) < 1 or self.max_in_flight < 0:
+            raise ValueError(
+                "media in-flight and queue limits must be at least 1 (max_in_flight: 0 or more)"
+            )
 
     def rules(self) -> KeyRules:
         return KeyRules(
@@ -827,7 +833,7 @@ _FRACTION = number(above=0, high=1)
 
 RULES: dict[type, dict[str, Rule]] = {
     CrawlSection: {
-        "max_in_flight": whole(1, 1_000_000),
+        "max_in_flight": whole(0, 1_000_000),
         "start_rate": number(low=0, high=1_000_000, unit="bookings per second"),
         "start_burst": whole(1, 1_000_000),
         "first_contact_rate": number(low=0, high=1_000_000, unit="bookings per second"),
@@ -946,7 +952,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "fetch": Rule("true or false"),
         "cdn_hosts": each("host names", _host),
         "imgsvc_hosts": each("host names", _host),
-        "max_in_flight": whole(1, 100_000),
+        "max_in_flight": whole(0, 100_000),
         "max_in_flight_per_key": whole(1, 10_000),
         "max_queued": whole(1, 100_000_000),
     },

@@ -32,7 +32,7 @@ FILES = {
     "robots.txt": "User-agent: *\nDisallow: /private\n",
     "hosts.txt": "a.test\n",
     "quoted.toml": '[crawl]\nparse_workers = "3"\n',
-    "range.toml": "[crawl]\nmax_in_flight = 0\n",
+    "range.toml": "[crawl]\nmax_in_flight = -1\n",
     "typo.toml": "[crawl]\nmax_in_fligth = 3\n",
     "section.toml": "[crawler]\nmax_depth = 3\n",
     "broken.toml": "[crawl\nmax_depth = 3\n",

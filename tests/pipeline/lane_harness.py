@@ -47,6 +47,9 @@ from courtier.politeness.limiter.base import Limiter
 Script = Callable[[str], tuple[int, list[tuple[str, str]], bytes]]
 """url -> (status, headers, body)."""
 
+UNBOUND = 100_000
+"""The in-flight bound of a harness (no bound loop runs here) without an operator's cap."""
+
 
 def allow_all(url: str) -> tuple[int, list[tuple[str, str]], bytes]:
     if url.endswith("/robots.txt"):
@@ -199,7 +202,7 @@ class Lanes:
             observe_answer=lambda lane, answer: None,
         )
         self.pages: Scheduler[SiteLane, Any] = self._scheduler(
-            self.site_lanes, config.crawl.max_in_flight
+            self.site_lanes, config.crawl.max_in_flight or UNBOUND
         )
         self.seed.refill = self.site_lanes.request_refill
         self.origins: dict[str, str] = {}
@@ -207,7 +210,7 @@ class Lanes:
             services, origin_of=self.origins.get, arm=lambda lane: self.media_scheduler.arm(lane)
         )
         self.media_scheduler: Scheduler[MediaLane, Any] = self._scheduler(
-            self.media, config.media.max_in_flight
+            self.media, config.media.max_in_flight or UNBOUND
         )
         self.media.robots_hops = self.site_lanes.robots_hops  # as the engine wires them
         self._bookers: list[asyncio.Task[None]] = []

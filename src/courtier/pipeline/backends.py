@@ -20,6 +20,7 @@ from courtier.config import Config
 from courtier.frontier.base import FrontierStore
 from courtier.frontier.sqlite_store import SqliteFrontier
 from courtier.pipeline.cluster.membership import ClusterSpec
+from courtier.pipeline.scheduling.concurrency import IDLE_SHARE
 from courtier.pipeline.store_lock import StoreLock
 from courtier.politeness.limiter import MemoryLimiter, SqliteLimiter
 from courtier.politeness.limiter.base import Limiter
@@ -76,14 +77,15 @@ async def open_backends(
 
 def idle_connections(config: Config) -> int:
     """Kept-alive connections the crawl may hold, from its open-file limit (raised to the
-    hard limit here) and what its settings hold at once (``runtime.open_files``)."""
+    hard limit here) and what its settings hold at once (``runtime.open_files``; with the
+    in-flight bounds chosen from the work, ``concurrency.IDLE_SHARE`` of what is left)."""
     crawl = config.crawl
     workers = crawl.parse_workers or os.cpu_count() or 1
     render = config.render
     browsers = render.browsers if render.mode != "never" or render.sites or render.rules else 0
-    need = open_files.reserved(
-        in_flight=crawl.max_in_flight + config.media.max_in_flight,
-        workers=workers,
-        browsers=browsers,
-    )
-    return open_files.idle_budget(open_files.raise_limit(), need, config.fetch.max_idle)
+    limit = open_files.raise_limit()
+    held = open_files.reserved(in_flight=0, workers=workers, browsers=browsers)
+    operator = (crawl.max_in_flight, config.media.max_in_flight)
+    # Requests: the operator's caps, else what the in-flight bounds may take of the limit.
+    requests = sum(operator) if all(operator) else int((limit - held) * (1 - IDLE_SHARE))
+    return open_files.idle_budget(limit, held + requests, config.fetch.max_idle)

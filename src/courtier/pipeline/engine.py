@@ -44,6 +44,7 @@ from courtier.pipeline.feed.frontier_io import FrontierIO
 from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.promotion import rank_loop
 from courtier.pipeline.feed.scope import ScopeRules
+from courtier.pipeline.in_flight import bound_loop
 from courtier.pipeline.keeping.archive import archived, redaction_policy
 from courtier.pipeline.lanes.controls import Controls
 from courtier.pipeline.lanes.origins_live import infer_early
@@ -342,6 +343,7 @@ class Engine:
         ]
         if stages.media_scheduler is not None:
             loops.append(stages.media_scheduler.booker())
+        loops.append(bound_loop(self.config, self.timer, self.stats, stages, self.parser))
         if self.cluster is not None:
             loops.append(self.cluster.keeper.run())
         watch = EndWatch(self._parts(), stages, self.until_done, self.stop)

@@ -74,6 +74,10 @@ class CrawlStats:
     queue, the crawl is bound by parsing
     (`python bench/bench_rebook.py --sites 2000 --page-bytes 6000 --duration 40`: parse_queue,
     places_full)."""
+    in_flight_bounds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per scheduler (pages, media): the in-flight bound chosen last, what the work needed,
+    the machine's cap and what binds (``scheduling.concurrency``)."""
+    bound_peak: dict[str, int] = field(default_factory=dict)
     recent_lag: RecentLag = field(default_factory=lambda: RecentLag())
     links_found: int = 0
     bad_links: int = 0
@@ -173,6 +177,16 @@ class CrawlStats:
         self.parse_queue_max = max(self.parse_queue_max, parse_waiting)
         self.places_full += in_flight >= places
 
+    def record_bound(self, name: str, bound: Any) -> None:
+        """The bound ``name``'s scheduler was given (a ``concurrency.Bound``)."""
+        self.in_flight_bounds[name] = {
+            "bound": bound.limit,
+            "needed": round(bound.demand, 1),
+            "cap": bound.cap,
+            "binds": str(bound.binding),
+        }
+        self.bound_peak[name] = max(self.bound_peak.get(name, 0), bound.limit)
+
     def record_lag(self, lag: float) -> None:
         if len(self.lag_samples) < 200_000:
             self.lag_samples.append(max(0.0, lag))
@@ -224,6 +238,10 @@ class CrawlStats:
             "parse_queue_mean": round(self.parse_queue_total / samples, 1),
             "parse_queue_max": self.parse_queue_max,
             "places_full_share": round(self.places_full / samples, 3),
+            "in_flight_bounds": {
+                name: {**last, "peak": self.bound_peak.get(name, 0)}
+                for name, last in self.in_flight_bounds.items()
+            },
             "links_found": self.links_found,
             "bad_links": self.bad_links,
             "new_urls": self.new_urls,

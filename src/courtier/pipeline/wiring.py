@@ -48,6 +48,7 @@ from courtier.pipeline.lanes.shared_evidence import SharedEvidence
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.budget import Budget
 from courtier.pipeline.scheduling.clocks import KeyClocks
+from courtier.pipeline.scheduling.concurrency import initial_bound
 from courtier.pipeline.scheduling.hops import HopBooker
 from courtier.pipeline.scheduling.scheduler import Scheduler
 from courtier.pipeline.scheduling.send_spacing import SendSpacing
@@ -220,7 +221,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         renderer=parts.renderer,
         judge_name=parts.guard.judge_name,
     )
-    pages = scheduler(site_lanes, config.crawl.max_in_flight)
+    pages = scheduler(site_lanes, initial_bound(config.crawl.max_in_flight))
     seed.refill = site_lanes.request_refill
     media: MediaLanes | None = None
     media_scheduler: Scheduler[MediaLane, Any] | None = None
@@ -264,7 +265,7 @@ def _media(
         media_scheduler.arm(lane)
 
     media = MediaLanes(services, origin_of=seed.origin_of, arm=arm)
-    media_scheduler = scheduler(media, parts.config.media.max_in_flight)
+    media_scheduler = scheduler(media, initial_bound(parts.config.media.max_in_flight))
     if parts.config.media.fetch:
         parts.discovery.media = media.offer
     if parts.inference is not None:

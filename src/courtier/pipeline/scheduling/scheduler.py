@@ -165,6 +165,12 @@ class Scheduler(BatchBooker[L, W], Generic[L, W]):
     def has_capacity(self) -> bool:
         return self.in_flight < self.max_in_flight
 
+    def set_max_in_flight(self, limit: int) -> None:
+        """A new bound on the requests in flight (``in_flight.bound_loop``): raised, the
+        lanes waiting for a place go now; lowered, what is in flight finishes."""
+        self.max_in_flight = max(1, limit)
+        self._release()
+
     def _wait(self, lane: L, until: float) -> None:
         self._waiting(lane, self.timer.call_at(until, self._wake, lane))
 
