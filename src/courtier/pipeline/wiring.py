@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -162,7 +161,7 @@ def wire(parts: Parts, fetcher: FetcherLike) -> Stages:
         parts.guard,
         fetcher,
         stats,
-        time.time,
+        timer.now,  # Retry-After dates are read on the crawl's clock, a fake one in tests
         parts.observer,
         hops.sent,
         opted_out=seed.opted_out,
