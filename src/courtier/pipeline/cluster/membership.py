@@ -83,6 +83,9 @@ class Cluster:
         self.timer = timer
         self.stats = stats
         self.flush = flush
+        self._losing: set[asyncio.Task[None]] = set()
+        """Shards being given up after a failed fence: held here (the loop keeps only a weak
+        reference to a task, and one nobody holds may be collected before it ends)."""
         self.keeper = ShardKeeper(
             spec.conninfo,
             spec.worker_id,
@@ -176,4 +179,6 @@ class Cluster:
         """A booking's fence failed: the whole shard is gone."""
         if lane.fence is not None and lane.fence.shard in self.keeper.held:
             del self.keeper.held[lane.fence.shard]
-            asyncio.get_running_loop().create_task(self.lost(lane.fence.shard, False))
+            task = asyncio.get_running_loop().create_task(self.lost(lane.fence.shard, False))
+            self._losing.add(task)
+            task.add_done_callback(self._losing.discard)
