@@ -73,6 +73,7 @@ async def test_a_crawl_behind_a_proxy(tmp_path: Path, caplog: pytest.LogCaptureF
             stats = await crawl.run()
         finally:
             watcher.cancel()
+    assert stats.ended_by == "stopped"
     fetched = {d["url"]: d["status"] for d in documents}
     assert fetched.get(f"http://shop.test:{target.port}/") == 200, documents
     assert not any("intranet.test" in url for url in fetched)  # refused: never fetched

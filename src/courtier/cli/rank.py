@@ -40,7 +40,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "domains) enter the seed; a running crawl fetches them within seconds.",
     )
     parser.add_argument(
-        "--store", required=True, metavar="PATH", help="the crawl's store: a SQLite file or a PostgreSQL URL"
+        "--store",
+        required=True,
+        metavar="PATH",
+        help="the crawl's store: a SQLite file or a PostgreSQL URL",
     )
     parser.add_argument(
         "--promote", type=_count, default=0, metavar="K", help="promote up to K horizon hosts"

@@ -38,7 +38,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("urls", nargs="+", metavar="URL", help="page URLs")
     parser.add_argument(
-        "--store", required=True, metavar="PATH", help="the crawl's store: a SQLite file or a PostgreSQL URL"
+        "--store",
+        required=True,
+        metavar="PATH",
+        help="the crawl's store: a SQLite file or a PostgreSQL URL",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(handler=run_recrawl)

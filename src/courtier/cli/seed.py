@@ -140,7 +140,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _store_and_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--store", required=True, metavar="PATH", help="the crawl's store: a SQLite file or a PostgreSQL URL"
+        "--store",
+        required=True,
+        metavar="PATH",
+        help="the crawl's store: a SQLite file or a PostgreSQL URL",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
 
