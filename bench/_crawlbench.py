@@ -344,7 +344,8 @@ def run(
         run_start=launched,
     )
     if crawler == "courtier":
-        lines = stdout.decode().strip().splitlines()
+        # The summary is the last JSON line (a wrapper such as py-spy may print after it).
+        lines = [line for line in stdout.decode().splitlines() if line.startswith("{")]
         stats = json.loads(lines[-1]) if code == 0 and lines else {}
     else:
         result = workdir / "scrapy-result.json"
