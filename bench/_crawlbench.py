@@ -42,9 +42,9 @@ import psutil
 from selectolax.lexbor import LexborHTMLParser
 
 from courtier.simweb.audit import AuditReport, OriginFigures, audit_records
+from courtier.simweb.latency import REAL_WEB
 from courtier.simweb.log import read_log
 from courtier.simweb.process import SERVER_NICE, SimWebProcess
-from courtier.simweb.latency import REAL_WEB
 from courtier.simweb.world import SIZE_PRESETS, WorldParams, params_for_total
 
 BENCH = Path(__file__).resolve().parent

@@ -23,7 +23,6 @@ import collections
 import json
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path

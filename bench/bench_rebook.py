@@ -81,9 +81,7 @@ def main() -> int:
         "--workers", type=int, nargs="+", default=[1], help="workers on a PostgreSQL store"
     )
     args = parser.parse_args()
-    params = world_params(
-        args.size, args.sites or None, args.page_bytes, args.seed, args.latency
-    )
+    params = world_params(args.size, args.sites or None, args.page_bytes, args.seed, args.latency)
     variants = [
         (store, workers)
         for store in args.store
