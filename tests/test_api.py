@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import signal
@@ -22,6 +21,7 @@ import courtier
 from courtier import ConfigError, CrawlConfig, Crawler, CrawlStats, InputError
 from courtier.config import FetchSection, load
 from courtier.net.resolve import StaticResolver
+from courtier.sinks.documents import document_files, read_documents
 
 HOSTS = ("a.test", "b.test")
 PAGES = 30
@@ -123,7 +123,7 @@ async def test_a_crawl_driven_from_python_sends_documents_to_the_caller_and_stop
     assert [r["url"] for r in received] == iterated  # every record to every listener, in order
     assert {r["status"] for r in received} == {200}
     assert stats.requests >= len(received) and stats.internal_errors == 0
-    assert not (tmp_path / "documents.jsonl").exists()  # a sink was given: no file
+    assert not document_files(tmp_path)  # a sink was given: no file
 
 
 async def test_a_sink_object_gets_every_record_then_is_flushed_and_closed(
@@ -154,15 +154,13 @@ async def test_a_sink_object_gets_every_record_then_is_flushed_and_closed(
 async def test_without_a_sink_documents_go_to_the_output_directory(
     tmp_path: Path, port: int
 ) -> None:
-    documents = tmp_path / "out" / "documents.jsonl"
-
-    def lines() -> list[str]:
-        return documents.read_text().splitlines() if documents.exists() else []
+    def lines() -> list[dict[str, Any]]:
+        return list(read_documents(tmp_path / "out"))
 
     run = crawler(tmp_path, port, out=tmp_path / "out", duration=30.0)
     stats = await _stopped_once(run, lambda: len(lines()) >= 2 * PAGES)
     assert len(lines()) == stats.by_status["2xx"] == 2 * PAGES
-    assert {json.loads(line)["status"] for line in lines()} == {200}
+    assert {record["status"] for record in lines()} == {200}
 
 
 async def test_a_failing_sink_stops_the_crawl_cleanly_and_run_raises_its_error(

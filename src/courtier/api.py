@@ -18,10 +18,11 @@ Rules:
   then returns the stats. Called before ``run()``, ``run()`` returns at once. A crawl also
   ends by itself: ``duration``, ``until_done``, a budget of ``[crawl]`` spent
   (``stats.ended_by`` says which).
-- Documents (one dict per fetched URL, the records of ``documents.jsonl``) go to ``sink``
+- Documents (one dict per fetched URL, the records of ``OUT/documents/``) go to ``sink``
   (a ``courtier.sinks.documents.Sink``, or a callable taking each record), to every
-  ``documents()`` iterator, and, when no ``sink`` is given, to ``OUT/documents.jsonl`` if
-  ``out`` is given. A sink that raises stops the crawl cleanly; ``run()`` then re-raises.
+  ``documents()`` iterator, and, when no ``sink`` is given, to segments in ``OUT/documents/``
+  if ``out`` is given (``courtier.sinks.documents.read_documents`` reads them back). A sink
+  that raises stops the crawl cleanly; ``run()`` then re-raises.
 - A ``Crawler`` runs once; the store keeps the crawl, so a new ``Crawler`` on the same store
   resumes it.
 
@@ -60,9 +61,10 @@ from courtier.pipeline.cluster.membership import ClusterSpec
 from courtier.pipeline.cluster.shards import new_worker_id
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import Observer
+from courtier.pipeline.keeping.archive import document_sink
 from courtier.pipeline.stats import CrawlStats
 from courtier.runtime import event_loop
-from courtier.sinks.documents import DocumentSink, Sink
+from courtier.sinks.documents import Sink
 from courtier.url import Url
 
 __all__ = [
@@ -258,7 +260,7 @@ class Crawler:
     ) -> None:
         """``config``: a ``CrawlConfig`` or a mapping of settings (defaults if None).
         ``seeds``: URLs or host names. ``out``: a directory for the store (``frontier.sqlite3``)
-        and, without a ``sink``, ``documents.jsonl``. ``store``: a SQLite path (default
+        and, without a ``sink``, ``documents/``. ``store``: a SQLite path (default
         ``OUT/frontier.sqlite3``). ``dns``: a nameserver ``IP:PORT`` (default the system's);
         ``resolver``: a ``courtier.net.resolve.Resolver`` to use instead (then no DNS-based
         origin inference). ``allow_net``: networks past the SSRF guard (CIDR). ``duration``:
@@ -333,7 +335,7 @@ class Crawler:
             self._fanout.close()
             return self._engine.stats
         if self._jsonl_dir is not None:
-            self._fanout.targets.append(DocumentSink(self._jsonl_dir))
+            self._fanout.targets.append(document_sink(self.config, self._jsonl_dir))
         task = asyncio.ensure_future(self._engine.run())
         watcher = asyncio.ensure_future(self._stop_when_asked(task))
         try:

@@ -488,6 +488,8 @@ class ObserveSection:
     progress_seconds: float = 30.0
     sample_seconds: float = 2.0
     stats_seconds: float = 10.0
+    frontier_seconds: float = 5.0
+    """The frontier's URLs are counted by status this often, at most (0: only at the end)."""
 
     def settings(self) -> ObserveSettings:
         values = dataclasses.asdict(self)
@@ -515,6 +517,19 @@ class WarcSection:
     removed. ``raw``: the bytes received (after the fetcher's Content-Encoding decoding),
     unredacted, for archives that must replay exactly (docs/archive.md: the trade-off); the
     documents, links and logs are redacted all the same."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentsSection:
+    """The document records (``courtier.sinks.documents``): gzip-compressed JSON Lines
+    segments in ``OUT/documents/``, rotated like the WARC files (docs/documents.md)."""
+
+    segment_bytes: int = 1 << 27
+    """A segment is finished (its ``.open`` suffix dropped) and the next one started once it
+    holds this many (compressed) bytes."""
+    segment_seconds: float = 3600.0
+    """... or once it has been open this long (checked at each flush, every
+    ``crawl.flush_interval``), whichever comes first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,6 +665,7 @@ class Config:
     frontier: FrontierSection = field(default_factory=FrontierSection)
     media: MediaSection = field(default_factory=MediaSection)
     warc: WarcSection = field(default_factory=WarcSection)
+    documents: DocumentsSection = field(default_factory=DocumentsSection)
     parse: ParseSection = field(default_factory=ParseSection)
     scope: ScopeSection = field(default_factory=ScopeSection)
     redact: RedactSection = field(default_factory=RedactSection)
@@ -966,6 +982,10 @@ RULES: dict[type, dict[str, Rule]] = {
         "compression_level": whole(1, 9),
         "payload": one_of("redacted", "raw"),
     },
+    DocumentsSection: {
+        "segment_bytes": whole(1 << 16, 1 << 40, unit="bytes"),
+        "segment_seconds": number(above=0, high=30 * 86_400, unit="seconds"),
+    },
     ParseSection: {
         "text": Rule("true or false"),
         "near_distance": whole(0, 16, unit="bits"),
@@ -1031,6 +1051,7 @@ RULES: dict[type, dict[str, Rule]] = {
         "progress_seconds": number(above=0, unit="seconds"),
         "sample_seconds": number(above=0, unit="seconds"),
         "stats_seconds": number(above=0, unit="seconds"),
+        "frontier_seconds": number(low=0, unit="seconds"),
     },
     ControlSection: {
         "poll": number(above=0, high=3600, unit="seconds"),

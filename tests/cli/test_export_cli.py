@@ -1,6 +1,7 @@
-"""``courtier export`` and the ``documents`` / ``texts`` views of ``courtier query``, over a
-documents file with the shapes a crawl writes: fields only some records have (a PDF's text,
-a hook's struct written late), nested lists, a record cut by a crash."""
+"""``courtier export`` and the ``documents`` / ``texts`` views of ``courtier query``, over
+document segments with the shapes a crawl writes: fields only some records have (a PDF's
+text, a hook's struct written late), nested lists, a segment left open with a member cut by a
+crash, and an older version's ``documents.jsonl`` beside segments."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import duckdb
 import pytest
 
 from courtier.cli import main
+from courtier.sinks.documents import DocumentSink
+from courtier.sinks.warc import compress_member
 
 RECORDS = [
     {"url": "http://a.test/", "site": "a.test", "status": 200, "content_type": "text/html",
@@ -35,10 +38,18 @@ RECORDS = [
 def _out(tmp_path: Path, cut_last: bool = False) -> Path:
     out = tmp_path / "crawl-out"
     out.mkdir()
-    lines = "".join(json.dumps(record) + "\n" for record in RECORDS)
-    if cut_last:
-        lines += '{"url": "http://b.test/cut", "sta'  # a crash mid-write
-    (out / "documents.jsonl").write_text(lines)
+    sink = DocumentSink(out, segment_bytes=1 << 16)
+    for n, record in enumerate(RECORDS):
+        sink.write(record)
+        if n % 10 == 9:
+            sink.flush()  # a member each
+    sink.close()
+    if cut_last:  # a crash mid-write: the segment left open, its last member cut short
+        (segment,) = sink.finished
+        cut = compress_member(b'{"url": "http://b.test/cut", "status": 200}\n', 2)[:-9]
+        segment.rename(segment.with_name(segment.name + ".open"))
+        with segment.with_name(segment.name + ".open").open("ab") as file:
+            file.write(cut)
     return out
 
 
@@ -105,7 +116,9 @@ def test_a_run_without_documents_or_texts_has_empty_views(tmp_path: Path) -> Non
         "SELECT (SELECT count(*) FROM documents) + (SELECT count(*) FROM texts) AS n",
     )  # fmt: skip
     assert code == 0 and json.loads(stdout) == {"n": 0}
-    (out / "documents.jsonl").write_text(json.dumps(RECORDS[0]) + "\n")  # no text anywhere
+    sink = DocumentSink(out)
+    sink.write(RECORDS[0])  # no text anywhere
+    sink.close()
     code, stdout, _ = _run("query", "--out", str(out), "--json", "SELECT count(*) AS n FROM texts")
     assert code == 0 and json.loads(stdout) == {"n": 0}
     code, _stdout, stderr = _run("export", "--out", str(out), "--view", "texts")
@@ -127,3 +140,30 @@ def test_bad_input_is_one_line_and_status_2(tmp_path: Path, args: list[str], mes
     assert len(stderr.strip().splitlines()) == 1 and message in stderr
     assert not (out / "export" / "documents.parquet").exists()
     assert not list((out / "export").glob(".*")) if (out / "export").exists() else True
+
+
+def test_an_older_documents_jsonl_is_read_beside_segments_times_as_rfc_3339(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "crawl-out"
+    out.mkdir()
+    old = {"url": "http://old.test/", "site": "old.test", "fetched_at": 1796675460.563}
+    (out / "documents.jsonl").write_text(json.dumps(old) + "\n")
+    sink = DocumentSink(out)
+    sink.write(
+        {"url": "http://new.test/", "site": "new.test", "fetched_at": "2026-12-07T20:41:00.5Z"}
+    )
+    sink.close()
+    code, stdout, stderr = _run(
+        "export", "--out", str(out), "--format", "jsonl", "-o", "-", "--where", "true ORDER BY url"
+    )
+    assert code == 0, stderr
+    assert [(d["url"], d["fetched_at"]) for d in map(json.loads, stdout.splitlines())] == [
+        ("http://new.test/", "2026-12-07T20:41:00.500Z"),
+        ("http://old.test/", "2026-12-07T20:31:00.563Z"),
+    ]
+    code, stdout, _ = _run(
+        "query", "--out", str(out), "--json",
+        "SELECT count(*) AS n, min(fetched_at::TIMESTAMPTZ) AS first FROM documents",
+    )  # fmt: skip
+    assert code == 0 and json.loads(stdout) == {"n": 2, "first": "2026-12-07T20:31:00.563000+00:00"}

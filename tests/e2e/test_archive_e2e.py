@@ -5,6 +5,8 @@ page replayed by pywb from the WARC and the index."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import ipaddress
 import json
 import os
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +25,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
+from courtier.sinks.documents import read_documents
 
 DURATION_S = 8.0
 PYWB_PYTHON = "COURTIER_PYWB_PYTHON"
@@ -123,11 +127,11 @@ def test_robots_txt_is_captured_for_each_site_crawled(crawled: Crawled):
                 uri = record.rec_headers.get_header("WARC-Target-URI")
                 if record.rec_type == "response" and uri.endswith("/robots.txt"):
                     captured[uri] = record.content_stream().read().decode("utf-8", "replace")
-    documents = (crawled.out / "documents.jsonl").read_text().splitlines()
-    sites = {json.loads(line)["url"].split("/")[2] for line in documents}
+    documents = list(read_documents(crawled.out))
+    sites = {document["url"].split("/")[2] for document in documents}
     assert sites and all(f"http://{site}/robots.txt" in captured for site in sites), sites
     assert any("User-agent" in text or "user-agent" in text for text in captured.values())
-    assert not any(json.loads(line)["url"].endswith("/robots.txt") for line in documents)
+    assert not any(document["url"].endswith("/robots.txt") for document in documents)
 
 
 def _index(out: Path) -> tuple[bytes, dict]:
@@ -156,8 +160,7 @@ def test_the_index_names_every_response_at_its_offset_and_is_the_same_twice(craw
             record = next(iter(ArchiveIterator(stream)))
             assert record.rec_headers.get_header("WARC-Target-URI") == fields["url"]
             responses += record.rec_type == "response"
-    documents = (crawled.out / "documents.jsonl").read_text().splitlines()
-    named = {json.loads(d)["url"] for d in documents if '"warc"' in d}
+    named = {d["url"] for d in read_documents(crawled.out) if "warc" in d}
     indexed = {json.loads(line.split(" ", 2)[2])["url"] for line in lines}
     assert named <= indexed  # and robots.txt besides
     assert responses == len(lines) - sum('"warc/revisit"' in line for line in lines)
@@ -198,32 +201,32 @@ def _get(url: str, deadline: float) -> tuple[int, bytes]:
             time.sleep(0.2)
 
 
-def test_a_crawled_page_replays_in_pywb_from_the_warc_and_the_index(
-    crawled: Crawled, tmp_path: Path
-):
+def _pywb() -> str:
     python = pywb_python()
     if python is None:
         pytest.skip(
             f"pywb is not installed: set {PYWB_PYTHON} to a Python with pywb in an "
             "environment of its own (pywb's brotlipy replaces the brotli module courtier needs)"
         )
-    index, _ = _index(crawled.out)
+    return python
+
+
+def _replays_in_pywb(python: str, index: Path, archive: Path, tmp_path: Path) -> None:
+    """The first 200 HTML page of ``index`` (CDXJ), replayed by pywb from the WARC files in
+    ``archive``: its payload byte for byte, and rewritten for a browser."""
     pages = []
-    for line in index.decode().splitlines():
+    for line in index.read_text().splitlines():
         _key, stamp, text = line.split(" ", 2)
         fields = json.loads(text)
         if fields["mime"] == "text/html" and fields["status"] == "200":
             pages.append((stamp, fields))
     assert pages
     stamp, page = pages[0]
-    with (crawled.out / "warc" / page["filename"]).open("rb") as stream:
+    with (archive / page["filename"]).open("rb") as stream:
         stream.seek(int(page["offset"]))
         archived = next(iter(ArchiveIterator(stream))).content_stream().read()
     (tmp_path / "config.yaml").write_text(
-        "collections:\n"
-        "  crawl:\n"
-        f"    index_paths: {crawled.out / 'warc' / 'index.cdxj'}\n"
-        f"    archive_paths: {crawled.out / 'warc'}/\n"
+        f"collections:\n  crawl:\n    index_paths: {index}\n    archive_paths: {archive}/\n"
     )
     port = _free_port()
     serve = ["--port", str(port), "--bind", "127.0.0.1"]
@@ -250,3 +253,104 @@ def test_a_crawled_page_replays_in_pywb_from_the_warc_and_the_index(
             server.wait()
         if server.stderr is not None:
             server.stderr.close()
+
+
+def test_a_crawled_page_replays_in_pywb_from_the_warc_and_the_index(
+    crawled: Crawled, tmp_path: Path
+):
+    python = _pywb()
+    _index(crawled.out)
+    _replays_in_pywb(python, crawled.out / "warc" / "index.cdxj", crawled.out / "warc", tmp_path)
+
+
+# -- the same archive as one WACZ file ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wacz(crawled: Crawled) -> tuple[Path, dict]:
+    target = crawled.out / "export" / "crawl.wacz"
+    command = [sys.executable, "-m", "courtier", "wacz", "--out", str(crawled.out), "--json"]
+    run = subprocess.run(
+        [*command, "-o", str(target), "--title", "archive e2e"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return target, json.loads(run.stdout)
+
+
+def test_the_wacz_holds_every_warc_its_index_and_pages_with_their_hashes(
+    crawled: Crawled, wacz: tuple[Path, dict]
+):
+    target, report = wacz
+    warcs = [path.name for path in _warcs(crawled.out)]
+    assert report["warcs"] == warcs and report["pages"] > 0 and not report["damaged"]
+    with zipfile.ZipFile(target) as archive:
+        names = set(archive.namelist())
+        expected = {f"archive/{name}" for name in warcs} | {
+            "indexes/index.cdx.gz", "indexes/index.idx", "pages/pages.jsonl",
+            "datapackage.json", "datapackage-digest.json",
+        }  # fmt: skip
+        assert names == expected
+        package = json.loads(archive.read("datapackage.json"))
+        assert package["wacz_version"] == "1.1.1" and package["title"] == "archive e2e"
+        for resource in package["resources"]:
+            data = archive.read(resource["path"])
+            assert resource["hash"] == "sha256:" + hashlib.sha256(data).hexdigest()
+            assert resource["bytes"] == len(data)
+        assert {r["path"] for r in package["resources"]} == expected - {
+            "datapackage.json", "datapackage-digest.json"
+        }  # fmt: skip
+        digest = json.loads(archive.read("datapackage-digest.json"))["hash"]
+        assert digest == "sha256:" + hashlib.sha256(archive.read("datapackage.json")).hexdigest()
+        for name in warcs:  # the very files, stored
+            assert archive.getinfo(f"archive/{name}").compress_type == zipfile.ZIP_STORED
+            assert archive.read(f"archive/{name}") == (crawled.out / "warc" / name).read_bytes()
+        pages = [json.loads(line) for line in archive.read("pages/pages.jsonl").splitlines()[1:]]
+    titled = {d["url"]: d["title"] for d in read_documents(crawled.out) if d.get("title")}
+    assert all(page["title"] == titled[page["url"]] for page in pages if page["url"] in titled)
+
+
+def wacz_python() -> str | None:
+    """An interpreter with py-wacz (``wacz validate``): pywb's environment, else this one."""
+    for candidate in (os.environ.get(PYWB_PYTHON), sys.executable):
+        if not candidate:
+            continue
+        found = subprocess.run([candidate, "-c", "import wacz.main"], capture_output=True)
+        if found.returncode == 0:
+            return candidate
+    return None
+
+
+def test_py_wacz_validates_the_wacz(wacz: tuple[Path, dict]):
+    python = wacz_python()
+    if python is None:
+        pytest.skip(f"py-wacz is not installed: pip install wacz beside pywb ({PYWB_PYTHON})")
+    run = subprocess.run(
+        [python, "-m", "wacz", "validate", "-f", str(wacz[0])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and "is valid" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]
+
+
+def test_a_page_replays_in_pywb_from_the_wacz(wacz: tuple[Path, dict], tmp_path: Path):
+    python = _pywb()
+    inside = tmp_path / "unpacked"
+    with zipfile.ZipFile(wacz[0]) as archive:
+        archive.extractall(inside)
+    # pywb reads its own ZipNum layout, not the cdxj-gzip one of WACZ (ReplayWeb.page's): the
+    # index's blocks, unpacked, are the CDXJ it reads.
+    index = tmp_path / "index.cdxj"
+    index.write_bytes(gzip.decompress((inside / "indexes" / "index.cdx.gz").read_bytes()))
+    _replays_in_pywb(python, index, inside / "archive", tmp_path)
+
+
+def test_every_document_naming_its_record_matches_the_published_schema(crawled: Crawled):
+    from document_schema import schema_errors
+
+    documents = list(read_documents(crawled.out))
+    assert sum("warc" in d for d in documents) > 3
+    assert schema_errors(documents) == []

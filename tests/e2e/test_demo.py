@@ -14,6 +14,7 @@ import pytest
 from courtier.cli import main
 from courtier.simweb.log import read_log
 from courtier.simweb.world import SIZE_PRESETS, SiteKind, build_world
+from courtier.sinks.documents import read_documents
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite"])
@@ -132,13 +133,11 @@ def test_page_images_on_media_hosts_are_fetched_under_their_own_keys(demo_run):
     assert sum(o["miss_requests"] for o in audit["origins"]) > 0
     assert audit["buckets"], "no bucket was fetched"
     keys = set()
-    with (out / "documents.jsonl").open() as documents:
-        for line in documents:
-            record = json.loads(line)
-            if record.get("kind") == "media":
-                keys.update(k.split(":")[0] for k in record["keys"])
-                if record["source"] == "store":
-                    assert [k.split(":")[0] for k in record["keys"]] == ["bucket"]
+    for record in read_documents(out):
+        if record.get("kind") == "media":
+            keys.update(k.split(":")[0] for k in record["keys"])
+            if record["source"] == "store":
+                assert [k.split(":")[0] for k in record["keys"]] == ["bucket"]
     # A CDN miss is booked on the CDN, the customer's miss key and the customer's origin.
     assert {"bucket", "cdn", "cdn-miss", "imgsvc", "origin"} <= keys
 
@@ -176,7 +175,7 @@ def test_each_platform_keeps_its_budget_while_its_tenants_are_crawled_in_paralle
 
 
 def test_the_crawl_is_archived_as_warc_that_standard_tools_read_back(demo_run):
-    """One response (or revisit) record per fetched URL in documents.jsonl, each document's
+    """One response (or revisit) record per fetched URL in the documents, each document's
     offset pointing at its record, payload digests that match the payloads."""
     import base64
     import hashlib
@@ -195,7 +194,7 @@ def test_the_crawl_is_archived_as_warc_that_standard_tools_read_back(demo_run):
             for record in iterator:
                 body = record.content_stream().read()
                 records[path.name, iterator.offset] = (record, body)
-    documents = [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
+    documents = list(read_documents(out))
     fetched = [d for d in documents if d.get("status") is not None]
     assert len(fetched) > 100 and all("warc" in d for d in fetched)
     for document in fetched:

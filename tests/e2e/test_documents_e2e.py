@@ -21,6 +21,7 @@ from courtier.simweb.documents import FEED_ONLY, feed_targets, pdf_links, pdf_te
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import SiteKind, World, WorldParams
+from courtier.sinks.documents import read_documents
 
 HOOK = textwrap.dedent(
     """
@@ -66,8 +67,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         records = list(read_log(web.log_path))
         world = web.world
     stats = json.loads(buffer.getvalue().strip().splitlines()[-1])
-    with (tmp / "out" / "documents.jsonl").open() as lines:
-        documents = [json.loads(line) for line in lines]
+    documents = list(read_documents(tmp / "out"))
     return Run(world, tmp / "out", stats, documents, records)
 
 
@@ -162,3 +162,15 @@ def test_query_views_documents_and_texts(run: Run) -> None:
         assert main(["query", "--out", str(run.out), sql, "--json"]) == 0
     pdfs = sum(d.get("format") == "pdf" for d in run.documents)
     assert json.loads(buffer.getvalue()) == {"n": pdfs}
+
+
+def test_every_document_matches_the_published_schema(run: Run) -> None:
+    """PDFs, feeds, sitemaps, pages with a hook's fields and media: each record as
+    docs/documents.schema.json says, written in gzip segments with RFC 3339 times."""
+    from document_schema import schema_errors
+
+    formats = {d.get("format") for d in run.documents}
+    assert {"pdf", "feed"} <= formats and any("hook" in d for d in run.documents)
+    assert schema_errors(run.documents) == []
+    assert list((run.out / "documents").glob("documents-*.jsonl.gz"))
+    assert not (run.out / "documents.jsonl").exists()

@@ -35,6 +35,7 @@ from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine
 from courtier.pipeline.stats import CrawlStats
+from courtier.sinks.documents import read_documents
 from key_samples import KEYS
 from loopback import serving
 
@@ -157,14 +158,12 @@ def engine(
 
 
 def documents(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
+    return list(read_documents(out))
 
 
 def urls_written(out: Path) -> set[str]:
-    """The URLs of the documents written so far (whole lines only: the crawl is running)."""
-    path = out / "documents.jsonl"
-    lines = path.read_text().splitlines(keepends=True) if path.exists() else []
-    return {json.loads(line)["url"] for line in lines if line.endswith("\n")}
+    """The URLs of the documents written so far (whole members only: the crawl is running)."""
+    return {document["url"] for document in read_documents(out)}
 
 
 async def run_until(crawl: Engine, done: Callable[[], bool]) -> CrawlStats:
@@ -350,7 +349,7 @@ async def test_a_raw_archive_keeps_what_the_server_sent_and_the_documents_stay_r
     assert home[2].rec_headers.get_header("WARC-Courtier-Redactions") is None
     assert EMAIL.encode() in records["response", f"{keys}/robots.txt"][3]
     assert EMAIL.encode() in records["response", f"{keys}/api.json"][3]
-    text = (tmp_path / "documents.jsonl").read_text()
+    text = json.dumps(documents(tmp_path), ensure_ascii=False)
     assert EMAIL not in text and "[REDACTED:email]" in text
 
 

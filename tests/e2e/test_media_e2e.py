@@ -22,6 +22,7 @@ from courtier.simweb.audit import AuditReport, audit
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import MEDIA_KINDS, STORE_HOST, World, WorldParams, build_world
+from courtier.sinks.documents import read_documents
 
 BUCKET_RATE, BUCKET_BURST = 0.5, 2.0
 
@@ -51,8 +52,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> MediaRun:
             assert main(args) == 0
     stats = json.loads(buffer.getvalue().strip().splitlines()[-1])
     report = audit(web.log_path, web.world, allow_media=True)
-    with (tmp / "out" / "documents.jsonl").open() as lines:
-        documents = [json.loads(line) for line in lines]
+    documents = list(read_documents(tmp / "out"))
     return MediaRun(web.world, list(read_log(web.log_path)), report, stats, documents, web.log_path)
 
 

@@ -25,6 +25,7 @@ from courtier.simweb.audit import AuditReport, audit
 from courtier.simweb.log import RequestRecord, read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import EDGE_HOST, SiteKind, World, WorldParams
+from courtier.sinks.documents import read_documents
 from courtier.url import host_of_site
 
 
@@ -66,8 +67,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             assert main(args) == 0
     stats = json.loads(buffer.getvalue().strip().splitlines()[-1])
     report = audit(web.log_path, web.world, allow_media=True)
-    with (tmp / "out" / "documents.jsonl").open() as lines:
-        documents = [json.loads(line) for line in lines]
+    documents = list(read_documents(tmp / "out"))
     store = OriginStore(tmp / "out" / "frontier.sqlite3")
     try:
         origins = {s.assignment.site: s.assignment.origin for s in store.all()}

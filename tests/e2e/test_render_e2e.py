@@ -19,6 +19,7 @@ from courtier.render.browser import find_chromium
 from courtier.simweb.audit import AuditReport, SpaFigures, audit
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import CDN_HOST, SIZE_PRESETS, Behaviour, SiteKind, World
+from courtier.sinks.documents import read_documents
 
 pytestmark = pytest.mark.skipif(
     find_chromium(None) is None,
@@ -52,8 +53,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             assert main(args) == 0
     stats = json.loads(buffer.getvalue().strip().splitlines()[-1])
     report = audit(web.log_path, web.world, site_interval=1.0 / SPEED, allow_media=True)
-    with (tmp / "out" / "documents.jsonl").open() as lines:
-        documents = [json.loads(line) for line in lines]
+    documents = list(read_documents(tmp / "out"))
     return Run(web.world, report, stats, documents)
 
 

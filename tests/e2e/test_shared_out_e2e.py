@@ -32,6 +32,7 @@ from warcio.archiveiterator import ArchiveIterator
 from courtier.simweb.log import read_log
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
+from courtier.sinks.documents import read_documents
 from pg import fresh_database
 
 pytestmark = [
@@ -206,7 +207,7 @@ def test_workers_that_are_all_pid_1_share_one_output_directory(tmp_path, databas
         compared += 1
         spooled += len(body) > SPOOL_BYTES
     assert compared > 20 and spooled > 10, (compared, spooled)
-    documents = [json.loads(line) for line in (out / "documents.jsonl").read_text().splitlines()]
+    documents = list(read_documents(out))
     named = [d for d in documents if "warc" in d and d["warc"]["type"] == "response"]
     assert len(named) > 20
     assert {d["site"] for d in named} == {d["site"] for d in documents}

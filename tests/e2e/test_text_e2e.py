@@ -20,6 +20,7 @@ from courtier.simweb.network import Network
 from courtier.simweb.pages import PageRenderer
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import SIZE_PRESETS, World
+from courtier.sinks.documents import read_documents
 
 
 @dataclasses.dataclass
@@ -57,8 +58,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> TextRun:
         block = int(web.allow_net.split(".")[1])
         renderer = PageRenderer(web.world, Network(block, web.port))
     stats = json.loads(buffer.getvalue().strip().splitlines()[-1])
-    with (Path(tmp) / "out" / "documents.jsonl").open() as lines:
-        documents = [json.loads(line) for line in lines]
+    documents = list(read_documents(Path(tmp) / "out"))
     return TextRun(web.world, renderer, documents, stats)
 
 

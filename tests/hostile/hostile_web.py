@@ -76,6 +76,7 @@ from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.stats import CrawlStats
 from courtier.simweb.stalls import LoopWatch, watch_loop
+from courtier.sinks.documents import read_documents
 
 HOSTILE_ADDRESS = "127.0.0.1"
 NORMAL_ADDRESS = "127.0.0.3"
@@ -977,11 +978,7 @@ async def _stop_once(engine: Engine, until: Callable[[], bool]) -> None:
 
 def documents_of(out_dir: Path) -> list[dict[str, Any]]:
     """The documents a crawl has written to ``out_dir`` so far."""
-    path = out_dir / "documents.jsonl"
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    return [json.loads(line) for line in lines if line.endswith("\n")]  # whole lines only
+    return list(read_documents(out_dir))  # whole members only: the crawl may be running
 
 
 class LatencyLog:

@@ -14,7 +14,6 @@ strict again (``_check_pace(known=...)`` remains for a reason found later).
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from hostile_web import (
 )
 
 from courtier.frontier.sqlite_store import SqliteFrontier
+from courtier.sinks.documents import read_documents
 
 NORMAL = ("normal-1.test", "normal-2.test")
 
@@ -168,9 +168,7 @@ def test_bombs_are_cut_at_the_body_limit(heavy):
     # 1 GiB behind each bomb, 20 MB behind each big page: the crawler keeps 8 MiB of each.
     cap = 8 * 2**20
     assert run.stats.bytes <= cap * run.stats.requests
-    documents = [
-        json.loads(line) for line in (run.out_dir / "documents.jsonl").read_text().splitlines()
-    ]
+    documents = list(read_documents(run.out_dir))
     by_host = {record["site"].rpartition(":")[0]: record for record in documents}
     # A page still waiting for a parse worker when the crawl stops has no document yet.
     written = [by_host[host] for host in web.hosts if host in by_host]

@@ -24,6 +24,7 @@ from courtier.net.policy import AddressPolicy
 from courtier.net.resolve import StaticResolver
 from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.stats import CrawlStats
+from courtier.sinks.documents import read_documents
 from courtier.url import host_of_site
 from loopback import serving
 
@@ -207,9 +208,7 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
     crawler = make_crawler(tmp_path, loopback_web, duration=20.0)
 
     def all_in() -> bool:
-        documents = tmp_path / "documents.jsonl"
-        lines = documents.read_text().splitlines(keepends=True) if documents.exists() else []
-        urls = {json.loads(line)["url"] for line in lines if line.endswith("\n")}
+        urls = {d["url"] for d in read_documents(tmp_path)}
         a_test = f"http://a.test:{loopback_web.port}"
         return (
             a_pages <= set(loopback_web.paths("a.test"))
@@ -244,9 +243,7 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
     assert (f"a.test:{port}", f"b.test:{port}") in edges  # seed-to-seed links count for ranking
     store.close()
 
-    documents = [
-        json.loads(line) for line in (tmp_path / "documents.jsonl").read_text().splitlines()
-    ]
+    documents = list(read_documents(tmp_path))
     by_url = {d["url"]: d for d in documents}
     home = by_url[f"http://a.test:{loopback_web.port}/"]
     assert home["status"] == 200 and home["title"] == "t"
@@ -256,10 +253,10 @@ async def test_crawl_stays_in_the_seed_obeys_robots_and_spaces_requests(tmp_path
 async def test_a_redirects_location_is_redacted_in_documents_jsonl(tmp_path, loopback_web):
     # robots.txt, then "/" an interval later: 3 s leave room for a slow start under load
     await make_crawler(tmp_path, loopback_web, duration=3.0, hosts=("leaky.test",)).run()
-    text = (tmp_path / "documents.jsonl").read_text()
+    documents = list(read_documents(tmp_path))
+    text = json.dumps(documents, ensure_ascii=False)
     assert LEAKED_KEY not in text and LEAKED_EMAIL not in text
     assert "jane%40example.com" not in text
-    documents = [json.loads(line) for line in text.splitlines()]
     homes = [d for d in documents if d["url"] == f"http://leaky.test:{loopback_web.port}/"]
     assert len(homes) == 1, text
     (home,) = homes

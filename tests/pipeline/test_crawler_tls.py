@@ -23,6 +23,7 @@ from courtier.origins.dns_evidence import DnsFacts
 from courtier.origins.infer import OriginInference
 from courtier.pipeline.engine import Engine as Crawler
 from courtier.pipeline.lanes import origins_live as crawler_module
+from courtier.sinks.documents import read_documents
 
 TENANTS = ("t1.test", "t2.test")
 
@@ -89,8 +90,7 @@ async def test_the_certificates_a_crawl_sees_corroborate_its_origins(
     )
     stats = await crawler.run()
     assert stats.tls_evidence == 2
-    lines = (tmp_path / "documents.jsonl").read_text().splitlines()
-    documents = [json.loads(line) for line in lines]
+    documents = list(read_documents(tmp_path))
     assert {d["status"] for d in documents} == {200}
     with sqlite3.connect(tmp_path / "frontier.sqlite3") as db:
         rows = dict(db.execute("SELECT site, evidence FROM origin_sites"))

@@ -18,6 +18,7 @@ from courtier.content.hook import HOOK_ERRORS, HookError, load_hook
 from courtier.content.reading import ReadContext, read_page
 from courtier.pipeline.workers.pool import ParsePool
 from courtier.pipeline.workers.worker import warm_up_parse
+from courtier.sinks.documents import document_files
 
 HOOKS = textwrap.dedent(
     """
@@ -156,7 +157,7 @@ def test_a_hook_that_cannot_be_loaded_is_a_one_line_error_at_start(
     assert code == 2
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and message in lines[0], lines
-    assert not (tmp_path / "out" / "documents.jsonl").exists()
+    assert not document_files(tmp_path / "out")
 
 
 def test_a_crawl_from_python_refuses_a_hook_that_cannot_be_loaded(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from courtier.pipeline.engine import Engine
 from courtier.pipeline.events import RequestEvent
 from courtier.pipeline.wiring import NO_BROWSER
 from courtier.render.intercept import Abort, BrowserRequest, Fulfil, Intercept, RenderResult
+from courtier.sinks.documents import read_documents
 from courtier.url import parse_url
 from loopback import serving
 
@@ -217,8 +218,7 @@ def _engine(
 
 
 def _documents(tmp_path: Path) -> list[dict[str, Any]]:
-    lines = (tmp_path / "documents.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    return list(read_documents(tmp_path))
 
 
 def _archived(tmp_path: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
@@ -306,8 +306,7 @@ async def test_a_shell_without_a_browser_says_so_once_and_in_its_document(
     engine._renderer = None  # the default: Chromium, of which this machine now has none
 
     def home_written() -> bool:
-        path = tmp_path / "documents.jsonl"
-        return path.exists() and bool(path.read_text().strip())
+        return any(True for _ in read_documents(tmp_path))
 
     stats = await run_until(engine, home_written)
     assert [r.message for r in caplog.records].count(NO_BROWSER) == 1

@@ -67,6 +67,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("report", "courtier.cli.report", "write OUT/report.html: charts from the request log"),
     Command("index", "courtier.cli.index", "write a CDXJ index of a crawl's WARC files (replay)"),
+    Command("wacz", "courtier.cli.wacz", "package a crawl's WARC files as one WACZ (replay)"),
 )
 
 COMMAND_MODULES: tuple[str, ...] = tuple(command.name for command in COMMANDS)

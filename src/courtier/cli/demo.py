@@ -84,6 +84,7 @@ def handle(args: argparse.Namespace) -> int:
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / "requests", ignore_errors=True)  # the last demo's request log
     shutil.rmtree(out / "warc", ignore_errors=True)  # and its WARC files
+    shutil.rmtree(out / "documents", ignore_errors=True)  # and its document segments
     try:
         with SimWebProcess(out / "simweb", params, nice=SERVER_NICE) as web:
             console.print(
@@ -120,5 +121,5 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print_summary(stats, console)
         print_report(report, console)
-        console.print(f"written: {out / 'documents.jsonl'}, {out / 'audit.json'}")
+        console.print(f"written: {out / 'documents'}/, {out / 'audit.json'}")
     return 0 if report.ok else 1

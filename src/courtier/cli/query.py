@@ -2,7 +2,8 @@
 
 Views: ``requests`` (one row per request, ``OUT/requests/*.parquet``), ``anomalies``
 (``OUT/anomalies.jsonl``), ``samples`` (``OUT/samples.jsonl``: the crawl's counters and
-gauges over time), ``documents`` (``OUT/documents.jsonl``: one row per document) and
+gauges over time), ``documents`` (the segments of ``OUT/documents/``, and an older
+version's ``OUT/documents.jsonl``: one row per document; ``fetched_at`` as RFC 3339 UTC) and
 ``texts`` (the documents that carry a ``text``). Instead of SQL, a named query
 (``courtier query --list``), e.g. ``origin-units`` (cost units per second per origin per
 minute) or ``p95-rise`` (sites whose p95 time to first byte rose most between the first

@@ -45,7 +45,7 @@ from courtier.pipeline.feed.intake import UrlIntake
 from courtier.pipeline.feed.promotion import rank_loop
 from courtier.pipeline.feed.scope import ScopeRules
 from courtier.pipeline.in_flight import bound_loop
-from courtier.pipeline.keeping.archive import archived, redaction_policy
+from courtier.pipeline.keeping.archive import archived, document_sink, redaction_policy
 from courtier.pipeline.lanes.controls import Controls
 from courtier.pipeline.lanes.origins_live import infer_early
 from courtier.pipeline.lanes.rendering import Renderer
@@ -65,7 +65,7 @@ from courtier.pipeline.wiring import Parts, Stages, open_renderer, wire
 from courtier.pipeline.workers.crawl_pool import crawl_parse_pool
 from courtier.politeness.limiter.base import Limiter
 from courtier.runtime.gc_pacing import GcPacing
-from courtier.sinks.documents import DocumentSink, Sink
+from courtier.sinks.documents import Sink
 from courtier.url import Url, host_of_site
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class Engine:
         """``until_done``: end once nothing is due (``ending``). After ``origins``, optional
         wiring: store, limiter, fetcher, timer (defaults: SQLite
         at ``store_path``, the configured limiter, our fetcher, wall clock), the document sink
-        (``out_dir/documents.jsonl``), an observer of every request, and whether SIGINT and
+        (``out_dir/documents/``), an observer of every request, and whether SIGINT and
         SIGTERM stop the crawl (an embedding program may keep its own handlers), and a
         renderer for pages that need a browser (default: Chromium, when ``[render]`` and the
         machine allow)."""
@@ -177,9 +177,8 @@ class Engine:
             self.config, self.frontier, self.seed, self.timer, self.stats, self.clocks
         )
         self.parser = crawl_parse_pool(self.config)
-        self.sink = archived(
-            self.config, self.out_dir, self._sink or DocumentSink(self.out_dir), self.stats
-        )
+        sink = self._sink or document_sink(self.config, self.out_dir)
+        self.sink = archived(self.config, self.out_dir, sink, self.stats)
         signals = (signal.SIGINT, signal.SIGTERM) if self._handle_signals else ()
         for sig in signals:
             # Not the main thread (e.g. under a test runner's thread): no signal handling.

@@ -143,6 +143,8 @@ class CrawlStats:
     warc_seconds: float = 0.0
     """Writer-thread time spent compressing and writing captures (off the event loop)."""
     warc_errors: int = 0
+    documents: Counter[str] = field(default_factory=Counter)
+    """Document records handed to the document sink, by kind (page, pdf, feed, media)."""
     redactions: Counter[str] = field(default_factory=Counter)
     """Secrets and personal data redacted before anything was written, by kind."""
     redaction_failures: int = 0
@@ -279,6 +281,7 @@ class CrawlStats:
                 1000 * self.warc_seconds / max(1, sum(self.warc_records.values())), 3
             ),
             "warc_errors": self.warc_errors,
+            "documents": dict(self.documents),
             "redactions": dict(self.redactions),
             "redaction_failures": self.redaction_failures,
             "not_modified": self.not_modified,

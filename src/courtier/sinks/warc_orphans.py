@@ -1,14 +1,16 @@
 """WARC files a crashed writer left open, finished when the next crawl starts.
 
 A writer renames ``NAME.open`` to ``NAME`` when it finishes a file (``courtier.sinks.warc``).
-A kill -9 leaves the ``.open`` file, while ``documents.jsonl`` already names records in it by
+A kill -9 leaves the ``.open`` file, while the documents already name records in it by
 the finished name (a document is written after the records it names), so those references
 led nowhere. Before a crawl opens files of its own, each ``.open`` file whose writer is gone
 (its name's host is this one and its PID no live process: ``processes.left_by_us``) is cut
 after its last whole gzip member, which drops only a record the writer died while writing (no
 document names it), and renamed. A file of a live writer, or of another host's (workers of a
 fleet writing into one directory, each PID 1 of its container), is left as it is, and so is
-one without a single whole member (nothing in it can be named).
+one without a single whole member (nothing in it can be named). Document segments
+(``courtier.sinks.documents``: ``documents-...jsonl.gz.open``, a gzip member per flush) are
+finished the same way, by the same names (``suffix``).
 """
 
 from __future__ import annotations
@@ -25,23 +27,29 @@ from courtier.runtime.processes import left_by_us, running
 
 log = logging.getLogger("courtier.sinks.warc_orphans")
 
-_OPEN_NAME: Final = re.compile(r".+-(\d{5})-(?:([^-]+)-)?(\d+)\.warc\.gz\.open")
-"""PREFIX-STAMP-SERIAL-HOST-PID (HOST: before hosts were named, none)."""
+_OPEN_NAME: Final = r".+-(\d{5})-(?:([^-]+)-)?(\d+)"
+"""PREFIX-STAMP-SERIAL-HOST-PID (HOST: before hosts were named, none), then the suffix."""
 _CHUNK: Final = 1 << 20
 
 
 def finish_orphans(
-    directory: Path, *, alive: Callable[[int], bool] = running, writing: bool = False
+    directory: Path,
+    *,
+    alive: Callable[[int], bool] = running,
+    writing: bool = False,
+    suffix: str = ".warc.gz",
 ) -> list[Path]:
-    """Finish the ``.open`` WARC files in ``directory`` whose writer is gone; the files
-    finished. Call it before this process opens a file there (its own PID is not a writer
-    yet, so a file naming it was left by an earlier process that had the same PID), or with
-    ``writing``: this process may be writing there, its own files are left alone."""
+    """Finish the ``.open`` WARC files (``NAME{suffix}.open``) in ``directory`` whose writer
+    is gone; the files finished. Call it before this process opens a file there (its own PID
+    is not a writer yet, so a file naming it was left by an earlier process that had the same
+    PID), or with ``writing``: this process may be writing there, its own files are left
+    alone."""
     finished: list[Path] = []
     if not directory.is_dir():
         return finished
-    for path in sorted(directory.glob("*.warc.gz.open")):
-        match = _OPEN_NAME.fullmatch(path.name)
+    pattern = re.compile(_OPEN_NAME + re.escape(suffix + ".open"))
+    for path in sorted(directory.glob(f"*{suffix}.open")):
+        match = pattern.fullmatch(path.name)
         if match is None:
             continue
         host, pid = match.group(2), int(match.group(3))

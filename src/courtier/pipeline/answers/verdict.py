@@ -13,9 +13,10 @@ Rules, in order:
   sitemap is read as one; any other 2xx body is fingerprinted by its bytes.
 - Everything else is done: the status is recorded and the URL falls due again later.
 
-``document`` builds the ``documents.jsonl`` record of an answer (pages and media): what the
-page says (title, links, encoding, robots directives, main text and language) comes from the
-redacted text, and a ``Location`` is redacted here.
+``document`` builds the document record of an answer (pages and media; its fields:
+``docs/documents.schema.json``): what the page says (title, links, encoding, robots
+directives, main text and language) comes from the redacted text, a ``Location`` is redacted
+here, and ``fetched_at`` (the request's start) is RFC 3339 UTC.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from courtier.content.parse import ParsedPage
 from courtier.content.text import text_fields
 from courtier.net.fetch import FetchResult
 from courtier.pipeline.answers.fetching import MAX_ATTEMPTS, Answer
+from courtier.sinks.documents import rfc3339
 from courtier.sinks.redact import redact_url
 
 _PARSED_TYPES = (
@@ -86,7 +88,7 @@ def document(
         "site": site,
         **extra,
         "status": result.status,
-        "fetched_at": round(result.started_at, 3),
+        "fetched_at": rfc3339(result.started_at),
         "elapsed_ms": round(result.elapsed * 1000, 1),
         "content_type": result.content_type,
         "bytes": result.size,

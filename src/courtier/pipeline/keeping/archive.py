@@ -1,7 +1,7 @@
 """The crawl's WARC output (``[warc]``): records encoded in a parse worker, appended on the loop.
 
 Rules:
-- Every fetched URL that gets a ``documents.jsonl`` record (pages, sitemaps, media) gets a
+- Every fetched URL that gets a document record (pages, sitemaps, media) gets a
   WARC capture first (``courtier.sinks.warc``): the document then names the file, offset and
   length of its response (or revisit) record, so a CDX index can be built from documents.
 - Building and compressing the records (``encode_capture``) runs in the parse pool when the
@@ -34,9 +34,10 @@ from typing import Any
 
 from courtier.config import Config
 from courtier.frontier.base import LeasedUrl
+from courtier.net.decoding import ACCEPT_ENCODING
 from courtier.pipeline.stats import CrawlStats
 from courtier.pipeline.workers.jobs import ParseTimeout, PoolClosed, WorkerLost
-from courtier.sinks.documents import Sink
+from courtier.sinks.documents import DocumentSink, Sink
 from courtier.sinks.redact import RedactionPolicy
 from courtier.sinks.warc import Capture, EncodedCapture, WarcFiles, WarcRef, encode_capture
 from courtier.sinks.warc_orphans import finish_orphans
@@ -70,7 +71,7 @@ def sent_headers(config: Config, conditional: dict[str, str] | None) -> tuple[tu
     fixed = (
         ("User-Agent", config.fetch.user_agent),
         ("Accept", "*/*"),
-        ("Accept-Encoding", "gzip, deflate, br"),
+        ("Accept-Encoding", ACCEPT_ENCODING),
     )
     return fixed + tuple((conditional or {}).items())
 
@@ -164,7 +165,7 @@ class ArchivingSink:
 
     def write(self, record: dict[str, Any]) -> None:
         if self.archive is None:
-            self.sink.write(record)
+            self._put(record)
             return
         self._held.append(record)
         if len(self._held) >= HELD_DOCUMENTS:
@@ -175,7 +176,11 @@ class ArchivingSink:
             self.archive.flush(self.stats)
         held, self._held = self._held, []
         for record in held:
-            self.sink.write(record)
+            self._put(record)
+
+    def _put(self, record: dict[str, Any]) -> None:
+        self.sink.write(record)
+        self.stats.documents[document_kind(record)] += 1
 
     def flush(self) -> None:
         self._write_held()
@@ -190,6 +195,25 @@ class ArchivingSink:
                     self.archive.close()
             finally:
                 self.sink.close()
+
+
+def document_kind(record: dict[str, Any]) -> str:
+    """A document's kind for the counters (``documents``): ``media``, ``pdf``, ``feed`` (read
+    by their own readers), or ``page`` (everything else fetched from the frontier)."""
+    if record.get("kind") == "media":
+        return "media"
+    form = record.get("format")
+    return form if form in ("pdf", "feed") else "page"
+
+
+def document_sink(config: Config, out_dir: Path) -> DocumentSink:
+    """The crawl's own document sink: segments in ``OUT/documents/`` (``[documents]``)."""
+    settings = config.documents
+    return DocumentSink(
+        out_dir,
+        segment_bytes=settings.segment_bytes,
+        segment_seconds=settings.segment_seconds,
+    )
 
 
 def archived(config: Config, out_dir: Path, sink: Sink, stats: CrawlStats) -> ArchivingSink:
@@ -215,7 +239,7 @@ def archived(config: Config, out_dir: Path, sink: Sink, stats: CrawlStats) -> Ar
 
 
 def warc_fields(ref: WarcRef | None) -> dict[str, Any]:
-    """The ``documents.jsonl`` fields naming a capture's record."""
+    """The document fields naming a capture's record."""
     if ref is None:
         return {}
     fields: dict[str, Any] = {

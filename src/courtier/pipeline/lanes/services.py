@@ -9,7 +9,7 @@ unreachable (disallow all, asked again after ``robots.retry_unreachable``).
 
 Every robots.txt answer (each redirect hop's too) is redacted as any other text body is and
 archived as a ``response`` record (``keeping.keeper``) before its rules are read: the
-archive shows what the crawl obeyed. It gets no ``documents.jsonl`` record. The rules come
+archive shows what the crawl obeyed. It gets no document record. The rules come
 from the body as received; the store keeps the redacted body (nothing unredacted is written
 anywhere), which a restart reads its rules from. A site whose chain ends in the robots.txt
 cache (a redirect to another host's robots.txt) saves, under its own name, the answer that
