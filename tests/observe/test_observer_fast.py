@@ -16,12 +16,21 @@ from observe_helpers import T0, event
 from prometheus_client import CollectorRegistry
 from test_observation import log_rows, observation
 
+from courtier.observe import budgets as budgets_module
 from courtier.observe import observation as observation_module
 from courtier.observe.anomaly import Anomaly, AnomalyDetector
-from courtier.observe.observation import budget_from
-from courtier.observe.progress import BUSIEST, RECENT, SUM_SECONDS, Loads, OriginLoad
+from courtier.observe.budgets import budget_from
+from courtier.observe.progress import (
+    BUSIEST,
+    RECENT,
+    SUM_SECONDS,
+    Loads,
+    OriginLoad,
+    gcra_bound,
+)
 from courtier.observe.rows import RequestRow, RowMaker
 from courtier.observe.settings import ObserveSettings
+from courtier.politeness.gcra import DEFAULT_SLOT_WIDTH
 from courtier.politeness.keys import CostModel, KeyParams, LimitKey, LimitPolicy
 
 # -- budgets ------------------------------------------------------------------------------
@@ -61,7 +70,7 @@ def test_a_budget_is_worked_out_once_per_key_and_is_what_the_policy_says():
 
 
 def test_the_budget_cache_is_bounded_and_still_right_past_its_bound(monkeypatch):
-    monkeypatch.setattr(observation_module, "BUDGET_CACHE", 2)
+    monkeypatch.setattr(budgets_module, "BUDGET_CACHE", 2)
     policy = LimitPolicy()
     counting = CountingPolicy(policy)
     budget_of = budget_from(counting)  # type: ignore[arg-type]
@@ -92,14 +101,21 @@ def reference(rows: list[RequestRow], now: float) -> tuple[float, tuple[OriginLo
         loads.add(r)
     start, end = int(now) - RECENT, int(now)
     units: dict[str, float] = {}
+    edge: dict[str, float] = {}
     count = 0
     for r in rows:
         second = int(r.time)
         if start <= second < end and r.origin is not None:
             count += 1
             units[r.origin] = units.get(r.origin, 0.0) + r.units
-    loads_ = [OriginLoad(o, u / RECENT, BUDGETS.get(o)) for o, u in units.items()]
-    ranked = sorted(loads_, key=lambda load: (-(load.utilisation or 0.0), -load.units_per_s))
+            edge[r.origin] = max(edge.get(r.origin, 0.0), r.units)
+    loads_ = [
+        OriginLoad(
+            o, u / RECENT, BUDGETS[o], gcra_bound(BUDGETS[o], RECENT, DEFAULT_SLOT_WIDTH, edge[o])
+        )
+        for o, u in units.items()
+    ]
+    ranked = sorted(loads_, key=lambda load: (-(load.share or 0.0), -load.units_per_s))
     return count / RECENT, tuple(ranked[:BUSIEST])
 
 

@@ -3,7 +3,8 @@
 Writes ``OUT/warc/index.cdxj`` (SURT-keyed, sorted: what pywb and OpenWayback replay from;
 ``courtier.sinks.cdxj``), from every finished WARC file there. A file a live crawl is still
 writing (``.open``) is left out: run the command again after the crawl to include it.
-Prints the index's path and what went in (``--json``: one object).
+Prints the index's path and what went in (``--json``: one object). On a terminal, a
+progress bar on stderr while the files are read (none with ``--json``).
 Exit status: 0 written; 2 bad input (no WARC directory under ``--out``).
 """
 
@@ -13,6 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
+from courtier.cli.progress_bar import progress_bar
 from courtier.inputs import InputError
 
 
@@ -38,7 +40,8 @@ def handle(args: argparse.Namespace) -> int:
     directory = out / "warc"
     if not directory.is_dir():
         raise InputError(f"--out: {out}: no warc/ directory (a crawl's output directory)")
-    result = write_index(directory)
+    with progress_bar("indexing WARC files", json_output=args.json) as advance:
+        result = write_index(directory, progress=advance)
     if args.json:
         document = {
             "index": str(result.path),

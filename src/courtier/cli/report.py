@@ -4,8 +4,8 @@ One self-contained page of charts and tables built from the run's request log, i
 anomalies and its samples: requests per second, status codes over time, the busiest
 origins' cost units per second against their budgets, latency percentiles and phases, the
 rebook rate, the top sites and origins, anomalies on the time axis.
-Exit status: 0 written (its path on stdout); 2 bad input (no output directory, or a request
-log without rows).
+On a terminal, a progress bar on stderr while it is built. Exit status: 0 written (its path
+on stdout); 2 bad input (no output directory, or a request log without rows).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from courtier.cli.progress_bar import progress_bar
 from courtier.inputs import InputError
 from courtier.observe.query import QueryError
 from courtier.observe.report import ReportError, write_report
@@ -38,7 +39,8 @@ def handle(args: argparse.Namespace) -> int:
     if not out.is_dir():
         raise InputError(f"--out: {out}: not a directory (a crawl's output directory)")
     try:
-        path = write_report(out, args.output, args.title)
+        with progress_bar("writing the report") as advance:
+            path = write_report(out, args.output, args.title, advance)
     except (ReportError, QueryError) as exc:
         raise InputError(f"--out: {exc}") from None
     print(path)

@@ -8,7 +8,8 @@ process never collide.
 
 Two sources: per-request figures are counted from the request rows (on the observer's
 thread), and the crawl's own counters and gauges (bookings, rebooks, queues, in flight) are
-read from the latest ``CrawlSample`` when Prometheus scrapes.
+read from the latest ``CrawlSample`` when Prometheus scrapes. What the crawl writes (WARC,
+documents), its frontier and its process are ``output_metrics``'.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from courtier.observe.anomaly import Anomaly
+from courtier.observe.output_metrics import by_label as _by
+from courtier.observe.output_metrics import counter_family as _counter
+from courtier.observe.output_metrics import gauge_family as _gauge
+from courtier.observe.output_metrics import register_output_metrics
 from courtier.observe.probe import CrawlSample
 from courtier.observe.rows import RequestRow
 from courtier.politeness.keys import KeyType
@@ -189,36 +189,6 @@ class _Sampled(Collector):
             [((k,), float(v)) for k, v in sorted(sample.lanes.items())],
             ["phase"],
         )
-
-
-def _by(mapping: Any) -> list[tuple[tuple[str, ...], float]]:
-    if not isinstance(mapping, dict):
-        return []
-    return [((str(k),), float(v)) for k, v in sorted(mapping.items())]
-
-
-def _counter(
-    name: str,
-    doc: str,
-    values: list[tuple[tuple[str, ...], float]],
-    labels: list[str] | None = None,
-) -> Metric:
-    family = CounterMetricFamily(name, doc, labels=labels or [])
-    for label_values, value in values:
-        family.add_metric(list(label_values), value)
-    return family
-
-
-def _gauge(
-    name: str,
-    doc: str,
-    values: list[tuple[tuple[str, ...], float]],
-    labels: list[str] | None = None,
-) -> Metric:
-    family = GaugeMetricFamily(name, doc, labels=labels or [])
-    for label_values, value in values:
-        family.add_metric(list(label_values), value)
-    return family
 
 
 class _Histogram:
@@ -400,6 +370,7 @@ class CrawlMetrics:
         )
         self._sampled = _Sampled(pending)
         r.register(self._sampled)
+        register_output_metrics(r, lambda: self._sampled.sample)
         self._origin_of: dict[str, str] = {}
         for scope in ("site", "origin"):
             for signal in ("latency", "errors", "throttled", "over-budget", "rate-drop"):

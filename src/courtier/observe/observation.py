@@ -9,8 +9,11 @@ Theory of operation:
   ``OUT/stats.json``. Events are immutable, so handing them over needs no lock; nothing the
   thread owns is touched by the loop.
 - On the loop, a sampler reads the crawl's own counters and gauges (``CrawlSample``, from a
-  probe) every ``sample_seconds``, and measures how late it woke (event loop lag). The
-  progress view renders what the thread last published.
+  probe) every ``sample_seconds``, and measures how late it woke (event loop lag). A probe
+  that can count the frontier store's URLs (``EngineProbe.frontier_counts``) is asked every
+  ``frontier_seconds``, never more than 2% of the time (a count is a scan on the store's
+  thread); samples carry the last count. The progress view renders what the thread last
+  published.
 - A raised anomaly is a warning log line (structured: ``extra={"fields": ...}``), a metric,
   a row in ``OUT/anomalies.jsonl``; with ``anomaly_slowdown`` on, ``slow_down(anomaly)`` is
   called on the event loop, where the engine may slow the origin down.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -38,14 +42,15 @@ from prometheus_client import CollectorRegistry, start_http_server
 from rich.console import Console
 
 from courtier.observe.anomaly import Anomaly, AnomalyDetector
+from courtier.observe.budgets import allowance_from, budget_from, slack_from
 from courtier.observe.metrics import CrawlMetrics
-from courtier.observe.probe import CrawlSample, Probe
+from courtier.observe.probe import CrawlSample, FrontierCounts, Probe
 from courtier.observe.progress import Loads, ProgressReporter, ProgressView, cancel
 from courtier.observe.requestlog import RequestLogWriter, safe_name
 from courtier.observe.rows import RequestRow, RowMaker, warm_up
 from courtier.observe.settings import ObserveSettings
 from courtier.pipeline.events import RequestEvent
-from courtier.politeness.keys import CostModel, LimitKey, LimitPolicy, origin_key
+from courtier.politeness.keys import CostModel, LimitPolicy, origin_key
 
 log = logging.getLogger("courtier.observe")
 anomaly_log = logging.getLogger("courtier.observe.anomaly")
@@ -56,35 +61,7 @@ STATS_FILE = "stats.json"
 TICK = 0.2
 """Seconds the observer's thread sleeps between batches."""
 
-
-BUDGET_CACHE = 100_000
-"""Keys whose budgets are remembered (parsing a key and deriving its parameters costs
-microseconds, and the progress view asks for every busy origin's several times a second)."""
-
-
-def budget_from(policy: LimitPolicy) -> Callable[[str], float | None]:
-    """A key's budget in cost units per second (requests per second for a site key).
-
-    The policy is frozen, so a key's budget never changes: each is worked out once."""
-    known: dict[str, float | None] = {}
-
-    def budget_of(key: str) -> float | None:
-        try:
-            return known[key]
-        except KeyError:
-            pass
-        try:
-            interval = policy.params(LimitKey.parse(key)).interval
-        except ValueError:
-            budget = None
-        else:
-            budget = 1.0 / interval if interval > 0 else None
-        if len(known) >= BUDGET_CACHE:
-            known.clear()  # a bound, not a policy: a crawl has far fewer origins
-        known[key] = budget
-        return budget
-
-    return budget_of
+__all__ = ["Observation", "budget_from", "default_worker", "slack_from"]
 
 
 def default_worker() -> str:
@@ -111,7 +88,10 @@ class Observation:
         self.out_dir = out_dir
         self.settings = settings = settings or ObserveSettings()
         self.clock = clock
-        self.budget_of = budget_from(limits or LimitPolicy())
+        policy = limits or LimitPolicy()
+        allowance = allowance_from(policy)  # the policy is asked once per key
+        self.budget_of = budget_from(policy, allowance)
+        self.slack_of = slack_from(policy, allowance)
         self.worker = settings.worker or default_worker()
         started = clock()
         self.run_id = (
@@ -125,6 +105,8 @@ class Observation:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._probe: Probe | None = None
+        self._frontier: FrontierCounts | None = None
+        self._frontier_counts: dict[str, int] = {}
         self._server: Any = None
         self._slow_down = slow_down
         self.console = console or Console(stderr=True)
@@ -132,7 +114,9 @@ class Observation:
         self.rows = RowMaker(costs or CostModel(), self.budget_of)
         self.metrics = CrawlMetrics(registry, pending=lambda: len(self._events))
         self.detector = AnomalyDetector(settings, self.budget_of)
-        self.loads = Loads(lambda origin: self.origin_budget(origin))
+        self.loads = Loads(
+            lambda origin: self.origin_budget(origin), lambda origin: self.origin_slack(origin)
+        )
         self.request_log: RequestLogWriter | None = None
         self.anomalies_raised = 0
         self.internal_errors = 0
@@ -149,11 +133,18 @@ class Observation:
     # -- wiring -----------------------------------------------------------------------------
 
     def watch(self, probe: Probe) -> None:
-        """Where the crawl's counters and gauges come from (e.g. ``engine_probe(engine)``)."""
+        """Where the crawl's counters and gauges come from (e.g. ``engine_probe(engine)``;
+        a probe with a ``frontier_counts`` coroutine gets the frontier counted too)."""
         self._probe = probe
+        self._frontier = getattr(probe, "frontier_counts", None)
 
     def origin_budget(self, origin: str | None) -> float | None:
         return None if origin is None else self.budget_of(origin_key(origin))
+
+    def origin_slack(self, origin: str | None) -> float:
+        """Seconds an origin's GCRA lets requests start beyond its rate: its burst tolerance
+        plus its slot width (``progress.gcra_bound``)."""
+        return 0.0 if origin is None else self.slack_of(origin_key(origin))
 
     @property
     def registry(self) -> CollectorRegistry:
@@ -203,6 +194,8 @@ class Observation:
         self._thread.start()
         self._loop = asyncio.get_running_loop()
         self._tasks.append(asyncio.create_task(self._sampler()))
+        if self._frontier is not None and s.frontier_seconds > 0:
+            self._tasks.append(asyncio.create_task(self._frontier_sampler(self._frontier)))
         reporter = ProgressReporter(
             lambda: self._view, self.console, live=s.live, every=s.progress_seconds
         )
@@ -260,10 +253,30 @@ class Observation:
             log.exception("the crawl probe failed")
             return
         if lag is not None:
-            sample = CrawlSample(
-                sample.at, sample.stats, sample.in_flight, sample.queues, sample.lanes, lag
-            )
+            sample = dataclasses.replace(sample, loop_lag=lag)
+        if not sample.frontier and self._frontier_counts:  # the end's count wins when there
+            sample = dataclasses.replace(sample, frontier=self._frontier_counts)
         self._controls.append(("sample", sample))
+
+    async def _frontier_sampler(self, counts: FrontierCounts) -> None:
+        """Count the frontier's URLs every ``frontier_seconds``, and never more than 2% of
+        the time (a count is a scan of the store; its thread also leases and writes)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            began = loop.time()
+            try:
+                found = await counts()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a count must never break the crawl
+                log.debug("the frontier could not be counted: %s", exc)
+                found = None
+            took = loop.time() - began
+            if found is None:  # the store is not open yet: ask again soon
+                await asyncio.sleep(1.0)
+                continue
+            self._frontier_counts = found
+            await asyncio.sleep(max(self.settings.frontier_seconds, 50 * took, 1.0))
 
     # -- the observer's thread --------------------------------------------------------------
 
@@ -334,7 +347,7 @@ class Observation:
                 request_log.maybe_flush(now)
             metrics.written(request_log.rows_written - before, len(request_log.files))
         a_file.flush()
-        self._view = loads.view(now, self.rows_written, len(detector.active))
+        self._view = loads.view(now, self.rows_written, len(detector.active), self.started_at)
         if now - self._last_stats >= self.settings.stats_seconds:
             self._write_stats(now)
         for resolve in flushes:

@@ -2,14 +2,16 @@
 
 A ``CrawlSample`` is a plain, immutable copy (the observer's thread reads it while the loop
 goes on changing the live state). ``engine_probe`` knows where the engine keeps those
-figures; anything the engine has not wired yet (before ``run``) reads as zero.
+figures; anything the engine has not wired yet (before ``run``) reads as zero. Counting the
+frontier store's URLs by status is a query on the store's thread, not a read of memory: the
+observer asks for it apart (``EngineProbe.frontier_counts``), seldom (``frontier_seconds``).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -33,6 +35,11 @@ class CrawlSample:
     """Lanes by scheduling phase (idle, waiting, ready, booking, booked)."""
     loop_lag: float | None = None
     """How late the event loop woke for this sample, seconds."""
+    frontier: Mapping[str, int] = field(default_factory=dict)
+    """URLs in the frontier store by status (queued, leased, done, refused, failed), as last
+    counted (``EngineProbe.frontier_counts``; the store's count at the end of the run)."""
+    duration: float | None = None
+    """The crawl's ``--duration``, seconds (None: none)."""
 
     @property
     def requests_in_flight(self) -> int:
@@ -49,11 +56,14 @@ class CrawlSample:
             "queues": dict(self.queues),
             "lanes": dict(self.lanes),
             "loop_lag_s": None if self.loop_lag is None else round(self.loop_lag, 6),
+            "frontier": dict(self.frontier),
             **{k: v for k, v in self.stats.items() if isinstance(v, int | float | dict)},
         }
 
 
 Probe = Callable[[], CrawlSample]
+FrontierCounts = Callable[[], Awaitable[dict[str, int] | None]]
+"""The frontier store's URLs by status (None: the store cannot be asked now)."""
 
 
 def stats_copy(stats: CrawlStats) -> dict[str, Any]:
@@ -80,10 +90,21 @@ def stats_probe(stats: CrawlStats, clock: Callable[[], float] = time.time) -> Pr
     return lambda: CrawlSample(clock(), stats_copy(stats))
 
 
-def engine_probe(engine: Any, clock: Callable[[], float] = time.time) -> Probe:
-    """A probe of ``courtier.pipeline.engine.Engine``: counters, in flight, queues, lanes."""
+URL_STATES = ("queued", "leased", "done", "refused", "failed")
+"""The frontier's URL statuses (``courtier.frontier.base.UrlStatus``), as counted."""
 
-    def probe() -> CrawlSample:
+
+class EngineProbe:
+    """A probe of ``courtier.pipeline.engine.Engine``: counters, in flight, queues, lanes
+    (``__call__``, on the loop, cheap), and the frontier's URLs by status
+    (``frontier_counts``, a query on the store's thread)."""
+
+    def __init__(self, engine: Any, clock: Callable[[], float] = time.time) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def __call__(self) -> CrawlSample:
+        engine = self.engine
         in_flight: dict[str, int] = {}
         queues: dict[str, int] = {}
         lanes: Counter[str] = Counter()
@@ -108,6 +129,34 @@ def engine_probe(engine: Any, clock: Callable[[], float] = time.time) -> Probe:
         parser = getattr(engine, "parser", None)
         if parser is not None:
             queues["parse"] = int(parser.waiting)  # pages and captures holding their places
-        return CrawlSample(clock(), stats_copy(engine.stats), in_flight, queues, dict(lanes))
+        stats = engine.stats
+        return CrawlSample(
+            self.clock(),
+            stats_copy(stats),
+            in_flight,
+            queues,
+            dict(lanes),
+            frontier=url_states(stats.store_counts),  # the end's count; empty before
+            duration=getattr(engine, "duration", None),
+        )
 
-    return probe
+    async def frontier_counts(self) -> dict[str, int] | None:
+        """The store's URLs by status, counted on the store's thread; None while the store is
+        not open (before the stages are wired, once the crawl is stopping)."""
+        engine = self.engine
+        frontier = getattr(engine, "frontier", None)
+        if frontier is None or getattr(engine, "stages", None) is None:
+            return None
+        if getattr(engine, "_stopping", False):  # the store is about to close
+            return None
+        return url_states(await frontier.call(frontier.store.counts))
+
+
+def url_states(counts: Mapping[str, int]) -> dict[str, int]:
+    """The URL statuses of a store's ``counts()`` (which also counts horizon sites)."""
+    return {state: int(counts[state]) for state in URL_STATES if state in counts}
+
+
+def engine_probe(engine: Any, clock: Callable[[], float] = time.time) -> EngineProbe:
+    """A probe of ``courtier.pipeline.engine.Engine`` (``EngineProbe``)."""
+    return EngineProbe(engine, clock)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -75,19 +75,30 @@ def bucket_for(span: float) -> float:
     return float(TIME_STEPS[-1])
 
 
-def collect(out_dir: Path) -> ReportData:
+Progress = Callable[[int, int, str], None]
+"""``progress(step, steps, what)``: told before each step of a report (``write_report``)."""
+STEPS = ("the summary", "requests over time", "origins", "top sites", "rebooks", "anomalies")
+
+
+def collect(out_dir: Path, progress: Progress | None = None) -> ReportData:
     con = connect(out_dir)
     try:
-        return _collect(con, out_dir)
+        return _collect(con, out_dir, progress or _quiet)
     finally:
         con.close()
+
+
+def _quiet(step: int, steps: int, what: str) -> None:
+    return None
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in con.execute(sql, list(params)).fetchall()]
 
 
-def _collect(con: duckdb.DuckDBPyConnection, out_dir: Path) -> ReportData:
+def _collect(con: duckdb.DuckDBPyConnection, out_dir: Path, progress: Progress) -> ReportData:
+    steps = len(STEPS) + 2  # and rendering, writing
+    progress(0, steps, STEPS[0])
     row = con.execute(
         "SELECT count(*), min(epoch(time)), max(epoch(time)), count(DISTINCT site), "
         "count(DISTINCT origin), sum(bytes), count(DISTINCT run), "
@@ -115,10 +126,10 @@ def _collect(con: duckdb.DuckDBPyConnection, out_dir: Path) -> ReportData:
             "units": float(row[10] or 0.0),
         },
     )
-    _timeline(con, data)
-    _origins(con, data)
-    _tables(con, data)
-    _rebooks(con, data)
+    for step, work in enumerate((_timeline, _origins, _tables, _rebooks), start=1):
+        progress(step, steps, STEPS[step])
+        work(con, data)
+    progress(len(STEPS) - 1, steps, STEPS[-1])
     data.anomalies = [
         dict(zip(("time", "state", "scope", "name", "signal", "detail"), r, strict=True))
         for r in _rows(
@@ -517,10 +528,22 @@ def script_json(value: object) -> str:
     return json.dumps(value, default=str).translate(_SCRIPT_SAFE)
 
 
-def write_report(out_dir: Path, path: Path | None = None, title: str | None = None) -> Path:
-    """Write the report of ``out_dir`` (default ``OUT/report.html``); returns its path."""
-    data = collect(out_dir)
+def write_report(
+    out_dir: Path,
+    path: Path | None = None,
+    title: str | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Write the report of ``out_dir`` (default ``OUT/report.html``); returns its path.
+    ``progress`` is told before each step (``Progress``)."""
+    tell = progress or _quiet
+    data = collect(out_dir, tell)
+    steps = len(STEPS) + 2
     target = path or out_dir / REPORT_FILE
     name = title or f"Courtier crawl report: {out_dir.resolve().name}"
-    target.write_text(render(data, name), encoding="utf-8")
+    tell(steps - 2, steps, "charts")
+    page = render(data, name)
+    tell(steps - 1, steps, "writing")
+    target.write_text(page, encoding="utf-8")
+    tell(steps, steps, "done")
     return target

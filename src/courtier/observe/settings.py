@@ -60,6 +60,9 @@ class ObserveSettings:
     """Gauges (in flight, queues) are sampled this often, into metrics and ``OUT/samples.jsonl``."""
     stats_seconds: float = 10.0
     """``OUT/stats.json`` is rewritten this often (and at the end)."""
+    frontier_seconds: float = 5.0
+    """The frontier store's URLs are counted by status (a query on the store's thread) at
+    most this often, and never more than 2% of the time (0: only at the end)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

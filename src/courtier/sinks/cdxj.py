@@ -100,15 +100,26 @@ def _cut_short(path: Path, last: int) -> str | None:
 
 
 def write_index(
-    directory: Path, *, alive: Callable[[int], bool] = running, name: str = INDEX_NAME
+    directory: Path,
+    *,
+    alive: Callable[[int], bool] = running,
+    name: str = INDEX_NAME,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> IndexResult:
     """Index the finished WARC files of ``directory`` into ``directory/name`` (see the
-    module rules)."""
+    module rules). ``progress(bytes_done, bytes_total, file_name)`` is called before each
+    file is read, and once at the end."""
     finished = finish_orphans(directory, alive=alive, writing=True)
     result = IndexResult(directory / name, finished=[path.name for path in finished])
     result.skipped = sorted(path.name for path in directory.glob("*.warc.gz.open"))
     per_file: list[list[str]] = []
-    for path in finished_warcs(directory):
+    paths = finished_warcs(directory)
+    sizes = [_size(path) for path in paths]
+    done, total = 0, sum(sizes)
+    for path, size in zip(paths, sizes, strict=True):
+        if progress is not None:
+            progress(done, total, path.name)
+        done += size
         lines, error = index_lines(path)
         if error is None and path.name.endswith(".gz"):
             error = _cut_short(path, max((_offset(line) for line in lines), default=0))
@@ -118,6 +129,8 @@ def write_index(
         result.files.append(path.name)
         result.lines += len(lines)
         per_file.append(lines)
+    if progress is not None:
+        progress(total, total, name)
     handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
@@ -128,3 +141,10 @@ def write_index(
         Path(temporary).unlink(missing_ok=True)
         raise
     return result
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
