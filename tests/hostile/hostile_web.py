@@ -94,6 +94,9 @@ TOLERANCE = 0.03
 SLOT_WIDTH = 0.05
 """``slot_width`` of the site and origin keys here: a booked request may start this late."""
 PACE = 0.8
+BUSY_MACHINE = 0.25
+"""The share of the machine's CPU other processes used during a crawl above which a pace
+shortfall is not judged (``check_pace``)."""
 """A normal host must get at least this share of the pace the crawl grants it (``RATE``, each
 spacing widened by ``politeness.start_margin``) while the crawl starts requests."""
 
@@ -588,8 +591,8 @@ ZSTD_BLOCK = 128 * 1024
 
 @cache
 def zstd_bomb(size: int = GIB) -> bytes:
-    """``size`` zero bytes as a zstd frame of RLE blocks (RFC 8878), built by hand since no
-    zstd module is installed (``zstd -dc`` reads it; 1 GiB: 32 KiB). Frame header: no
+    """``size`` zero bytes as a zstd frame of RLE blocks (RFC 8878), built by hand so that
+    1 GiB takes 32 KiB (``zstd -dc`` reads it). Frame header: no
     content size, window 128 KiB; each block: a 3-byte header (last flag, type 1 = RLE,
     size 128 KiB) and the one byte to repeat."""
     magic = struct.pack("<I", 0xFD2FB528)
@@ -879,6 +882,10 @@ class CrawlRun:
     starved: float = 0.0
     """Seconds the crawl's event loop was ready to run but the machine gave it no CPU (other
     processes had it): a busy machine's evidence, read from the kernel (``cpu_wait``)."""
+    others: float = 0.0
+    """The share of the machine's CPU time during the crawl that processes outside this one
+    and its reaped children (the parse workers) used (``busy_cpu``): other test runs, other
+    crawls. The parse workers are niced, so on a busy machine they get little of it."""
 
     @property
     def stop_starting(self) -> float:
@@ -939,13 +946,14 @@ async def crawl(
     )
     watcher = asyncio.create_task(_stop_once(engine, until)) if until is not None else None
     with RssSampler() as sampler:
-        started, waited = time.monotonic(), cpu_wait()
+        started, waited, busy, own = time.monotonic(), cpu_wait(), busy_cpu(), own_cpu()
         try:
             stats = await engine.run()
         finally:
             if watcher is not None:
                 watcher.cancel()
         wall, starved = time.monotonic() - started, cpu_wait() - waited
+        others = (busy_cpu() - busy - (own_cpu() - own)) / (wall * (os.cpu_count() or 1))
     return CrawlRun(
         stats,
         duration,
@@ -958,7 +966,25 @@ async def crawl(
         config,
         dict(latencies.by_site),
         starved,
+        max(0.0, others),
     )
+
+
+def busy_cpu() -> float:
+    """CPU seconds the whole machine has been busy since boot (Linux's /proc/stat); 0 where
+    the kernel does not say."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and of its children it has reaped (the parse workers)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def cpu_wait() -> float:
@@ -1073,12 +1099,17 @@ def check_pace(
     described = "; ".join(str(p) for p in paces)
     described += f"; requests stamped after a server stall: {len(web.stalls())}"
     described += f"; the crawl waited {run.starved:.2f} s for a CPU others held"
+    described += f"; other processes used {run.others:.0%} of the machine"
     assert all(p.min_gap >= INTERVAL - TOLERANCE for p in paces), described
     short = [p for p in paces if p.share < PACE]
     if not short:
         return
     if known is not None:
         pytest.xfail(f"{known} ({described})")
+    if run.others > BUSY_MACHINE:
+        # Pace is a throughput claim: on a machine others keep busy it is no evidence either
+        # way (the spacing above still is); a quiet machine holds it to PACE.
+        pytest.xfail(f"a busy machine ({described})")
     min_rise = run.config.politeness.latency_min_rise
     if (
         misread
