@@ -63,7 +63,7 @@ def test_the_bound_follows_the_work_and_says_what_binds() -> None:
 def test_the_machine_cap_is_shared_by_pages_and_media_and_an_operator_caps_it() -> None:
     config = load()
     pages, media = in_flight.machine_caps(config, 100_000, 64 << 30)
-    assert media[0] >= in_flight.MEDIA_FLOOR and pages[0] >= 3 * media[0]
+    assert media[0] >= concurrency.MEDIA_FLOOR and pages[0] >= 3 * media[0]
     assert pages[1] is media[1] is Binding.MACHINE
     capped = load(None, ["crawl.max_in_flight=512", "media.max_in_flight=32"])
     pages, media = in_flight.machine_caps(capped, 100_000, 64 << 30)
@@ -102,13 +102,17 @@ async def test_lanes_waiting_for_a_place_raise_the_bound_and_go(lanes) -> None:
     await h.timer.advance(0.2)
     assert [s.sched.phase for s in sites[1:]] == [Phase.READY, Phase.READY]
     stats = CrawlStats()
-    bound = in_flight.rebound(h.pages, in_flight.site_loads(sites), (100, Binding.MACHINE))
+    bound = in_flight.rebound(
+        h.pages, in_flight.site_loads(sites), (10_000, Binding.MACHINE), floor=2
+    )
     stats.record_bound("pages", bound)
     assert bound.limit >= 3 and bound.binding is Binding.DEMAND
     await h.timer.advance(0.2)
     assert all(s.sched.in_flight == 1 for s in sites)
     assert stats.as_dict()["in_flight_bounds"]["pages"]["binds"] == "demand"
-    again = in_flight.rebound(h.pages, in_flight.site_loads(sites), (100, Binding.MACHINE))
+    again = in_flight.rebound(
+        h.pages, in_flight.site_loads(sites), (10_000, Binding.MACHINE), floor=2
+    )
     assert again.binding is Binding.POLITENESS  # nothing waits for a place any more
 
 

@@ -3,7 +3,8 @@
 Every ``TICK`` seconds the page and media schedulers' bounds are chosen again from their
 lanes with work (each one's spacing and measured answer time) and what waits for a place;
 the machine's cap is read once, at the start. Media take at most ``MEDIA_SHARE`` of the cap
-(at least ``MEDIA_FLOOR``): images are many, cheap and on few keys, pages the crawl's point.
+(at least ``concurrency.MEDIA_FLOOR``): images are many, cheap and on few keys, pages the
+crawl's point.
 What was chosen, and what binds, goes into the crawl's stats (progress line, summary,
 metrics).
 """
@@ -24,7 +25,6 @@ from courtier.runtime import open_files
 
 TICK: Final = 0.5
 MEDIA_SHARE: Final = 0.25
-MEDIA_FLOOR: Final = 32
 PARSE_BACKLOG: Final = 8
 """Pages waiting per parse worker above which parsing is behind: the CPU binds."""
 
@@ -51,7 +51,7 @@ def machine_caps(config: Config, open_limit: int, memory: int) -> tuple[Cap, Cap
         open_files=open_limit, held=held, memory_bytes=memory, body_bytes=body
     )
     why = concurrency.Binding.MACHINE
-    media_total = max(MEDIA_FLOOR, int(total * MEDIA_SHARE))
+    media_total = max(concurrency.MEDIA_FLOOR, int(total * MEDIA_SHARE))
     media = min(media_total, config.media.max_in_flight or media_total)
     media_why = why if media == media_total else concurrency.Binding.OPERATOR
     pages_total = max(1, total - media)
@@ -78,7 +78,11 @@ def media_loads(lanes: Iterable[Any], per_key: int) -> list[LaneLoad]:
 
 
 def rebound(
-    scheduler: Scheduler[Any, Any], loads: list[LaneLoad], cap: Cap, parse_backlog: bool = False
+    scheduler: Scheduler[Any, Any],
+    loads: list[LaneLoad],
+    cap: Cap,
+    parse_backlog: bool = False,
+    floor: int = concurrency.FLOOR,
 ) -> Bound:
     """Choose ``scheduler``'s bound again and apply it."""
     full = scheduler.in_flight >= scheduler.max_in_flight
@@ -90,6 +94,7 @@ def rebound(
         waiting=waiting,
         current=scheduler.max_in_flight,
         parse_backlog=parse_backlog,
+        floor=floor,
     )
     scheduler.set_max_in_flight(bound.limit)
     return bound
@@ -115,5 +120,7 @@ async def bound_loop(
         stats.record_bound("pages", bound)
         if stages.media_scheduler is not None and stages.media is not None:
             loads = media_loads(stages.media.lanes.values(), per_key)
-            stats.record_bound("media", rebound(stages.media_scheduler, loads, media_cap))
+            floor = concurrency.MEDIA_FLOOR
+            bound = rebound(stages.media_scheduler, loads, media_cap, floor=floor)
+            stats.record_bound("media", bound)
         await sleep_until(timer, timer.now() + TICK)

@@ -47,7 +47,7 @@ from courtier.pipeline.lanes.shared_evidence import SharedEvidence
 from courtier.pipeline.lanes.site import SiteLane
 from courtier.pipeline.scheduling.budget import Budget
 from courtier.pipeline.scheduling.clocks import KeyClocks
-from courtier.pipeline.scheduling.concurrency import initial_bound
+from courtier.pipeline.scheduling.concurrency import MEDIA_FLOOR, initial_bound
 from courtier.pipeline.scheduling.hops import HopBooker
 from courtier.pipeline.scheduling.scheduler import Scheduler
 from courtier.pipeline.scheduling.send_spacing import SendSpacing
@@ -264,7 +264,7 @@ def _media(
         media_scheduler.arm(lane)
 
     media = MediaLanes(services, origin_of=seed.origin_of, arm=arm)
-    media_scheduler = scheduler(media, initial_bound(parts.config.media.max_in_flight))
+    media_scheduler = scheduler(media, initial_bound(parts.config.media.max_in_flight, MEDIA_FLOOR))
     if parts.config.media.fetch:
         parts.discovery.media = media.offer
     if parts.inference is not None:

@@ -15,7 +15,8 @@ Rules (pure: ``pipeline.in_flight`` feeds it what the schedulers see):
   and a share of memory (``MEMORY_SHARE``) over the body a request holds in memory at most
   (``fetch.spool_bytes``: a larger one is spooled to disk). An operator's setting
   (``max_in_flight`` above 0) caps it further (``pipeline.in_flight.machine_caps``).
-- The bound: the demand x ``HEADROOM`` + ``SLACK``, at least ``FLOOR``, at most the cap. When
+- The bound: the demand x ``HEADROOM`` + ``SLACK``, at least ``FLOOR`` (``MEDIA_FLOOR``), at
+  most the cap. When
   lanes wait for a place (the bound was reached), it is at least what is in flight plus
   what waits: a demand estimate never holds back work the machine could carry.
 - What binds (``Binding``): ``politeness`` when no lane waits for a place (every lane waits
@@ -37,8 +38,13 @@ DEFAULT_ANSWER: Final = 0.5
 HEADROOM: Final = 1.5
 """The bound over the demand: latencies vary, and a bound met exactly queues work."""
 SLACK: Final = 32
-FLOOR: Final = 64
-"""No bound below this: a crawl starting (no latency known yet) is not held to a trickle."""
+FLOOR: Final = 512
+"""No page bound below this (the fixed bound before it was chosen from the work): a crawl
+starting (no latency known yet) is not held to a trickle, and while parsing is behind the
+bound still leaves room for the small pages of other sites beside big ones waiting for a
+parser (heavy pages beside normal hosts kept 33% of the normal hosts' pace at 64)."""
+MEDIA_FLOOR: Final = 32
+"""No media bound below this (the fixed media bound before)."""
 IDLE_SHARE: Final = 0.25
 """Of the descriptors left for requests, the share kept for idle kept-alive connections."""
 MEMORY_SHARE: Final = 0.25
@@ -70,10 +76,10 @@ class Bound:
     cap: int
 
 
-def initial_bound(operator: int) -> int:
-    """A scheduler's bound before its first lanes have work (``FLOOR``; under an operator's
+def initial_bound(operator: int, floor: int = FLOOR) -> int:
+    """A scheduler's bound before its first lanes have work (``floor``; under an operator's
     setting, that): the bound loop chooses it from the work within half a second."""
-    return min(FLOOR, operator) if operator > 0 else FLOOR
+    return min(floor, operator) if operator > 0 else floor
 
 
 def demand(lanes: Iterable[LaneLoad]) -> float:
@@ -101,13 +107,14 @@ def choose(
     waiting: int,
     current: int,
     parse_backlog: bool = False,
+    floor: int = FLOOR,
 ) -> Bound:
     """The bound for ``need`` (``demand``) under ``cap`` (``machine_cap``), given what is in
     flight, how many lanes wait for a place now, and whether parsing is behind (the places
     are held by pages waiting for a parse worker: more places would only lengthen that
     queue, so the bound does not grow for lanes waiting then)."""
     limit_cap, cap_binding = cap
-    wanted = max(FLOOR, math.ceil(need * HEADROOM) + SLACK)
+    wanted = max(floor, math.ceil(need * HEADROOM) + SLACK)
     if waiting:
         wanted = max(wanted, current if parse_backlog else in_flight + waiting, current)
     limit = min(wanted, limit_cap)
