@@ -6,19 +6,25 @@ for sale", "Новости недвижимости", "日本の物件") and fou
 office with its size and price, 20-81 characters); each language's first title and its lines
 joined as one listing page's text; and junk a menu or a pager leaves ("Home | About |
 Login", "1 2 3 4 5 ... 10", "© 2024"), for which no language (or, for a few, the one its
-words are in) is right. The thresholds of ``content/language.py`` were chosen on this sample
+words are in) is right. The rules of ``content/language.py`` were chosen on this sample
 (``--sweep``): it measures them, it is no held-out test. Russian, Ukrainian, Bulgarian and
-Serbian have as many texts each, which the web does not.
+Serbian have as many texts each, which the web does not. ``--catalogs N`` adds a held-out
+one: the translated messages of the machine's gettext catalogs (``/usr/share/locale``, by
+the language of their folder), up to N of each kind in each of 38 languages: short ones
+(2-4 words, under 31 letters), sentences (40-200 characters) and page-like texts (one
+catalog's sentences joined to 320 characters). Its labels are the translators' language, but
+its texts carry untranslated program words ("Caps Lock", "--keep-cr").
 
-For each of ``before`` (py3langid alone: 20 letters, 0.5, the module before script-aware
-identification, rebuilt here on the same model) and ``after`` (``identify``), per kind of
-text: right (the label), wrong (another language), none (no language named); and the CPU
-time of a call, ``time.process_time()``, the least of ``--repeat`` passes over the texts of
-the kind, before and after taking turns. ``--articles N`` adds the article pages of the
-first N sites of the simulated web's ``articles`` world (their main text, as a parse worker
-reads it), the long texts ``bench/bench_text.py`` times.
+For each of ``before`` (``identify`` as it was at ``--before`` REF, on py3langid: read from
+git, and run only where py3langid is installed, ``pip install py3langid``) and ``after``
+(``identify``, on CLD2), per kind of text: right (the label), wrong (another language),
+none (no language named); and the CPU time of a call, ``time.process_time()``, the least of
+``--repeat`` passes over the texts of the kind, before and after taking turns.
+``--articles N`` adds the article pages of the first N sites of the simulated web's
+``articles`` world (their main text, as a parse worker reads it), the long texts
+``bench/bench_text.py`` times.
 
-    PYTHONPATH=src python bench/bench_language.py --articles 60
+    PYTHONPATH=src python bench/bench_language.py --articles 60 --catalogs 60
     PYTHONPATH=src python bench/bench_language.py --errors   # what ``after`` gets wrong
     PYTHONPATH=src python bench/bench_language.py --sweep    # each threshold varied alone
 """
@@ -26,10 +32,19 @@ reads it), the long texts ``bench/bench_text.py`` times.
 from __future__ import annotations
 
 import argparse
+import gettext
+import random
+import re
+import subprocess
+import sys
 import time
+import types
 from collections.abc import Callable
+from pathlib import Path
 
 from courtier.content import language
+
+BEFORE_REF = "e8dfea0"  # content/language.py's last version on py3langid
 
 # language: (titles, listing lines)
 SAMPLE: dict[str, tuple[list[str], list[str]]] = {
@@ -522,15 +537,87 @@ def articles(sites: int) -> list[tuple[str, set[str | None]]]:
     return items
 
 
-def before(text: str) -> tuple[str | None, float]:
-    """The module before script-aware identification: py3langid alone, 20 letters, 0.5."""
-    sample = text[: language.LANGUAGE_CHARS]
-    if sum(map(str.isalpha, sample)) < 20:
-        return None, 0.0
-    code, score = language.identifier().classify(sample)
-    if score < 0.5 or code == language.NO_LANGUAGE:
-        return None, round(float(score), 3)
-    return str(code), round(float(score), 3)
+def identify_at(ref: str) -> Callable[[str], tuple[str | None, float]] | None:
+    """``identify`` as ``content/language.py`` and its ``language_model`` were at the git
+    ``ref``, or None (no such ref, or its model not installed)."""
+    root = Path(__file__).resolve().parent.parent
+    sources = []
+    for name in ("language_model", "language"):
+        shown = subprocess.run(
+            ["git", "-C", str(root), "show", f"{ref}:src/courtier/content/{name}.py"],
+            capture_output=True,
+            text=True,
+        )
+        if shown.returncode:
+            return None
+        sources.append(shown.stdout)
+    kept = sys.modules["courtier.content.language_model"]
+    model, module = types.ModuleType("language_model_before"), types.ModuleType("before")
+    try:
+        exec(compile(sources[0], f"{ref}:language_model.py", "exec"), model.__dict__)
+        sys.modules["courtier.content.language_model"] = model  # what the old module imports
+        exec(compile(sources[1], f"{ref}:language.py", "exec"), module.__dict__)
+    except ImportError as exc:
+        print(f"no before column: {exc} (pip install py3langid)")
+        return None
+    finally:
+        sys.modules["courtier.content.language_model"] = kept
+    module.load_model()
+    identify: Callable[[str], tuple[str | None, float]] = module.identify
+    return identify
+
+
+_MORE_LATIN = ("cs", "da", "fi", "hu", "ro", "sk", "hr", "lt", "lv", "et", "sl", "ca", "id", "ms")
+_LANGUAGES = (*SAMPLE, *_MORE_LATIN)  # of the held-out catalogs
+_FOLDERS = {"zh": ("zh_CN", "zh_TW"), "pt": ("pt", "pt_BR"), "en": ("en_GB",)}
+# printf and Python formats, markup, shell variables, mnemonics: not words of the message
+_FORMATS = re.compile(
+    r"%[-#0 +]*\d*(?:\.\d+)?[hlLqjzt]*[a-zA-Z%]|%\(\w+\)[a-z]|\{[^}]*\}|<[^>]+>"
+    r"|\$\{?\w+\}?|\\n|_(?=\w)|&(?=\w)"
+)
+
+
+def catalogs(
+    each: int, locale: str = "/usr/share/locale"
+) -> dict[str, list[tuple[str, set[str | None]]]]:
+    """The held-out sample: translated messages of the gettext catalogs under ``locale``."""
+    rng = random.Random(7)
+    kinds: dict[str, list[tuple[str, set[str | None]]]] = {"msg": [], "msgline": [], "msgpage": []}
+    for code in _LANGUAGES:
+        short: set[str] = set()
+        lines: set[str] = set()
+        pages: list[str] = []
+        for folder in _FOLDERS.get(code, (code,)):
+            for path in sorted(Path(locale, folder, "LC_MESSAGES").glob("*.mo")):
+                try:
+                    with path.open("rb") as file:
+                        catalog = gettext.GNUTranslations(file)._catalog  # type: ignore[attr-defined]
+                except (OSError, ValueError, UnicodeDecodeError):
+                    continue
+                sentences = []
+                for key, value in catalog.items():
+                    source = key[1] if isinstance(key, tuple) else key
+                    if not key or not isinstance(value, str) or value == source or "\x00" in value:
+                        continue
+                    text = " ".join(_FORMATS.sub(" ", value).split())
+                    if "\n" in value or any(c in text for c in "/=@[]();:"):
+                        continue
+                    words, letters = len(text.split()), sum(map(str.isalpha, text))
+                    if 2 <= words <= 4 and 3 <= letters <= 30:
+                        short.add(text)
+                    elif 40 <= len(text) <= 200 and words >= 6:
+                        lines.add(text)
+                    if words >= 6 and 30 <= len(text) <= 300:
+                        sentences.append(text)
+                if len(sentences) >= 20 and len(pages) < each:
+                    rng.shuffle(sentences)
+                    page = " ".join(sentences)[: language.LANGUAGE_CHARS]
+                    if len(page) >= 200:
+                        pages.append(page)
+        for kind, texts in (("msg", sorted(short)), ("msgline", sorted(lines)), ("msgpage", pages)):
+            rng.shuffle(texts)
+            kinds[kind] += [(text, {code}) for text in texts[:each]]
+    return kinds
 
 
 def costs_us(
@@ -571,23 +658,21 @@ def tally(
 
 
 def sweep(kinds: dict[str, list[tuple[str, set[str | None]]]]) -> None:
-    """Right / wrong / none of the titles with each threshold varied alone."""
+    """Right / wrong / none of each kind with each threshold varied alone."""
     grid = {
-        "SHORT_SCORE": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
         "LATIN_MIN_LETTERS": (3, 4, 6, 8, 10),
-        "DEFAULT_ODDS": (1.0, 1.5, 2.0, 3.0, 5.0, 1e9),
+        "MIN_LETTERS": (10, 15, 20, 30),
+        "ONE_LANGUAGE": (0.5, 0.7, 0.8, 0.9, 1.01),
     }
-    titles = kinds["title"] + kinds["junk"]
-    latin = [item for item in titles if item[0].isascii() or "LATIN" in language._census(item[0])]
     for name, values in grid.items():
         kept = getattr(language, name)
         for value in values:
             setattr(language, name, value)
-            for label, items in (("titles+junk", titles), ("of them Latin", latin)):
-                right, wrong, none, _ = tally(language.identify, items)
-                print(
-                    f"{name}={value:<6g} {label:14} right {right:3} wrong {wrong:3} none {none:3}"
-                )
+            counts = (
+                f"{kind} {'/'.join(map(str, tally(language.identify, items)[:3]))}"
+                for kind, items in kinds.items()
+            )
+            print(f"{name}={value:<5g}", "  ".join(counts))
         setattr(language, name, kept)
 
 
@@ -598,28 +683,37 @@ def main() -> None:
     parser.add_argument(
         "--articles", type=int, default=0, help="add the article pages of this many sites"
     )
+    parser.add_argument(
+        "--catalogs", type=int, default=0, help="add this many gettext messages a kind a language"
+    )
+    parser.add_argument("--before", default=BEFORE_REF, help="the git ref of the before column")
     parser.add_argument("--sweep", action="store_true", help="vary the thresholds one at a time")
     args = parser.parse_args()
     language.load_model()
     kinds = labelled()
     if args.articles:
         kinds["article"] = articles(args.articles)
+    held_out = catalogs(args.catalogs) if args.catalogs else {}
     if args.sweep:
-        sweep(kinds)
+        sweep(kinds | held_out)
         return
-    everything = [item for items in kinds.values() for item in items]
-    fns = {"before": before, "after": language.identify}
-    print(f"{len(everything)} texts, {len(SAMPLE)} languages")
-    print(f"{'':8} {'kind':6} {'n':>4} {'right':>6} {'wrong':>6} {'none':>6} {'us/call':>8}")
-    for kind, items in (*kinds.items(), ("all", everything)):
-        costs = costs_us(fns, [text for text, _ in items], args.repeat)
+    everything = [item for items in (kinds | held_out).values() for item in items]
+    fns: dict[str, Callable[[str], tuple[str | None, float]]] = {"after": language.identify}
+    before = identify_at(args.before)
+    if before is not None:
+        fns = {"before": before, **fns}
+    groups = [*kinds.items(), ("all", [item for items in kinds.values() for item in items])]
+    if held_out:
+        texts = [item for items in held_out.values() for item in items]
+        groups += [*held_out.items(), ("msg all", texts)]
+    print(f"{len(everything)} texts")
+    print(f"{'':8} {'kind':7} {'n':>4} {'right':>6} {'wrong':>6} {'none':>6} {'us/call':>8}")
+    for kind, items in groups:
+        costs = costs_us(dict(fns), [text for text, _ in items], args.repeat)
         for name, fn in fns.items():
             right, wrong, none, _ = tally(fn, items)
             n = len(items)
-            print(
-                f"{name:8} {kind:6} {n:4} {right / n:6.0%} {wrong / n:6.0%} {none / n:6.0%}"
-                f" {costs[name]:8.1f}"
-            )
+            print(f"{name:8} {kind:7} {n:4} {right:6} {wrong:6} {none:6} {costs[name]:8.1f}")
     if args.errors:
         print("\n".join(f"  wrong: {error}" for error in tally(language.identify, everything)[3]))
         for text, answers in everything:

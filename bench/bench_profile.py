@@ -37,7 +37,7 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("request log", r"courtier/observe/request_log|pyarrow|courtier/observe/(columns|sinks)"),
     ("documents", r"courtier/sinks/documents|json/encoder|orjson"),
     ("text and Markdown", r"courtier/content/(text|reading|markdown)|resiliparse"),
-    ("language", r"courtier/content/language|py3langid|numpy"),
+    ("language", r"courtier/content/language|pycld2|\bcld\b|py3langid"),
     (
         "HTML parse and links",
         r"courtier/content/(parse|parsed|feed_links|sitemap_links|nesting)"

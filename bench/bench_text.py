@@ -11,7 +11,7 @@ pages, divided by the number of pages:
 - ``read_page`` with ``[parse] text`` off and on (the whole parse-worker job without WARC
   encoding), and their difference: what the text costs a page;
 - its parts: resiliparse's extraction (``extract_plain_text(main_content=True)`` as minimal
-  HTML), the Markdown and text written from it, the language (py3langid) and the SimHash;
+  HTML), the Markdown and text written from it, the language (CLD2) and the SimHash;
 - trafilatura's ``extract`` to Markdown, the thorough alternative (when it is installed:
   ``pip install .[bench]``), and lingua's language (when ``lingua-language-detector`` is).
 
@@ -90,7 +90,7 @@ def main() -> None:
         "read_page, text on": per_page_us(lambda b: read_page(b, url, on), bodies, args.repeat),
         "resiliparse extract": per_page_us(extract, bodies, args.repeat),
         "markdown + text": per_page_us(lambda b: convert(by_extract[b]), bodies, args.repeat),
-        "language (py3langid)": per_page_us(lambda b: identify(by_text[b]), bodies, args.repeat),
+        "language (CLD2)": per_page_us(lambda b: identify(by_text[b]), bodies, args.repeat),
         "simhash": per_page_us(lambda b: simhash(by_text[b]), bodies, args.repeat),
     }
     figures["text, all of it"] = figures["read_page, text on"] - figures["read_page, text off"]

@@ -627,11 +627,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         "unsure-language-named",
         "an unsure language identification names no language",
         "courtier.content.language",
-        "    if score < MIN_SCORE or language == NO_LANGUAGE:\n",
-        "    if language == NO_LANGUAGE:\n",
+        "    if found.reliable or (not short and _one_language(found)):\n",
+        "    if True:\n",
         (
             "tests/content/test_language.py::test_an_unsure_identification_names_no_language",
-            "tests/content/test_language.py::test_a_language_is_named_from_even_odds_on",
+            "tests/content/test_language.py::test_a_language_is_named_where_cld2_is_sure_or_finds_one",
         ),
     ),
     Mutation(
