@@ -1,6 +1,7 @@
 """Courtier: a polite, controlled web crawler.
 
-``from courtier import Crawler, CrawlConfig`` crawls from Python (``courtier.api``). Those
+``from courtier import Crawler, CrawlConfig`` crawls from Python (``courtier.api``; a parse
+hook returns a dict of fields or a ``HookResult``, and is given a ``HookPage``). Those
 names are imported on first use, so ``import courtier`` (and ``courtier --version``) stays
 cheap. The version is written here and nowhere else (pyproject.toml reads it).
 """
@@ -12,12 +13,23 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigError", "CrawlConfig", "CrawlStats", "Crawler", "InputError", "__version__"]
+__all__ = [
+    "ConfigError",
+    "CrawlConfig",
+    "CrawlStats",
+    "Crawler",
+    "HookPage",
+    "HookResult",
+    "InputError",
+    "__version__",
+]
 
 _LAZY = {
     "Crawler": "courtier.api",
     "CrawlConfig": "courtier.api",
     "CrawlStats": "courtier.api",
+    "HookPage": "courtier.content.hook",
+    "HookResult": "courtier.content.hook",
     "ConfigError": "courtier.config",
     "InputError": "courtier.inputs",
 }
@@ -25,6 +37,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from courtier.api import CrawlConfig, Crawler, CrawlStats
     from courtier.config import ConfigError
+    from courtier.content.hook import HookPage, HookResult
     from courtier.inputs import InputError
 
 

@@ -25,6 +25,12 @@ Rules:
   that raises stops the crawl cleanly; ``run()`` then re-raises.
 - A ``Crawler`` runs once; the store keeps the crawl, so a new ``Crawler`` on the same store
   resumes it.
+- ``hook``: the parse hook as a function (or a "module:function" name), instead of
+  ``[parse] hook``. The parse workers are spawned processes that import it by name
+  (``content.hook.spec_of``, as ``pickle`` names a function): a function defined with
+  ``def`` at the top level of a module (the script's own ``__main__`` included). A lambda, a
+  closure, a bound method or a function of an interactive session is an ``InputError`` here,
+  never a worker failing mid-crawl.
 
 ``build_engine`` is the one place a crawl is wired from checked inputs; ``courtier crawl``
 and ``courtier demo`` use it too.
@@ -33,12 +39,14 @@ and ``courtier demo`` use it too.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from courtier.config import DEFAULT_CONTACT_URL, Config, ConfigError, validate
+from courtier.content.hook import HookPage, HookResult
 from courtier.inputs import (
     InputError,
     PostgresStore,
@@ -72,6 +80,8 @@ __all__ = [
     "CrawlConfig",
     "CrawlStats",
     "Crawler",
+    "HookPage",
+    "HookResult",
     "InputError",
     "build_engine",
     "recrawl",
@@ -96,6 +106,23 @@ def _check_hook(spec: str) -> None:
             load_hook(spec)
         except HookError as exc:
             raise InputError(str(exc)) from None
+
+
+def _with_hook(config: Config, hook: Callable[[HookPage], Any] | str | None) -> Config:
+    """``config`` with ``hook`` (a function, named by reference, or a name) as its parse
+    hook; ``InputError`` for a function the parse workers could not import by name."""
+    if hook is None:
+        return config
+    if isinstance(hook, str):
+        spec = hook
+    else:
+        from courtier.content.hook import HookError, spec_of
+
+        try:
+            spec = spec_of(hook)
+        except HookError as exc:
+            raise InputError(f"hook= {exc}") from None
+    return dataclasses.replace(config, parse=dataclasses.replace(config.parse, hook=spec))
 
 
 def build_engine(
@@ -257,6 +284,7 @@ class Crawler:
         sink: Sink | Callable[[Record], object] | None = None,
         observer: Observer | None = None,
         until_done: bool = False,
+        hook: Callable[[HookPage], Any] | str | None = None,
     ) -> None:
         """``config``: a ``CrawlConfig`` or a mapping of settings (defaults if None).
         ``seeds``: URLs or host names. ``out``: a directory for the store (``frontier.sqlite3``)
@@ -268,14 +296,16 @@ class Crawler:
         nothing is due but refreshes scheduled for later (``courtier crawl --until-done``).
         ``observer``: hears of every request. Budgets are settings (``[crawl] max_requests``,
         ``max_pages``, ``max_bytes``, ``max_pages_per_site``); ``stats.ended_by`` says what
-        ended the crawl."""
+        ended the crawl. ``hook``: the parse hook, a module-level function taking a
+        ``HookPage`` and returning a dict of fields or a ``HookResult`` (it replaces
+        ``[parse] hook``; see the module's rules)."""
         if config is None:
             config = Config()
         elif isinstance(config, Mapping):
             config = Config.from_mapping(config)
         elif not isinstance(config, Config):
             raise ConfigError(f"config must be a CrawlConfig or a mapping, got {config!r}")
-        self.config = validate(config)
+        self.config = validate(_with_hook(config, hook))
         parsed_seeds = parse_seed_list(seeds)
         out_dir = Path(out) if out is not None else None
         if store is not None:

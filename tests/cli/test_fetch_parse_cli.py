@@ -47,6 +47,16 @@ HOOKS = textwrap.dedent(
 
     def find_price(page):
         raise ValueError("no price on " + page.url)
+
+    def steer(page):
+        from courtier import HookResult
+
+        return HookResult(
+            fields={"n": 1},
+            add=["/added", "https://elsewhere.test/added", "mailto:x@shop.test"],
+            drop=["/a", "/i.png"],
+            priority=4,
+        )
     """
 )
 
@@ -177,6 +187,18 @@ def test_the_parse_hook_is_applied_to_the_fetched_page(run: Run, web: Web, hooks
     hook = _json(out)["document"]["hook"]
     assert hook["h1"] == "Item 1" and hook["type"] == "text/html; charset=utf-8"
     assert hook["headers"] >= 2  # the answer's own headers, as a crawl gives them
+
+
+def test_fetch_shows_what_the_hook_did_to_the_links(run: Run, web: Web, hooks: str) -> None:
+    url = f"http://{web.plain}/item/1"
+    code, out, err = run("fetch", url, *web.net, *FAST, "--hook", f"{hooks}:steer", "--json")
+    assert code == 0, err
+    report = _json(out)
+    done = report["document"]["hook_links"]
+    assert done["added"] == [f"http://{web.plain}/added", "https://elsewhere.test/added"]
+    assert done["priority"] == report["links"]["priority"] == 4
+    assert f"http://{web.plain}/added" in report["links"]["frontier"]
+    assert "https://elsewhere.test/added" in report["links"]["horizon"]
 
 
 def test_the_guard_refuses_an_address_literal_without_dns_or_a_connection(
@@ -311,6 +333,36 @@ def test_parse_reads_a_saved_file_as_a_crawl_and_runs_the_hook(
     code, out, _err = run(*args)
     assert code == 0
     assert f"hook:      {json.dumps(hook, ensure_ascii=False)}" in out
+
+
+def test_parse_shows_the_links_a_hook_added_and_dropped_and_its_priority(
+    run: Run, tmp_path: Path, hooks: str
+) -> None:
+    page = tmp_path / "saved.html"
+    page.write_text(PAGE, encoding="utf-8")
+    args = ["parse", page, "--url", "http://shop.test/p/1", "--hook", f"{hooks}:steer"]
+    code, out, err = run(*args, "--json")
+    assert code == 0, err
+    report = _json(out)
+    assert report["document"]["hook"] == {"n": 1}
+    assert report["document"]["hook_links"] == {
+        "added": ["http://shop.test/added", "https://elsewhere.test/added"],
+        "dropped": ["http://shop.test/a", "http://shop.test/i.png"],
+        "priority": 4,
+        "not_urls": ["mailto:x@shop.test"],
+    }
+    links = report["links"]
+    assert sorted(links["frontier"]) == ["http://shop.test/added", "http://shop.test/canon"]
+    assert sorted(links["horizon"]) == ["https://elsewhere.test/added", "https://other.test/x"]
+    assert links["priority"] == 4
+    code, out, _err = run(*args)
+    assert code == 0
+    assert (
+        "hook links: added 2, dropped 2, not URLs 1; priority 4 (new URLs due 4 days early)" in out
+    )
+    assert "  added     http://shop.test/added\n" in out
+    assert "  dropped   http://shop.test/i.png\n" in out
+    assert "  not a URL mailto:x@shop.test\n" in out
 
 
 def test_a_hook_that_raises_exits_1_with_its_traceback(

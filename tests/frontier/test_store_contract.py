@@ -209,6 +209,32 @@ def test_lanes_are_served_fastlane_freshlane_refresh_then_discovery(store: Front
     assert [u.lane for u in leased] == [UrlLane.FASTLANE, UrlLane.FRESHLANE]
 
 
+def test_a_priority_moves_new_urls_ahead_of_lower_ones_found_since_within_their_lane(
+    store: FrontierStore,
+):
+    """A new URL of priority p is due p days before it was written (``base.lead_of``)."""
+    store.write_batch([_url(f"/old{i}") for i in range(2)], [], [], T0)
+    urgent = [dataclasses.replace(_url(f"/p3-{i}"), priority=3) for i in range(2)]
+    store.write_batch(
+        [_url("/new"), dataclasses.replace(_url("/p1"), priority=1), *urgent], [], [], T0 + 60
+    )
+    store.write_batch([dataclasses.replace(_url("/old0"), priority=100)], [], [], T0 + 61)
+    due = store.due(10, ["a.test"], T0 + 120)["a.test"]
+    assert [u.canonical.rsplit("/", 1)[1] for u in due] == [
+        "p3-0", "p3-1", "p1", "old0", "old1", "new",
+    ]  # fmt: skip
+    assert {u.lane for u in due} == {UrlLane.DISCOVERY}  # a known URL kept its place
+    assert due[0].next_due == T0 + 60 - 3 * 86_400 and due[-1].next_due == T0 + 60
+    # Older work is not held back for ever: a day and more before, it goes first.
+    store.write_batch(
+        [_url("/later"), dataclasses.replace(_url("/p1b"), priority=1)], [], [], T0 + 2 * 86_400
+    )
+    leased = store.lease_due(10, ["a.test"], T0 + 2 * 86_400)["a.test"]
+    assert [u.fetch_url.rsplit("/", 1)[1] for u in leased] == [
+        "p3-0", "p3-1", "p1", "old0", "old1", "new", "p1b", "later",
+    ]  # fmt: skip
+
+
 def test_leased_urls_leave_the_due_set_and_two_workers_never_share_one(open_store: Opener):
     first, second = open_store(), open_store()
     first.write_batch([_url(f"/{i}") for i in range(6)], [], [], T0)

@@ -26,6 +26,7 @@ PAGE: dict[str, Any] = {
     "simhash": "0123456789abcdef", "redacted": {"email": 1},
     "render": {"decision": "shell", "rendered": False},
     "hook": {"price": 12.5},
+    "hook_links": {"added": ["http://a.test/y"], "dropped": [], "priority": 2},
 }  # fmt: skip
 MEDIA: dict[str, Any] = {
     "url": "http://s3.store.test/b/1.jpg", "site": "s3.store.test", "kind": "media",

@@ -7,7 +7,8 @@ crawl books (``--store``: on the crawl's own clocks where a crawl shares them; s
 ``pipeline.one_url.booking``), fetched pinned to the checked addresses, redirects followed as
 a crawl follows them, and the answer read by the crawl's reader: the document a crawl would
 write (title, text, Markdown, language, canonical, robots meta, images, the ``--hook``'s
-fields) and what the crawl's discovery makes of the links (frontier, horizon). ``--render``
+fields, the links it added and dropped and the priority it gave them: ``hook_links``) and
+what the crawl's discovery makes of the links (frontier, horizon). ``--render``
 renders the page in headless Chromium through the crawl's render path
 (``courtier render``'s).
 
@@ -59,7 +60,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     """What ``fetch`` and ``parse`` share."""
     parser.add_argument(
-        "--hook", metavar="MODULE:FUNC", help="the parse hook to run on the page ([parse] hook)"
+        "--hook",
+        metavar="MODULE:FUNC",
+        help="the parse hook to run on the page ([parse] hook): its fields, the links it "
+        "adds and drops and the priority it gives are shown",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument(

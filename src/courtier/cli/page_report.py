@@ -6,7 +6,8 @@ object on one line) or as text (``print_report``). Keys: ``url`` (as asked), ``f
 guard's refusal), ``robots`` (each site's robots.txt: where the answer came from, its rules,
 Crawl-delay), ``redirects``, ``headers`` (the last answer's, values redacted as a crawl's
 archive redacts them: ``redact.redact_url`` under ``[redact]``), ``document`` (the crawl's
-document of the page), ``links`` (frontier, horizon, media, kept out), ``not_parsed``,
+document of the page, with ``hook_links``: what the parse hook added, dropped and the
+priority it gave), ``links`` (frontier, horizon, media, kept out), ``not_parsed``,
 ``stopped``, ``notes`` and ``tracebacks`` (the reader's or the hook's). A key with nothing to
 say is left out.
 """
@@ -102,6 +103,8 @@ def print_report(out: dict[str, Any], *, links: int) -> None:
             print(f"  {name}: {value}")
     if "links" in out:
         _print_links(out["links"], links)
+    if document is not None and "hook_links" in document:
+        _print_hook_links(document["hook_links"], links)
     for trace in out.get("tracebacks", []):
         print("\ntraceback:\n" + trace.rstrip())
 
@@ -177,3 +180,21 @@ def _print_links(links: dict[str, Any], shown: int) -> None:
             print(f"  {kind:<8} ... and {len(urls) - shown} more (--links N, or --json)")
     for site in links.get("joined", []):
         print(f"  {site} joins the seed ([scope] subdomains)")
+
+
+def _print_hook_links(done: dict[str, Any], shown: int) -> None:
+    """What the parse hook did to the page's links (``content.hook_links``)."""
+    added, dropped, not_urls = done["added"], done["dropped"], done.get("not_urls", [])
+    parts = [f"added {len(added)}", f"dropped {len(dropped)}"]
+    if not_urls:
+        parts.append(f"not URLs {len(not_urls)}")
+    priority = done["priority"]
+    print(
+        f"\nhook links: {', '.join(parts)}; priority {priority}"
+        + (f" (new URLs due {priority} days early)" if priority else "")
+    )
+    for kind, urls in (("added", added), ("dropped", dropped), ("not a URL", not_urls)):
+        for url in urls[:shown]:
+            print(f"  {kind:<9} {url}")
+        if len(urls) > shown:
+            print(f"  {kind:<9} ... and {len(urls) - shown} more (--links N, or --json)")

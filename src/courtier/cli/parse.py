@@ -7,10 +7,12 @@ hook run (``pipeline.one_url.reading``), its links judged against a seed of BASE
 URL (``http://`` or ``https://``) is fetched first exactly as ``courtier fetch`` fetches it
 (robots.txt, guard, booking).
 
-Printed: the document a crawl would write, the hook's fields, the links; a hook that raises
-is shown with its traceback. Exit status: 0 read, 1 the hook (or the reader) failed or the
-URL brought no answer, 2 bad input (no such file, no ``--url`` for a file, a type a crawl
-does not parse, a bad hook name, a host the SSRF guard refuses).
+Printed: the document a crawl would write, the hook's fields, the links (after the hook's
+``HookResult``: those it added and dropped are listed, with the priority it gave the URLs
+the page brings); a hook that raises is shown with its traceback. Exit status: 0 read, 1
+the hook (or the reader) failed or the URL brought no answer, 2 bad input (no such file,
+no ``--url`` for a file, a type a crawl does not parse, a bad hook name, a host the SSRF
+guard refuses).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Read FILE as a crawl reads a page that --url BASE answered (decoding, "
         "redaction, parse, main text and language, the parse hook), or fetch URL as "
         "'courtier fetch' does and read it. Prints the document, the hook's fields (a "
-        "hook's exception with its traceback) and the links. Exit status: 0 read, 1 the "
+        "hook's exception with its traceback), the links it added and dropped and the "
+        "priority it gave, and the links. Exit status: 0 read, 1 the "
         "hook failed or no answer came, 2 bad input.",
     )
     parser.add_argument("source", metavar="FILE|URL")

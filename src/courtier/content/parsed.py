@@ -71,6 +71,9 @@ class ParsedPage:
     fields: dict[str, Any] = field(default_factory=dict)  # more of its document: ``reading``
     canonical: Link | None = None
     text: PageText | None = None
+    priority: int = 0
+    """The priority of the URLs the page brings to the frontier (the parse hook's
+    ``HookResult.priority``; ``frontier.base.lead_of``)."""
 
     def __reduce__(self) -> tuple[Callable[..., ParsedPage], tuple[object, ...]]:
         # Links travel as plain tuples (pickled in C) and become Links again on arrival.
@@ -91,6 +94,7 @@ class ParsedPage:
             self.fields,
             self.canonical,
             self.text,
+            self.priority,
         )
 
 
@@ -115,5 +119,6 @@ def _rebuild_page(
         page.fields,
         page.canonical,
         page.text,
+        page.priority,
     ) = rest  # type: ignore[assignment]
     return page

@@ -13,7 +13,9 @@ never decodes, searches or rewrites a body. Order matters, and is the issue's ru
 A PDF (``pdf.read_pdf``) and an RSS or Atom feed (``feeds.read_feed``) are read by their own
 readers, chosen by the response's type, into the same ``ParsedPage``, whose ``fields`` are
 more fields of its document (a PDF's text, a feed's version); then the parse hook
-(``hook``), when one is set, adds its ``hook`` (or ``hook_error``) there.
+(``hook``), when one is set, adds its ``hook`` (or ``hook_error``) there, and what a
+``HookResult`` asks of the links is done to the page (``hook_links``: links added and
+dropped, the priority of the URLs it brings).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from courtier.content.canonical import declared_in_headers
 from courtier.content.decode import decode, encode_back, parse_text
 from courtier.content.feeds import FEED_TYPES, read_feed
 from courtier.content.hook import hook_page, run_hook
+from courtier.content.hook_links import apply_hook_links
 from courtier.content.parse import ParsedPage, make_link, parse_page
 from courtier.content.pdf import PDF_TYPE, read_pdf
 from courtier.content.text import page_text
@@ -108,9 +111,10 @@ def read_page(content: Body, base_url: str, context: ReadContext) -> ParsedPage:
     if context.hook:
         text = page.text.text if page.text is not None else page.fields.get("text")
         seen = hook_page(base_url, context.headers, html, text, page.title, context.content_type)
-        fields, error = run_hook(context.hook, seen, context.hook_timeout)
-        if fields is not None:
-            page.fields["hook"] = fields
+        result, error = run_hook(context.hook, seen, context.hook_timeout)
+        if result is not None:
+            page.fields["hook"] = result.fields
+            apply_hook_links(page, result, base_url, context.policy)
         else:
             page.fields["hook_error"] = error
     return page

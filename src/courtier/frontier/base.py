@@ -16,6 +16,11 @@ Rules every backend keeps:
   ``DISCOVERY``; within a lane, the earliest due first, then the oldest row. After a fetch a
   URL goes back to ``FRESHLANE`` if it is a configured fast source, else to ``REFRESH``: a
   fastlane request is one-off.
+- **Priority.** A new URL of priority ``p`` (``NewUrl.priority``, 0 to ``MAX_PRIORITY``: a
+  parse hook's) is due ``p`` days before it was written (``lead_of``): within its lane it goes
+  ahead of every URL of a lower priority written less than the difference in days before it,
+  and behind older ones (nothing waits for ever). Only a new row takes it; a known URL
+  keeps its place.
 - **Leases.** Leasing marks URLs leased and takes them out of the due set in the same
   transaction, so nothing is handed out twice. ``release_leases`` puts leased URLs back (due
   at once): that is how a stopped crawl resumes and how a dead worker's URLs return.
@@ -96,6 +101,19 @@ class UrlLane(IntEnum):
     DISCOVERY = 3
 
 
+MAX_PRIORITY: Final = 100
+"""The highest priority a new URL may have (``NewUrl.priority``)."""
+PRIORITY_STEP: Final = 86_400.0
+"""Seconds a unit of priority moves a new URL's due time ahead: a day."""
+
+
+def lead_of(priority: int) -> float:
+    """How many seconds before it is written a new URL of ``priority`` falls due:
+    ``priority`` days (clamped to 0..``MAX_PRIORITY``), so the due query (earliest first
+    within a lane) serves it ahead of the URLs of lower priorities written since."""
+    return min(max(priority, 0), MAX_PRIORITY) * PRIORITY_STEP
+
+
 @dataclass(frozen=True, slots=True)
 class NewUrl:
     canonical: str
@@ -104,6 +122,8 @@ class NewUrl:
     depth: int
     redirects: int = 0
     lane: UrlLane = UrlLane.DISCOVERY
+    priority: int = 0
+    """0 (found in the crawl's own order) to ``MAX_PRIORITY``: see ``lead_of``."""
 
 
 @dataclass(frozen=True, slots=True)

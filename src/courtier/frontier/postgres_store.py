@@ -65,6 +65,7 @@ from courtier.frontier.base import (
     UrlStatus,
     check_limit,
     future_floors,
+    lead_of,
     refresh_lane,
     schedule_after,
     upgrades_by_canonical,
@@ -160,9 +161,10 @@ _ORIGINS_LOCK: Final = 0x6F726967696E73  # pg_advisory_xact_lock id ("origins")
 _INSERT_URLS: Final = """
 INSERT INTO urls (canonical, fetch_url, site, depth, redirects, status, discovered_at,
                   next_due, lane)
-SELECT c, f, s, d, r, 0, %(now)s, %(now)s, l
+SELECT c, f, s, d, r, 0, %(now)s, %(now)s - a, l
 FROM unnest(%(canonical)s::text[], %(fetch_url)s::text[], %(site)s::text[],
-            %(depth)s::int[], %(redirects)s::int[], %(lane)s::smallint[]) AS v(c, f, s, d, r, l)
+            %(depth)s::int[], %(redirects)s::int[], %(lane)s::smallint[],
+            %(lead)s::float8[]) AS v(c, f, s, d, r, l, a)
 ON CONFLICT (canonical) DO NOTHING
 RETURNING site
 """
@@ -461,6 +463,7 @@ class PostgresFrontier:
                 "depth": int_array(u.depth for u in new_urls),
                 "redirects": int_array(u.redirects for u in new_urls),
                 "lane": int_array(int(u.lane) for u in new_urls),
+                "lead": float_array(lead_of(u.priority) for u in new_urls),
             },
         )
         sites = [row[0] for row in cur.fetchall()]

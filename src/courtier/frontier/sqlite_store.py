@@ -69,6 +69,7 @@ from courtier.frontier.base import (
     UrlStatus,
     check_limit,
     future_floors,
+    lead_of,
     refresh_lane,
     schedule_after,
     upgrades_by_canonical,
@@ -205,9 +206,10 @@ def _items(*columns: str) -> str:
 
 _INSERT_URLS: Final = (
     "INSERT OR IGNORE INTO urls (canonical, fetch_url, site, depth, redirects, status, "
-    "discovered_at, next_due, lane) SELECT c, f, s, d, r, 0, ?1, ?1, l FROM "
-    f"({_items('c', 'f', 's', 'd', 'r', 'l').replace('?', '?2')}) RETURNING site"
+    "discovered_at, next_due, lane) SELECT c, f, s, d, r, 0, ?1, ?1 - a, l FROM "
+    f"({_items('c', 'f', 's', 'd', 'r', 'l', 'a').replace('?', '?2')}) RETURNING site"
 )
+"""``a``: how long before ``now`` a row falls due (``base.lead_of``: its priority's days)."""
 _IDS: Final = "SELECT value FROM json_each(?)"
 _LEASE_IDS: Final = (
     f"UPDATE urls SET status = 1, next_due = NULL, leased_at = ? WHERE id IN ({_IDS})"
@@ -487,7 +489,16 @@ class SqliteFrontier:
         if not new_urls:
             return set(), 0
         rows = _json(
-            (u.canonical, u.fetch_url, u.site, u.depth, u.redirects, int(u.lane)) for u in new_urls
+            (
+                u.canonical,
+                u.fetch_url,
+                u.site,
+                u.depth,
+                u.redirects,
+                int(u.lane),
+                lead_of(u.priority),
+            )
+            for u in new_urls
         )
         sites = [row[0] for row in self._db.execute(_INSERT_URLS, (now, rows))]
         urgent = upgrades_by_canonical(u for u in new_urls if u.lane < UrlLane.DISCOVERY)

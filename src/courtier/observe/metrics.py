@@ -145,7 +145,7 @@ class _Sampled(Collector):
         yield _counter(
             "courtier_parse_hook_errors",
             "Pages the parse hook gave no fields, by kind (hook-error, hook-timeout, "
-            "hook-not-dict, hook-not-json, hook-too-large)",
+            "hook-not-dict, hook-not-json, hook-too-large, hook-bad-result)",
             _by(sample.stats.get("hook_errors")),
             ["kind"],
         )

@@ -30,6 +30,9 @@ Rules:
 - Every URL, image and redirect passes the crawl's one intake (``intake.py``) first: a URL
   holding a redaction placeholder is never fetched, a redirect keeps its hop budget and is
   never followed to a Location carrying a secret.
+- A parse hook's links (``content.hook_links``) arrive as the page's own: what it dropped is
+  gone before this module sees the page, what it added is one more link under every rule
+  above; its priority goes with each new URL the page brings (``NewUrl.priority``).
 The engine drains the buffers into one store transaction per flush.
 """
 
@@ -178,6 +181,7 @@ class Discovery:
         self._count_readers(page)
         # Links a fast source reveals take the priority path (the freshlane, once).
         lane = UrlLane.FRESHLANE if item.lane is UrlLane.FRESHLANE else UrlLane.DISCOVERY
+        priority = page.priority  # the parse hook's, for the URLs the page brings
         if NOFOLLOW in page.robots:
             self.stats.nofollow_pages += 1
             self.stats.nofollow_links += len(page.links)
@@ -186,7 +190,7 @@ class Discovery:
                 if link.canonical in page.nofollow and link.site not in self.scope:
                     self.stats.nofollow_links += 1  # recorded in the document: no vote
                     continue
-                self.add_link(rt, link, item.depth + 1, 0, lane)
+                self.add_link(rt, link, item.depth + 1, 0, lane, priority)
         if item.depth == 0 and rt.site in self.fallback_due:
             self.fallback_due.discard(rt.site)
             self.queue_sitemaps(rt, ["/sitemap.xml"])
@@ -195,7 +199,7 @@ class Discovery:
             # The URL the page names canonical is the one crawled and refreshed: a link of the
             # page, one level down (at its own depth, a chain of canonicals would never
             # reach the depth cap); off the seed, it is only named in the document.
-            self.add_link(rt, canonical, item.depth + 1, 0, lane)
+            self.add_link(rt, canonical, item.depth + 1, 0, lane, priority)
         for image in page.images:
             if not self.intake.admits(image.fetch_url):
                 continue
@@ -203,7 +207,7 @@ class Discovery:
             # fetched under that host's keys; any other image is an ordinary link.
             media = self.media
             if image.site in self.scope or media is None or not media(image.url(), rt.site):
-                self.add_link(rt, image, item.depth + 1, 0, lane)
+                self.add_link(rt, image, item.depth + 1, 0, lane, priority)
 
     def _count_readers(self, page: ParsedPage) -> None:
         """A PDF's or a feed's reader, and the parse hook: what they made of the page."""
@@ -249,6 +253,7 @@ class Discovery:
         depth: int,
         redirects: int,
         lane: UrlLane = UrlLane.DISCOVERY,
+        priority: int = 0,
     ) -> None:
         in_scope = link.site in self.scope
         if not in_scope and self.rules is not None and self.adopt is not None:
@@ -285,7 +290,7 @@ class Discovery:
                 self.stats.trap_capped += 1  # an endless calendar costs its cap, not thousands
                 return
             self.new_urls.append(
-                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects, lane)
+                NewUrl(link.canonical, link.fetch_url, link.site, depth, redirects, lane, priority)
             )
             if link.site != rt.site:
                 self.edges.append(HostEdge(rt.site, link.site))  # seed-to-seed, for ranking

@@ -20,6 +20,10 @@ Rules:
   requisite for the media lanes (``[media] fetch``); a page's nofollow, ``[scope]``
   patterns, a secret in a URL, a trap pattern's cap and the depth cap keep a link out of
   both, and each such reason is counted (``Reading.kept_out``).
+- A parse hook's ``HookResult`` has done its work on the page before the links are judged
+  (``content.hook_links``): the links it dropped are gone, the URLs it added are judged as
+  the page's own, and the document says which under ``hook_links``, with the priority the
+  frontier's URLs would take (``Links.priority``).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ class Links:
     """Links kept out of both, by reason (``nofollow``, ``scope-pattern``, ...)."""
     joined: list[str] = field(default_factory=list)
     """Sites a link brought into the seed (``[scope] subdomains``)."""
+    priority: int = 0
+    """The priority the frontier's URLs would take (the parse hook's; 0: none)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +72,7 @@ class Links:
             "media": self.media,
             "kept_out": self.kept_out,
             "joined": self.joined,
+            "priority": self.priority,
         }
 
 
@@ -191,6 +198,7 @@ def judge_links(
         media,
         kept_out,
         joined,
+        page.priority,
     )
 
 
