@@ -453,7 +453,8 @@ async def test_a_server_that_hangs_up_is_asked_once_per_slot(tmp_path: Path):
             tmp_path,
             [url("hangup.test", web.ports["hostile"])],
             {"hangup.test": [HOSTILE_ADDRESS]},
-            duration=2.0,
+            duration=15.0,  # the limit: it stops once the page was asked twice (or slots ran)
+            until=lambda: web.paths("hangup.test").count("/") >= 2,
         )
     assert run.stats.internal_errors == 0
     assert "/" in web.paths("hangup.test")
@@ -476,7 +477,8 @@ async def test_a_charset_that_lies_does_not_crash_the_parse(tmp_path: Path):
             tmp_path,
             [url("liar.test", web.ports["hostile"])],
             {"liar.test": [HOSTILE_ADDRESS]},
-            duration=2.0,
+            duration=15.0,  # the limit: it stops once the page was asked
+            until=lambda: "/" in web.paths("liar.test"),
         )
     assert "/" in web.paths("liar.test")
     assert run.stats.internal_errors == 0
