@@ -17,7 +17,8 @@ from courtier.simweb.world import SIZE_PRESETS, SiteKind, build_world
 from courtier.sinks.documents import read_documents
 
 
-@pytest.fixture(scope="module", params=["memory", "sqlite"])
+# The SQLite limiter's run is in the long run (CI runs it): the default run keeps one demo.
+@pytest.fixture(scope="module", params=["memory", pytest.param("sqlite", marks=pytest.mark.long)])
 def demo_run(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> tuple[dict, Path]:

@@ -23,6 +23,10 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import SiteKind, World, WorldParams
 from courtier.sinks.documents import read_documents
 
+# In the long run (CI runs it after the default one): a 20 s crawl of PDFs, feeds and
+# sitemaps; each reader has fast tests in tests/content.
+pytestmark = pytest.mark.long
+
 HOOK = textwrap.dedent(
     """
     def extract(page):

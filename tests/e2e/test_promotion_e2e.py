@@ -23,6 +23,10 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import MEDIA_KINDS, SiteKind, World, WorldParams
 from courtier.url import host_of_site
 
+# In the long run (CI runs it after the default one): a 20 s crawl and a ranking cycle;
+# the ranking and promotion rules have fast tests in tests/graph.
+pytestmark = pytest.mark.long
+
 FIRST_CRAWL_S = 14.0
 SECOND_CRAWL_S = 9.0
 
