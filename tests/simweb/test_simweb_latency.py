@@ -30,15 +30,21 @@ def test_latencies_change_nothing_else_of_a_world() -> None:
     assert not any(site.hangs for site in plain.sites.values())
 
 
-def test_each_site_draws_a_band_of_its_own_around_the_median_with_a_tail() -> None:
+def test_each_origin_draws_a_band_of_its_own_around_the_median_with_a_tail() -> None:
+    """Per origin (a platform's tenants share their servers' latency), log-normal around the
+    median with a tail to seconds; media hosts answer faster; a share of seed sites hang."""
     world = build_world(dataclasses.replace(SIZE_PRESETS["web"], **REAL))
     pages = [s for s in world.sites.values() if s.kind in SEED_KINDS and not s.behaviours]
     media = [s for s in world.sites.values() if s.kind in MEDIA_KINDS]
-    latencies = [s.latency for s in pages]
+    by_origin: dict[str, set[float]] = {}
+    for site in pages:
+        by_origin.setdefault(site.origin, set()).add(site.latency)
+    assert all(len(bands) == 1 for bands in by_origin.values())  # one band per origin
+    latencies = [next(iter(bands)) for bands in by_origin.values()]
     assert 0.25 < statistics.median(latencies) < 0.45
     assert max(latencies) <= 4.0 and max(latencies) > 1.0  # a tail to seconds
-    assert len(set(latencies)) > 0.9 * len(latencies)  # each its own
-    assert statistics.median(s.latency for s in media) < MEDIA_SHARE * 0.45
+    assert len(set(latencies)) > 0.9 * len(latencies)  # each origin its own
+    assert statistics.median(s.latency for s in media) < MEDIA_SHARE * 0.6
     hanging = sum(s.hangs for s in pages) / len(pages)
     assert 0.02 < hanging < 0.09
     assert not any(s.hangs for s in media)

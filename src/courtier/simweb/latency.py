@@ -6,8 +6,10 @@ in a band of its own, with a tail to seconds, sites that sometimes never answer 
 a handshake before a new connection's first answer.
 
 Rules (all off when ``WorldParams.latency_median`` is 0: older worlds answer as they did):
-- Each site draws its base latency once, from a log-normal distribution of median
-  ``latency_median`` and shape ``latency_spread``, capped at ``latency_max``; media hosts
+- Each origin draws its base latency once (a platform's tenants share their servers', or
+  a crawler's latency feedback on their shared origin would read one tenant's band against
+  another's as congestion), from a log-normal distribution of median ``latency_median`` and
+  shape ``latency_spread``, capped at ``latency_max``; media hosts
   (CDNs, object stores, image services) answer from nearby nodes: ``MEDIA_SHARE`` of it.
   A site whose latency is its behaviour (a slow site, one whose latency rises with load: the
   audit judges a crawler's latency feedback on it) keeps the world's.
@@ -60,8 +62,11 @@ def add_latencies(sites: MutableMapping[str, Site], params: WorldParams) -> None
     if median <= 0:
         return
     for host, site in sorted(sites.items()):
+        # Drawn per origin: a platform's tenants are answered by the same servers.
+        base_rng = random.Random(f"latency:{params.seed}:{site.origin}")
+        spread = params.latency_spread * base_rng.gauss(0, 1)
+        base = min(params.latency_max, median * math.exp(spread))
         rng = random.Random(f"latency:{params.seed}:{host}")
-        base = min(params.latency_max, median * math.exp(params.latency_spread * rng.gauss(0, 1)))
         if site.kind in MEDIA_KINDS:
             base *= MEDIA_SHARE
         own = site.latency > 0 or Behaviour.RISING_LATENCY in site.behaviours
