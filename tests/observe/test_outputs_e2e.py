@@ -58,6 +58,9 @@ NEW = (
     "courtier_frontier_urls",
     "courtier_child_cpu_seconds_total",
     "courtier_build_info",
+    "courtier_in_flight_bound",
+    "courtier_in_flight_needed",
+    "courtier_in_flight_binding",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
     "process_open_fds",
@@ -183,6 +186,8 @@ def test_every_new_metric_is_scraped_from_the_live_crawl(run: Run):
     assert counts == sorted(counts)
     for family in ("courtier_renders_total", "courtier_parse_hook_errors_total"):
         assert family in run.final, family  # exported, if with no sample in this world
+    assert _value(run.final, "courtier_in_flight_bound", scheduler="pages") >= 512
+    assert sum(v for _labels, v in run.final["courtier_in_flight_binding"]) >= 1
 
 
 def test_the_output_counters_agree_with_the_crawl(run: Run):

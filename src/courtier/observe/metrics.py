@@ -177,6 +177,26 @@ class _Sampled(Collector):
             [((k,), float(v)) for k, v in sorted(sample.in_flight.items())],
             ["scheduler"],
         )
+        bounds = sample.stats.get("in_flight_bounds") or {}
+        yield _gauge(
+            "courtier_in_flight_bound",
+            "The in-flight bound chosen from the work, by scheduler (scheduling.concurrency)",
+            [((k,), float(v.get("bound", 0))) for k, v in sorted(bounds.items())],
+            ["scheduler"],
+        )
+        yield _gauge(
+            "courtier_in_flight_needed",
+            "Places the lanes with work need (Little's law over them), by scheduler",
+            [((k,), float(v.get("needed", 0))) for k, v in sorted(bounds.items())],
+            ["scheduler"],
+        )
+        yield _gauge(
+            "courtier_in_flight_binding",
+            "1 for what binds the requests in flight now (politeness, demand, cpu, machine, "
+            "operator), by scheduler",
+            [((k, str(v.get("binds", ""))), 1.0) for k, v in sorted(bounds.items())],
+            ["scheduler", "binds"],
+        )
         yield _gauge(
             "courtier_queue_depth",
             "Work waiting in memory, by queue",
