@@ -705,7 +705,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "courtier.pipeline.lanes.origins_live",
         "                ends.append(state.slot.start + state.slot.cost * per_unit)\n",
         "                pass\n",
-        ("tests/pipeline/test_origin_moves_fast.py::test_a_site_split_off_alone_carries_its_booked_slot_into_its_new_clock",),
+        (
+            "tests/pipeline/test_origin_moves_fast.py::test_a_site_split_off_alone_carries_its_booked_slot_into_its_new_clock",
+        ),
     ),
     Mutation(
         "pin-lost-to-inference",
