@@ -67,3 +67,9 @@ def test_a_secret_in_a_header_canonical_is_redacted_and_never_fetched():
     key = "AIza" + "Sy" + "D" * 33
     found = canonical_of("", f"<https://a.test/p?key={key}>; rel=canonical")
     assert found is not None and key not in found and is_redacted(found)
+
+
+def test_an_empty_target_declares_nothing_not_the_page_itself():
+    assert canonical_of('<link rel="canonical" href="  ">') is None
+    assert canonical_of("<p>x</p>", '< >; rel="canonical"') is None
+    assert canonical_of("<p>x</p>", "<>; rel=canonical") is None

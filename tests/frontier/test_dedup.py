@@ -42,8 +42,28 @@ def test_urls_that_keep_being_linked_survive_rotations_and_one_offs_are_forgotte
 
 
 def test_a_tiny_capacity_is_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^capacity must be at least 2, got 1$"):
         DedupCache(1)
+
+
+def test_the_smallest_and_odd_capacities_hold_their_bound():
+    for capacity in (2, 5, 7):
+        cache = DedupCache(capacity)
+        for i in range(120):
+            cache.first_sighting(f"http://a.test/{i}")
+            assert len(cache) <= capacity
+        assert cache.rotations == 120 // (capacity // 2)  # generations of capacity // 2
+        assert not cache.first_sighting("http://a.test/119")
+
+
+def test_a_forgotten_url_leaves_the_previous_generation_too():
+    cache = DedupCache(4)  # generations of two
+    for path in ("/a", "/b", "/c"):
+        cache.first_sighting(f"http://a.test{path}")
+    assert cache.rotations == 1  # /a and /b are the previous generation now
+    cache.forget(["http://a.test/a", "http://a.test/c"])
+    assert "http://a.test/a" not in cache and "http://a.test/c" not in cache
+    assert "http://a.test/b" in cache
 
 
 def test_the_writer_counts_the_write_amplification_it_saves(tmp_path: Path):
@@ -51,14 +71,25 @@ def test_the_writer_counts_the_write_amplification_it_saves(tmp_path: Path):
     writer = DedupingWriter(store, capacity=1000)
     links = [_url(f"/{i % 10}") for i in range(100)]  # ten pages, each linked ten times
     result = writer.ingest(links, T0)
-    assert (result.offered, result.inserted) == (100, 10)
+    assert (result.offered, result.inserted, result.sites) == (100, 10, ("a.test",))
     writer.ingest(links[:10], T0)
     stats = writer.stats()
     assert (stats.offered, stats.suppressed, stats.passed, stats.inserted) == (110, 100, 10, 10)
     assert stats.amplification_without_cache == pytest.approx(11.0)
     assert stats.amplification_with_cache == pytest.approx(1.0)
     assert stats.writes_saved == pytest.approx(100 / 110)
-    assert stats.as_dict()["suppressed"] == 100
+    assert stats.as_dict() == {
+        "capacity": 1000,
+        "size": 10,
+        "offered": 110,
+        "suppressed": 100,
+        "passed": 10,
+        "inserted": 10,
+        "rotations": 0,
+        "writes_saved": pytest.approx(100 / 110),
+        "amplification_without_cache": pytest.approx(11.0),
+        "amplification_with_cache": pytest.approx(1.0),
+    }
     assert store.counts()["queued"] == 10
 
 

@@ -19,6 +19,7 @@ from courtier.frontier.fingerprint import (
     html_fingerprint,
     normalise_text,
     tree_fingerprint,
+    unparsed_fingerprint,
 )
 
 PAGE = """<!doctype html>
@@ -337,6 +338,7 @@ def test_erasing_matches_the_ignorecase_pattern(text: str) -> None:
         "posted 30\x1c november 2026 \u4e2d 5 minutes\u3000ago",
         "12:05 p.m.\xe9 12:05 p.m.# just\xa0now",
         "1\x1d234\x1d567 seen, 1\u202f234\u202f567 seen",
+        "\xab30 november 2026\xbb \xe9t\xe9, 1\u202f234\u202f567 \u0663\u0663:\u0663\u0663",
     ],
 )
 def test_characters_re2_reads_differently_are_stood_in_for(
@@ -345,8 +347,11 @@ def test_characters_re2_reads_differently_are_stood_in_for(
     from courtier.frontier.fingerprint import _VOLATILE
 
     monkeypatch.setattr(fingerprint, "_RE2_SHARE", 0)  # never handed to ``re``
-    assert erase_volatile(text) == _VOLATILE.sub(" ", text)
-    assert erase_volatile(text.upper()) == _VOLATILE.sub(" ", text.upper())
+    for fresh in (True, False):  # each character met for the first time, then remembered
+        if fresh:
+            monkeypatch.setattr(fingerprint, "_stand_ins", fingerprint._StandIns())
+        assert erase_volatile(text) == _VOLATILE.sub(" ", text)
+        assert erase_volatile(text.upper()) == _VOLATILE.sub(" ", text.upper())
 
 
 def test_a_stand_in_lower_cased_is_the_stand_in_of_the_lower_case() -> None:
@@ -435,3 +440,45 @@ def test_punctuation_only_words_go_and_words_with_a_letter_stay() -> None:
 def test_attribute_values_are_compared_as_css_compares_them(html: str) -> None:
     """Exactly, case and all (``[role="navigation"]`` is no match for ``NAVIGATION``)."""
     assert html_content_text(html) == _reference_content_text(html)
+
+
+@pytest.mark.parametrize("body", [b"caf\xc3\xa9 \xff 5 minutes ago", b"plain text"])
+def test_a_text_body_is_fingerprinted_by_its_text_whatever_its_bytes(body: bytes) -> None:
+    text = content_fingerprint(body, "text/plain")
+    assert text == content_fingerprint(body, "TEXT/PLAIN; charset=utf-8; format=flowed")
+    assert text == content_fingerprint(body + b" 6 minutes ago", "text/plain")
+    assert content_fingerprint(body, None) == hashlib.md5(body).hexdigest()
+
+
+def test_an_html_body_with_several_parameters_is_read_as_html() -> None:
+    page = b"<html><body><p>kept</p><nav>menu</nav></body></html>"
+    assert content_fingerprint(page, "text/html; charset=utf-8; q=1") == html_fingerprint(page)
+    assert content_fingerprint(page, "text/html; charset=utf-8; q=1") != content_fingerprint(
+        page, "text/plain"
+    )
+
+
+def test_a_page_the_parser_refused_is_fingerprinted_by_its_utf8_bytes() -> None:
+    assert unparsed_fingerprint("caf\xe9") == hashlib.md5("caf\xe9".encode()).hexdigest()
+    assert unparsed_fingerprint("caf\xe9") == unparsed_fingerprint("caf\xe9".encode())
+    assert unparsed_fingerprint("a\ud800b") == hashlib.md5(b"a?b").hexdigest()
+
+
+def test_a_long_class_list_is_judged_by_its_tokens_like_a_short_one() -> None:
+    """Values over 200 characters are not remembered; their verdict is the same."""
+    filler = " ".join(f"card-{n}" for n in range(60))
+    assert len(filler) > 200
+    page = f"<div class='{filler} sponsored'>x</div><div class='{filler}'>kept</div>"
+    assert html_content_text(page) == "kept"
+    assert html_content_text(page.upper().replace("<DIV", "<div").replace("DIV>", "div>")) == "KEPT"
+
+
+def test_a_page_the_parser_raises_on_is_fingerprinted_unparsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(html: object) -> LexborHTMLParser:
+        raise ValueError("the parser refused it")
+
+    monkeypatch.setattr(fingerprint, "LexborHTMLParser", refuse)
+    assert html_content_text("<p>x</p>") is None
+    assert html_fingerprint("<p>caf\xe9</p>") == unparsed_fingerprint("<p>caf\xe9</p>")

@@ -150,15 +150,66 @@ def test_popular_threshold_takes_the_top_fraction_of_the_feed():
 
 
 @pytest.mark.parametrize(
-    "build",
+    ("build", "message"),
     [
-        lambda: IntervalBounds(floor=2 * DAY, ceiling=DAY, initial=DAY),
-        lambda: IntervalBounds(floor=0.0, ceiling=DAY, initial=DAY),
-        lambda: IntervalBounds(floor=DAY, ceiling=float("inf"), initial=DAY),
-        lambda: RefreshPolicy(shrink=1.0),
-        lambda: RefreshPolicy(grow=0.9),
+        (
+            lambda: IntervalBounds(floor=2 * DAY, ceiling=DAY, initial=DAY),
+            "need floor <= initial <= ceiling, got (172800.0, 86400.0, 86400.0)",
+        ),
+        (
+            lambda: IntervalBounds(floor=0.0, ceiling=DAY, initial=DAY),
+            "refresh bounds must be positive and finite: (0.0, 86400.0, 86400.0)",
+        ),
+        (
+            lambda: IntervalBounds(floor=DAY, ceiling=float("inf"), initial=DAY),
+            "refresh bounds must be positive and finite: (86400.0, inf, 86400.0)",
+        ),
+        (lambda: RefreshPolicy(shrink=1.0), "shrink must lie strictly between 0 and 1, got 1.0"),
+        (lambda: RefreshPolicy(shrink=0.0), "shrink must lie strictly between 0 and 1, got 0.0"),
+        (lambda: RefreshPolicy(grow=0.9), "grow must be finite and greater than 1, got 0.9"),
+        (lambda: RefreshPolicy(grow=1.0), "grow must be finite and greater than 1, got 1.0"),
+        (
+            lambda: RefreshPolicy(grow=float("inf")),
+            "grow must be finite and greater than 1, got inf",
+        ),
     ],
 )
-def test_invalid_policy_is_refused(build):
-    with pytest.raises(ValueError):
+def test_invalid_policy_is_refused(build, message):
+    with pytest.raises(ValueError) as refused:
         build()
+    assert str(refused.value) == message
+
+
+def test_the_edges_of_every_range_are_accepted():
+    assert IntervalBounds(floor=0.5, ceiling=2.0, initial=0.5).initial == 0.5
+    assert IntervalBounds(floor=1.0, ceiling=2.0, initial=2.0).initial == 2.0
+    policy = RefreshPolicy(shrink=0.5, grow=1.5)
+    assert (policy.shrink, policy.grow) == (0.5, 1.5)
+    assert RefreshPolicy(shrink=0.01, grow=1.01).grow == 1.01
+
+
+def test_a_page_at_the_popular_threshold_is_popular_down_to_one_retrieval():
+    assert importance_of(False, 40, 40) is Importance.POPULAR  # ties are in
+    assert importance_of(False, 1, 1) is Importance.POPULAR
+    assert importance_of(False, 0, 1) is Importance.ORDINARY
+
+
+def test_the_whole_feed_may_be_popular_and_one_retrieval_counts():
+    assert popular_threshold([1, 1, 0, 0], 1.0) == 1
+    # A feed too small for its fraction still has its most retrieved page.
+    assert popular_threshold([5, 3, 1], 0.1) == 5
+    with pytest.raises(ValueError, match=r"^top_fraction must lie in \(0, 1\], got 1.5$"):
+        popular_threshold([5, 3, 1], 1.5)
+
+
+def test_reclassifying_keeps_the_pages_fingerprint_and_its_quiet_spell():
+    clock = FakeClock()
+    quiet = _fetch_each_time_due(clock, None, ["same"] * 15)[-1]
+    flagged = reclassify(quiet, Importance.CRITICAL)
+    assert flagged.interval == 7 * DAY
+    assert (flagged.fingerprint, flagged.unchanged_fetches) == ("same", 14)
+
+
+def test_a_page_already_within_the_new_ceiling_keeps_its_schedule_even_when_overdue():
+    state = RefreshState("f", 7 * DAY, 100 * DAY, 3)
+    assert reclassify(state, Importance.CRITICAL, now=200 * DAY) == state

@@ -151,19 +151,93 @@ def test_emit_rate_is_zero_before_time_passes_and_ignores_a_clock_stepping_back(
 
 
 @pytest.mark.parametrize(
-    "call",
+    ("call", "message"),
     [
-        lambda: SplitPolicy(floor=0.0),
-        lambda: SplitPolicy(floor=0.6, ceiling=0.5),
-        lambda: SplitPolicy(half_share_drain_seconds=0.0),
-        lambda: decide(SplitState(), 1.5),
-        lambda: decide(SplitState(), float("nan")),
-        lambda: backlog_drain_seconds(-1, 1.0),
-        lambda: backlog_drain_seconds(1, float("nan")),
-        lambda: EmitRate(window=0.0),
-        lambda: EmitRate().record(-1, 0.0),
+        (lambda: SplitPolicy(floor=0.0), "need 0 < floor <= ceiling <= 1, got 0.0, 0.9"),
+        (
+            lambda: SplitPolicy(floor=0.6, ceiling=0.5),
+            "need 0 < floor <= ceiling <= 1, got 0.6, 0.5",
+        ),
+        (lambda: SplitPolicy(ceiling=1.5), "need 0 < floor <= ceiling <= 1, got 0.1, 1.5"),
+        (
+            lambda: SplitPolicy(half_share_drain_seconds=0.0),
+            "half_share_drain_seconds must be positive and finite",
+        ),
+        (lambda: decide(SplitState(), 1.5), "target_share must lie in [0, 1], got 1.5"),
+        (lambda: decide(SplitState(), float("nan")), "target_share must lie in [0, 1], got nan"),
+        (lambda: backlog_drain_seconds(-1, 1.0), "discovered_backlog must be >= 0, got -1"),
+        (lambda: backlog_drain_seconds(1, float("nan")), "emit_rate must be >= 0, got nan"),
+        (lambda: backlog_drain_seconds(1, -1.0), "emit_rate must be >= 0, got -1.0"),
+        (lambda: EmitRate(window=0.0), "window must be positive and finite, got 0.0"),
+        (lambda: EmitRate().record(-1, 0.0), "count must be >= 0, got -1"),
     ],
 )
-def test_bad_input_is_refused_with_a_clear_error(call):
-    with pytest.raises(ValueError):
+def test_bad_input_is_refused_with_a_clear_error(call, message):
+    with pytest.raises(ValueError) as refused:
         call()
+    assert str(refused.value) == message
+
+
+def test_the_edges_of_every_range_are_accepted():
+    assert SplitPolicy(floor=1.0, ceiling=1.0).floor == 1.0
+    assert SplitPolicy(floor=0.5, ceiling=0.5).ceiling == 0.5
+    assert SplitPolicy(half_share_drain_seconds=0.5).half_share_drain_seconds == 0.5
+    assert EmitRate(window=0.5).window == 0.5
+    assert decide(SplitState(), 0.0)[0] is Lane.REFRESH
+    assert decide(SplitState(), 1.0)[0] is Lane.DISCOVERY
+
+
+def test_a_request_served_because_the_other_lane_is_empty_counts_as_forced():
+    state = SplitState()
+    lane, state = decide(state, 0.9, discovery_ready=False)
+    assert lane is Lane.REFRESH and state == SplitState(forced=1)
+    lane, state = decide(state, 0.1, refresh_ready=False)
+    assert lane is Lane.DISCOVERY and state == SplitState(forced=2)
+
+
+def test_a_meter_opens_on_its_own_window_at_the_given_time():
+    assert EmitRate.opened_at(100.0, window=10.0) == EmitRate(10.0, 0.0, 100.0, 100.0)
+
+
+def test_a_half_opened_meter_reads_zero_and_opens_on_its_first_record():
+    half = EmitRate(window=10.0, started=5.0)
+    assert half.rate(20.0) == 0.0
+    assert half.record(2, 30.0) == EmitRate(10.0, 2.0, 30.0, 30.0)
+
+
+def test_recording_no_request_only_lets_the_rate_decay():
+    meter = EmitRate.opened_at(0.0, window=10.0).record(10, 1.0)
+    quiet = meter.record(0, 11.0)
+    assert quiet.decayed_count == pytest.approx(10.0 * math.exp(-1.0))
+    assert quiet.rate(11.0) < meter.rate(1.0)
+
+
+def test_a_steady_stream_reads_its_rate_within_its_first_second_and_at_each_record():
+    clock = FakeClock()
+    meter = EmitRate.opened_at(clock.now, window=60.0)
+    meter = meter.record(10, clock.tick(0.5))
+    assert meter.rate(clock.now) == pytest.approx(20.0, rel=0.01)
+    for _ in range(2400):  # twenty requests a second, one every 50 ms, for two minutes
+        meter = meter.record(1, clock.tick(0.05))
+    assert meter.rate(clock.now) == pytest.approx(20.0, rel=0.005)
+
+
+def test_a_target_of_one_half_goes_to_discovery_first():
+    lane, state = decide(SplitState(), 0.5)
+    assert lane is Lane.DISCOVERY and state == SplitState(-0.5, 1, 0, 0.5, 0)
+
+
+def test_the_state_counts_contested_decisions_their_targets_and_forced_ones():
+    state = SplitState()
+    for target, ready in ((0.2, True), (0.2, True), (0.9, False), (0.05, True)):
+        _, state = decide(state, target, discovery_ready=ready)
+    assert (state.discovery, state.refresh, state.forced) == (0, 3, 1)
+    assert state.target_total == pytest.approx(0.45)
+    assert state.credit == pytest.approx(0.45)
+    _, state = decide(state, 0.2)
+    assert (state.discovery, state.refresh, state.forced) == (1, 3, 1)
+    assert state.target_total == pytest.approx(0.65)
+
+
+def test_a_meter_opened_without_a_window_counts_over_a_minute():
+    assert EmitRate.opened_at(5.0) == EmitRate(60.0, 0.0, 5.0, 5.0)

@@ -92,16 +92,49 @@ def test_admission_is_inclusive_of_the_cap():
 
 
 @pytest.mark.parametrize(
-    "build",
+    ("build", "message"),
     [
-        lambda: SurfacePolicy(levels=(SurfaceLevel(100, 2), SurfaceLevel(1000, 4))),
-        lambda: SurfacePolicy(levels=(SurfaceLevel(100, 4), SurfaceLevel(100, 2))),
-        lambda: SurfacePolicy(levels=(SurfaceLevel(0, 4),)),
-        lambda: SurfacePolicy(max_depth=-1),
-        lambda: SurfacePolicy(release_fraction=0.0),
-        lambda: decide_depth_cap(-1, None, POLICY),
+        (
+            lambda: SurfacePolicy(levels=(SurfaceLevel(100, 2), SurfaceLevel(1000, 4))),
+            "surface levels must have ascending sizes and strictly descending depth caps",
+        ),
+        (
+            lambda: SurfacePolicy(levels=(SurfaceLevel(100, 4), SurfaceLevel(100, 2))),
+            "surface levels must have ascending sizes and strictly descending depth caps",
+        ),
+        (
+            lambda: SurfacePolicy(levels=(SurfaceLevel(0, 4),)),
+            "surface levels need frontier_size >= 1 and max_depth >= 0",
+        ),
+        (
+            lambda: SurfacePolicy(levels=(SurfaceLevel(10, -1),)),
+            "surface levels need frontier_size >= 1 and max_depth >= 0",
+        ),
+        (lambda: SurfacePolicy(max_depth=-1), "max_depth must be >= 0, got -1"),
+        (
+            lambda: SurfacePolicy(release_fraction=0.0),
+            "release_fraction must lie in (0, 1], got 0.0",
+        ),
+        (
+            lambda: SurfacePolicy(release_fraction=1.5),
+            "release_fraction must lie in (0, 1], got 1.5",
+        ),
+        (lambda: decide_depth_cap(-1, None, POLICY), "frontier_size must be >= 0, got -1"),
     ],
 )
-def test_invalid_thresholds_are_refused(build):
-    with pytest.raises(ValueError):
+def test_invalid_thresholds_are_refused(build, message):
+    with pytest.raises(ValueError) as refused:
         build()
+    assert str(refused.value) == message
+
+
+def test_the_edges_of_every_range_are_accepted():
+    policy = SurfacePolicy(levels=(SurfaceLevel(1, 0),), max_depth=0, release_fraction=1.0)
+    assert decide_depth_cap(1, None, policy).cap == 0
+
+
+def test_without_an_absolute_cap_a_big_host_takes_its_levels_cap() -> None:
+    policy = SurfacePolicy(levels=POLICY.levels, max_depth=None)
+    decision = decide_depth_cap(5000, None, policy)
+    assert (decision.cap, decision.tightened) == (2, True)
+    assert decide_depth_cap(50, None, policy).cap is None

@@ -4,7 +4,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from courtier.frontier.traps import PatternCounter, TrapPolicy, url_pattern
+from courtier.frontier.traps import (
+    PatternCounter,
+    TrapPolicy,
+    UrlPattern,
+    clear_pattern_caches,
+    url_pattern,
+)
+
+
+@pytest.fixture(autouse=True)
+def _as_a_new_process():
+    """Each test judges its segments, keys and values afresh, as a new process would."""
+    clear_pattern_caches()
 
 
 @pytest.mark.parametrize(
@@ -144,3 +156,139 @@ def test_invalid_policy_is_refused():
 def test_any_text_gets_a_pattern_without_raising(text: str):
     assert url_pattern(text).key is not None
     assert url_pattern("http://a.test/" + text).host == "a.test"
+
+
+@pytest.mark.parametrize(
+    ("segment", "random_looking"),
+    [
+        ("abcdefghijklmnopq1r22s", True),  # three digits, four switches
+        ("1234567890123456x7y8z", True),  # three letters, five switches
+        ("abcdefghijklmnopqr1s2", False),  # two digits only
+        ("1234567890123456x7y8", False),  # two letters only
+        ("abcdefghijklmnopq1r22", False),  # three switches only
+    ],
+)
+def test_a_token_looks_generated_with_three_letters_three_digits_and_four_switches(
+    segment: str, random_looking: bool
+):
+    pattern = url_pattern(f"http://a.test/p/{segment}")
+    assert (pattern.key == "a.test/p/{id}") is random_looking
+    assert pattern.volatile is random_looking
+
+
+def test_each_admission_says_its_count_and_the_cap_it_counts_against():
+    counter = PatternCounter(TrapPolicy(per_pattern_cap=3, volatile_pattern_cap=2))
+    shop = [counter.admit(f"http://a.test/product/{n}") for n in range(4)]
+    assert [(v.admitted, v.count, v.cap) for v in shop] == [
+        (True, 1, 3),
+        (True, 2, 3),
+        (True, 3, 3),
+        (False, 3, 3),
+    ]
+    calendar = [counter.admit(f"http://a.test/day/2026/1/{n}") for n in range(1, 4)]
+    assert [(v.admitted, v.count, v.cap) for v in calendar] == [
+        (True, 1, 2),
+        (True, 2, 2),
+        (False, 2, 2),
+    ]
+
+
+def test_a_counter_patterns_urls_under_its_own_policy():
+    counter = PatternCounter(TrapPolicy(max_query_keys=2))
+    verdict = counter.admit("http://a.test/s?a=1&b=2&c=3")
+    assert verdict.pattern == url_pattern("http://a.test/s?a=1&b=2&c=3", counter.policy)
+    assert verdict.pattern != url_pattern("http://a.test/s?a=1&b=2&c=3")
+    assert verdict.pattern.volatile
+
+
+def test_the_overflow_pattern_is_the_hosts_and_not_volatile():
+    counter = PatternCounter(TrapPolicy(max_patterns_per_host=1))
+    counter.admit("http://mint.test/a")
+    verdict = counter.admit("http://mint.test/b")
+    assert verdict.pattern == UrlPattern("mint.test/{overflow}", "mint.test", False)
+    assert verdict.cap == TrapPolicy().per_pattern_cap
+
+
+def test_a_restored_counter_still_bounds_each_hosts_patterns():
+    policy = TrapPolicy(max_patterns_per_host=2)
+    first = PatternCounter(policy)
+    for path in ("/p/a", "/q/b"):
+        first.admit(f"http://mint.test{path}")
+    first.admit("http://other.test/x")
+    resumed = PatternCounter(policy, counts=first.counts())
+    assert resumed.admit("http://mint.test/r/c").pattern.key == "mint.test/{overflow}"
+    assert resumed.admit("http://other.test/y").pattern.key == "other.test/y"
+
+
+def test_a_counter_knows_whether_it_counts_under_the_default_policy():
+    assert PatternCounter().default_policy
+    assert PatternCounter(TrapPolicy()).default_policy
+    assert not PatternCounter(TrapPolicy(per_pattern_cap=5)).default_policy
+
+
+@pytest.mark.parametrize(
+    ("value", "volatile"),
+    [
+        ("2026", True),  # a year
+        ("2026-11-30", True),  # a date
+        ("abcdefghijklmnopq1r22s", True),  # a generated token
+        ("0123456789abcdef0123", True),  # a long hex id
+        ("hello-world-this-is-long-text", False),  # long, but words
+        ("books", False),
+    ],
+)
+def test_a_query_value_that_is_a_date_or_an_id_makes_the_pattern_volatile(
+    value: str, volatile: bool
+):
+    pattern = url_pattern(f"http://a.test/list?x={value}")
+    assert (pattern.key, pattern.volatile) == ("a.test/list?x", volatile)
+
+
+def test_a_session_id_path_parameter_is_volatile_whatever_its_value():
+    assert url_pattern("http://a.test/p;jsessionid=YWJj==").volatile
+    assert url_pattern("http://a.test/p;JSESSIONID=0A1B").volatile
+    assert not url_pattern("http://a.test/p;lang=en").volatile
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://[::1/x?y=1", "?raw:http://[::{n}/x"),
+        ("http://[::1/a?b?c", "?raw:http://[::{n}/a"),
+        ("http://[::1/a b?c", "?raw:http://[::{n}/a b"),
+    ],
+)
+def test_a_url_that_does_not_parse_is_patterned_from_its_text_before_the_query(url: str, key: str):
+    assert url_pattern(url) == UrlPattern(key, "", True)
+
+
+def test_a_url_without_a_host_has_an_empty_host():
+    assert url_pattern("/rel/1?x=2") == UrlPattern("/rel/{n}?x", "", False)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: TrapPolicy(per_pattern_cap=0), "per_pattern_cap must be >= 1"),
+        (lambda: TrapPolicy(volatile_pattern_cap=0), "volatile_pattern_cap must be >= 1"),
+        (lambda: TrapPolicy(max_patterns_per_host=0), "max_patterns_per_host must be >= 1"),
+        (
+            lambda: TrapPolicy(max_query_keys=0),
+            "max_query_keys and max_pattern_segments must be >= 1",
+        ),
+        (
+            lambda: TrapPolicy(max_pattern_segments=0),
+            "max_query_keys and max_pattern_segments must be >= 1",
+        ),
+    ],
+)
+def test_a_policy_out_of_range_is_refused_saying_which_setting(build, message):
+    with pytest.raises(ValueError) as refused:
+        build()
+    assert str(refused.value) == message
+
+
+def test_the_smallest_policy_is_accepted():
+    policy = TrapPolicy(1, 1, 1, 1, 1)
+    counter = PatternCounter(policy)
+    assert counter.admit("http://a.test/a/b?x=1&y=2").pattern.key == "a.test/a/{deep}?{many}"

@@ -53,3 +53,25 @@ def plinth(host: str, label: str | None = None) -> HeaderFingerprint:
         server="Plinth/2.3",
         not_found=b"<h1>Page not found</h1><p>Powered by Plinth.</p>",
     )
+
+
+# Server products of unrelated stacks, none of them distinctive.
+SERVERS = ("nginx", "Apache", "Caddy", "gunicorn", "Microsoft-IIS/10.0", "LiteSpeed")
+
+
+def marked(host: str, n: int, server: str | None = None) -> HeaderFingerprint:
+    """An answer through a CDN's edge: a ray id of the CDN's shape (``n`` + 1 in hex), a
+    generic stack behind it (the ``n``-th of ``SERVERS`` unless ``server`` names one)."""
+    ray = ("CF-Ray", f"{n + 1:016x}-FRA")
+    return fingerprint(host, ray, server=server or SERVERS[n % len(SERVERS)])
+
+
+def branded(host: str, n: int) -> HeaderFingerprint:
+    """A tenant of one platform answering through a CDN's edge (its own header and cookie)."""
+    return fingerprint(
+        host,
+        ("CF-Ray", f"{n + 100:016x}-FRA"),
+        ("X-Brand-Tenant", str(n)),
+        ("Set-Cookie", f"brand_sid={n}"),
+        server="nginx",
+    )

@@ -23,6 +23,7 @@ from courtier.origins.cdn import CdnRules, headers_cdn_reason
 )
 def test_cdn_edge_names_are_recognised(name: str) -> None:
     assert CdnRules().name_reason(name) is not None
+    assert CdnRules().name_reason(name.upper() + ".") is not None  # DNS names ignore case
 
 
 @pytest.mark.parametrize(
@@ -101,3 +102,16 @@ def test_ordinary_server_headers_are_not_a_cdn(headers: list[tuple[str, str]]) -
 )
 def test_the_cdn_an_edge_name_belongs_to(name: str, domain: str | None) -> None:
     assert CdnRules().cdn_domain(name) == domain
+
+
+def test_a_cdn_mark_quotes_at_most_40_characters_of_its_value() -> None:
+    value = "Z" * 40 + "-tail-of-a-long-id"
+    assert headers_cdn_reason([("X-Amz-Cf-Id", f"  {value}  ")]) == (
+        f"response header X-Amz-Cf-Id: {'Z' * 40} has CloudFront's shape"
+    )
+
+
+def test_a_cdn_names_reason_names_it_as_dns_writes_it_lower_case_without_the_root_dot() -> None:
+    assert CdnRules().name_reason("D111.CloudFront.NET.") == (
+        "d111.cloudfront.net is under the CDN suffix cloudfront.net"
+    )

@@ -9,6 +9,7 @@ from origin_facts import failed, fingerprint, plinth, site
 from courtier.origins.cdn import CdnRules
 from courtier.origins.cluster import Assignment, OriginChange, SiteFacts, cluster, origin_changes
 from courtier.origins.evidence import Kind
+from courtier.origins.header_evidence import HeaderFingerprint
 from courtier.origins.tls_evidence import TlsFacts, tls_facts
 
 PTR = {"192.0.2.10": ("web1.host.example",), "192.0.2.11": ("web2.host.example",)}
@@ -299,3 +300,153 @@ def test_sites_on_distinct_addresses_without_cnames_are_never_merged(octets: lis
     facts = [site(f"s{o}.test", f"198.51.100.{o}", headers=plinth(f"s{o}")) for o in octets]
     result = cluster(facts)
     assert len({a.origin for a in result.values()}) == len(octets)
+
+
+def test_an_origin_is_named_after_the_key_most_of_its_sites_share() -> None:
+    """Three sites share an address, two of them a platform's name too: the address is what
+    most of them share, so it names the origin, though a CNAME is the stronger kind."""
+    result = cluster(
+        [
+            site("a.test", "192.0.2.5", cname=("shops.platform.example",)),
+            site("b.test", "192.0.2.5", cname=("shops.platform.example",)),
+            site("c.test", "192.0.2.5"),
+        ]
+    )
+    assert {a.origin for a in result.values()} == {"addr:192.0.2.5"}
+
+
+def test_two_origins_of_one_platform_signature_get_distinct_ids() -> None:
+    """One platform's tenants on two addresses (no PTR, no shared name) are two origins whose
+    best key is the same signature: the second is named after its first site too."""
+    result = cluster(
+        [
+            *(site(h, "192.0.2.5", headers=plinth(h)) for h in ("a.test", "b.test")),
+            *(site(h, "192.0.2.6", headers=plinth(h)) for h in ("c.test", "d.test")),
+        ]
+    )
+    first = result["a.test"].origin
+    assert first.startswith("hdr:") and result["b.test"].origin == first
+    assert result["c.test"].origin == result["d.test"].origin == f"{first}#c.test"
+
+
+def test_a_site_whose_own_address_is_shared_by_nobody_says_which_addresses() -> None:
+    result = cluster([site("a.test", "192.0.2.1", "192.0.2.2")])
+    assert [(e.kind, e.value, e.detail) for e in result["a.test"].evidence] == [
+        (
+            Kind.OWN_ADDRESS,
+            "192.0.2.1,192.0.2.2",
+            "no other site resolves to 192.0.2.1, 192.0.2.2",
+        )
+    ]
+
+
+def _other_platform(host: str) -> HeaderFingerprint:
+    return fingerprint(host, ("X-Other-Platform", "1"), ("Set-Cookie", "other_sid=1"))
+
+
+def test_the_minority_signature_of_a_dns_grouping_is_the_one_in_conflict() -> None:
+    """Whichever platform's signature sorts first, the sites with the less common one are
+    the ones whose headers contradict their grouping."""
+    chain = ("tenants.platform.example",)
+    for many, few in ((plinth, _other_platform), (_other_platform, plinth)):
+        facts = [
+            site(f"{h}.test", f"198.51.100.{n + 1}", cname=chain, headers=many(f"{h}.test"))
+            for n, h in enumerate(("a", "b", "c"))
+        ]
+        facts.append(site("d.test", "198.51.100.9", cname=chain, headers=few("d.test")))
+        result = cluster(facts)
+        assert len({a.origin for a in result.values()}) == 1
+        conflicts = [e for e in result["d.test"].evidence if e.kind is Kind.HEADER_CONFLICT]
+        assert [(e.value, e.detail) for e in conflicts] == [
+            (
+                few("d.test").signature,
+                "DNS groups it with 4 sites, but its headers differ from most of them",
+            )
+        ]
+        for host in ("a.test", "b.test", "c.test"):
+            assert Kind.HEADER_CONFLICT not in kinds(result[host])
+
+
+def test_a_site_keeps_the_strongest_corroboration_of_its_certificate() -> None:
+    """Its certificate is compared with its origin's others: of a different issuer, one
+    naming it, and the very same certificate, the same certificate is the evidence kept."""
+    own = _cert("1", b"own", "a.test", "c.test", issuer="CA one")
+    facts = [
+        site("a.test", "192.0.2.10", ptr={"192.0.2.10": PTR["192.0.2.10"]}, tls=own),
+        site(
+            "b.test",
+            "192.0.2.10",
+            ptr={"192.0.2.10": PTR["192.0.2.10"]},
+            tls=_cert("2", b"b", "b.test", issuer="CA two"),
+        ),
+        site(
+            "c.test",
+            "192.0.2.10",
+            ptr={"192.0.2.10": PTR["192.0.2.10"]},
+            tls=_cert("3", b"c", "c.test", issuer="CA one"),
+        ),
+        site("d.test", "192.0.2.10", ptr={"192.0.2.10": PTR["192.0.2.10"]}, tls=own),
+    ]
+    tls = [e for e in cluster(facts)["a.test"].evidence if e.kind in (Kind.TLS, Kind.TLS_CONFLICT)]
+    assert [(e.kind, e.weight, e.detail) for e in tls] == [
+        (Kind.TLS, 0.3, "a.test and d.test present one certificate")
+    ]
+
+
+def _shop(host: str, *extra: tuple[str, str], server: str = "nginx") -> HeaderFingerprint:
+    return fingerprint(host, ("Set-Cookie", "shop_sid=1"), *extra, server=server)
+
+
+def test_one_backend_is_named_after_the_signature_most_of_its_sites_show() -> None:
+    """Sites sharing a backend mark (a cookie) are one backend however their other headers
+    differ; its name is the signature most of them answer with."""
+    plain, tagged = _shop("x"), _shop("x", ("X-Shop-Tag", "1"))
+    assert plain.signature != tagged.signature
+    for most, few in ((plain, tagged), (tagged, plain)):
+        facts = [site(h, "192.0.2.5", headers=most) for h in ("a.test", "b.test")]
+        facts.append(site("c.test", "192.0.2.5", headers=few))
+        result = cluster(facts)
+        assert {a.origin for a in result.values()} == {f"hdr:{most.signature}"}
+
+
+def test_a_site_cnamed_to_another_sites_name_is_one_origin_with_it() -> None:
+    result = cluster(
+        [
+            site("example.test", "192.0.2.1"),
+            site("www.example.test", "192.0.2.2", cname=("example.test",)),
+        ]
+    )
+    assert result["example.test"].origin == result["www.example.test"].origin
+    assert result["www.example.test"].origin == "cname:example.test"
+
+
+def test_sites_grouped_by_a_cname_claim_no_address_of_their_own() -> None:
+    chain = ("shops.platform.example",)
+    result = cluster(
+        [site(h, f"192.0.2.{n}", cname=chain) for n, h in ((1, "a.test"), (2, "b.test"))]
+    )
+    assert kinds(result["a.test"]) == {Kind.CNAME}
+
+
+def test_sites_sharing_an_ipv6_address_are_named_after_it() -> None:
+    result = cluster([site(h, "2001:db8::1") for h in ("a.test", "b.test")])
+    assert {a.origin for a in result.values()} == {"addr:2001:db8::1"}
+
+
+def test_a_site_whose_dns_failed_is_decided_not_provisional() -> None:
+    result = cluster([failed("gone.test"), site("a.test", "203.0.113.9")])
+    assert not result["gone.test"].provisional
+
+
+def test_a_certificate_is_compared_with_eight_others_of_its_origin() -> None:
+    """The tenth site's certificate is the eighth's: among the eight it is compared with."""
+    ptr = {"192.0.2.10": PTR["192.0.2.10"]}
+    facts = [
+        site(f"s{n}.test", "192.0.2.10", ptr=ptr, tls=_cert(str(n), bytes([n]), issuer=f"CA {n}"))
+        for n in range(9)
+    ]
+    facts.append(site("s9.test", "192.0.2.10", ptr=ptr, tls=facts[7].tls))
+    tls = [e for e in cluster(facts)["s9.test"].evidence if e.kind in (Kind.TLS, Kind.TLS_CONFLICT)]
+    assert [(e.kind, e.detail) for e in tls] == [
+        (Kind.TLS, "s9.test and s7.test present one certificate")
+    ]

@@ -14,9 +14,15 @@ def test_evidence_round_trips_through_json() -> None:
     assert Evidence.from_json(item.to_json()) == item
 
 
+def test_weights_of_minus_one_and_one_are_the_bounds_and_allowed() -> None:
+    assert Evidence(Kind.TLS, "x", 1.0).weight == 1.0
+    assert Evidence(Kind.TLS_CONFLICT, "x", -1.0).weight == -1.0
+
+
 def test_weight_outside_minus_one_to_one_is_refused() -> None:
-    with pytest.raises(ValueError, match="weight"):
-        Evidence(Kind.TLS, "x", 1.5)
+    for weight in (1.5, -1.5):
+        with pytest.raises(ValueError, match="weight"):
+            Evidence(Kind.TLS, "x", weight)
 
 
 def test_bad_stored_weight_is_a_clear_error() -> None:
@@ -38,6 +44,17 @@ def test_a_contradiction_lowers_confidence_by_its_weight() -> None:
         [Evidence(Kind.HEADERS, "s", 0.8), Evidence(Kind.HEADER_CONFLICT, "c", -0.25)]
     )
     assert confidence == pytest.approx(0.8 * 0.75)
+
+
+def test_each_contradiction_takes_its_own_share_off() -> None:
+    confidence = combined_confidence(
+        [
+            Evidence(Kind.HEADERS, "s", 0.8),
+            Evidence(Kind.HEADER_CONFLICT, "c", -0.25),
+            Evidence(Kind.TLS_CONFLICT, "issuer", -0.5),
+        ]
+    )
+    assert confidence == pytest.approx(0.8 * 0.75 * 0.5)
 
 
 def test_no_evidence_is_no_confidence() -> None:

@@ -71,3 +71,12 @@ def test_unrelated_certificates_of_one_issuer_say_nothing() -> None:
 def test_garbage_certificate_data_gives_empty_facts() -> None:
     facts = tls_facts({"subjectAltName": "nonsense", "issuer": 7})
     assert facts == TlsFacts(None, None, None, ())
+
+
+def test_one_certificate_known_by_issuer_and_serial_is_named_in_at_most_64_characters() -> None:
+    issuer = "O=" + "A Certification Authority With A Very Long Name " * 2
+    a = TlsFacts(fingerprint=None, serial="0A1B", issuer=issuer, san=("a.test",))
+    b = TlsFacts(fingerprint=None, serial="0A1B", issuer=issuer, san=("b.test",))
+    evidence = tls_relation("a.test", a, "b.test", b)
+    assert evidence is not None and evidence.kind is Kind.TLS
+    assert evidence.value == f"{issuer}#0A1B"[:64]

@@ -188,3 +188,26 @@ async def test_a_queued_lane_that_never_asks_lets_the_line_go_on() -> None:
     asker.book_queued()
     assert asker.booked[-1][1] == "c"
     assert asker.waits.lines() == 0
+
+
+async def test_a_line_counts_its_waiting_lanes_and_is_gone_once_served() -> None:
+    timer = FakeTimer()
+    asker = Asker(timer, interval=1.0)
+    for lane in ("a", "b", "c", "d"):
+        asker.ask(lane)  # a books; b, c and d wait in the line of origin:o
+    assert asker.waits.lined("origin:o") and not asker.waits.lined("origin:other")
+    assert (asker.waits.waiting(), asker.waits.lines()) == (3, 1)
+    asker.places["c"].cancel()  # type: ignore[attr-defined]
+    assert asker.waits.waiting() == 2
+    await timer.advance(5.0)
+    assert (asker.waits.waiting(), asker.waits.lines()) == (0, 0)
+    assert not asker.waits.lined("origin:o")
+
+
+def test_an_answer_for_a_lane_no_line_woke_is_ignored() -> None:
+    timer = FakeTimer()
+    waits: KeyWaits[str] = KeyWaits(timer, lambda lane: True)
+    waits.answered("stranger")
+    waits.wait("a", "k", timer.now() + 1.0)
+    waits.answered("a")  # not woken yet: it keeps its place
+    assert waits.waiting() == 1 and waits.lined("k")

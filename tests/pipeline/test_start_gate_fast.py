@@ -48,9 +48,14 @@ def test_rate_zero_is_no_gate_and_nonsense_is_refused():
     gate = StartGate(rate=0, burst=1)
     assert all(gate.take(0.0) for _ in range(1000)) and gate.next_at(3.0) == 3.0
     assert gate.take(-5.0)
-    with pytest.raises(ValueError):
-        StartGate(rate=-1, burst=1)
-    with pytest.raises(ValueError):
-        StartGate(rate=1, burst=0)
-    with pytest.raises(ValueError):
-        StartGate(rate=float("inf"), burst=1)
+    for rate, burst in ((-1, 1), (1, 0), (float("inf"), 1), (float("nan"), 1)):
+        with pytest.raises(ValueError) as refused:
+            StartGate(rate=rate, burst=burst)
+        assert str(refused.value) == "a start gate needs a finite rate >= 0 and burst >= 1"
+
+
+def test_a_gate_of_one_start_a_second_reopens_a_second_after_its_burst():
+    gate = StartGate(rate=1, burst=2)
+    assert (gate.rate, gate.burst) == (1, 2)
+    assert gate.take(10.0) and gate.take(10.0) and not gate.take(10.0)
+    assert gate.next_at(10.0) == pytest.approx(11.0)

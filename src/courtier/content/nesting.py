@@ -179,8 +179,10 @@ class _NestingScan:
         wanted = (slot[openers].astype(np.int64) << 32) | openers
         end_at = np.full(openers.size, -1, dtype=np.intp)
         if codes.size:
-            found = codes[np.minimum(np.searchsorted(codes, wanted), codes.size - 1)]
-            matched = (found >> 32) == (wanted >> 32)
+            after = np.searchsorted(codes, wanted)  # the first closer after it, by name
+            found = codes[np.minimum(after, codes.size - 1)]
+            # None of its name after it (only before): its end tag is in a later block.
+            matched = (after < codes.size) & ((found >> 32) == (wanted >> 32))
             end_at[matched] = lt[found[matched] & 0xFFFFFFFF]
         starts = [lt[openers], lt[comments]]
         ends = [end_at, np.zeros(comments.size, dtype=np.intp)]
@@ -193,6 +195,8 @@ class _NestingScan:
         for index, at in enumerate(starts[1].tolist()):  # a few per page
             ends[1][index] = self.body.find(b"-->", at + 2)  # "<!-->" is a whole comment
         first, last = np.concatenate(starts), np.concatenate(ends)
+        if not first.size:  # only a range carried over, ended before this block's first "<"
+            return np.zeros(lt.size, dtype=np.bool_)
         last[last < 0] = len(self.body)
         order = np.argsort(first, kind="stable")
         first, reach = first[order], np.maximum.accumulate(last[order])
