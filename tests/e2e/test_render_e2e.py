@@ -21,10 +21,15 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import CDN_HOST, SIZE_PRESETS, Behaviour, SiteKind, World
 from courtier.sinks.documents import read_documents
 
-pytestmark = pytest.mark.skipif(
-    find_chromium(None) is None,
-    reason="Headless Chromium (Debian's chromium package) is not installed: rendering needs it",
-)
+# In the long run (CI runs it after the default one): 20 s crawls with a browser; the render
+# lane's pieces have fast tests in tests/render and tests/pipeline/test_rendering.py.
+pytestmark = [
+    pytest.mark.skipif(
+        find_chromium(None) is None,
+        reason="Headless Chromium (Debian's chromium package) is not installed: rendering needs it",
+    ),
+    pytest.mark.long,
+]
 
 SPEED = 4.0
 """Sites and origins allowed four times the default rates (the audit judges the same)."""

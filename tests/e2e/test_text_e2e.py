@@ -22,6 +22,10 @@ from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import SIZE_PRESETS, World
 from courtier.sinks.documents import read_documents
 
+# In the long run (CI runs it after the default one): a crawl of the articles world; the
+# text, Markdown, language and fingerprint have fast tests in tests/content.
+pytestmark = pytest.mark.long
+
 
 @dataclasses.dataclass
 class TextRun:

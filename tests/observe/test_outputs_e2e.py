@@ -44,6 +44,10 @@ from courtier.pipeline.stats import CrawlStats
 from courtier.simweb.process import SimWebProcess
 from courtier.simweb.world import WorldParams
 
+# In the long run (CI runs it after the default one): a crawl scraped as it runs; each
+# metric's rendering has fast tests in tests/observe/test_metrics.py.
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus-rules.yml"
 RULE_TESTS = Path(__file__).resolve().parent / "prometheus_rules_test.yml"
