@@ -248,6 +248,10 @@ def test_a_session_id_path_parameter_is_volatile_whatever_its_value():
     assert url_pattern("http://a.test/p;jsessionid=YWJj==").volatile
     assert url_pattern("http://a.test/p;JSESSIONID=0A1B").volatile
     assert not url_pattern("http://a.test/p;lang=en").volatile
+    # Not only the first path parameter: a session id after another one is still one.
+    assert url_pattern("http://a.test/p;lang=en;jsessionid=0A1B").volatile
+    assert url_pattern("http://a.test/p;lang=en; JSESSIONID=0A1B").volatile
+    assert not url_pattern("http://a.test/p;lang=en;page=2").volatile
 
 
 @pytest.mark.parametrize(

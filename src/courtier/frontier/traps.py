@@ -225,8 +225,12 @@ def clear_pattern_caches() -> None:
 
 
 def _is_session_parameter(segment: str) -> bool:
-    name = segment.split(";", 1)[1].split("=", 1)[0].lower()
-    return name in SESSION_KEYS
+    """Any of the segment's ``;`` path parameters names a session (``/p;lang=en;jsessionid=``:
+    not only the first)."""
+    return any(
+        parameter.split("=", 1)[0].strip().lower() in SESSION_KEYS
+        for parameter in segment.split(";")[1:]
+    )
 
 
 def _looks_random(token: str) -> bool:
