@@ -636,11 +636,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "an explicit 0 unchanged fetches is the field's default",
     ),
     "courtier.frontier.traps.x__is_session_parameter__mutmut_6": (
-        'name = segment.split(";", 1)[1].split("=", )[0].lower()',
+        'parameter.split("=", )[0].strip().lower() in SESSION_KEYS',
         _FIRST_FIELD,
     ),
-    "courtier.frontier.traps.x__is_session_parameter__mutmut_17": (
-        'name = segment.split(";", 1)[1].split("=", 2)[0].lower()',
+    "courtier.frontier.traps.x__is_session_parameter__mutmut_9": (
+        'parameter.split("=", 2)[0].strip().lower() in SESSION_KEYS',
         _FIRST_FIELD,
     ),
     "courtier.frontier.traps.x__path_pattern__mutmut_7": (
