@@ -28,48 +28,10 @@ NO_BROWSER = (
 )
 
 
-class _Watch:
-    """The engine's sink and observer: the URL's document and every request of its site."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.document: dict[str, Any] | None = None
-        self.events: list[RequestEvent] = []
-        self.engine: Any = None
-        self.why = ""
-
-    def write(self, record: dict[str, Any]) -> None:
-        if record.get("url") == self.url and "status" in record:
-            self.document = record
-            self.engine.stop()
-
-    def flush(self) -> None:
-        """Nothing is buffered."""
-
-    def close(self) -> None:
-        """Nothing is open."""
-
-    def request(self, event: RequestEvent) -> None:
-        if event.context.kind in ("render", "page", "robots", "robots-hop"):
-            self.events.append(event)
-        if event.refusal is not None and event.context.kind in ("page", "robots"):
-            self.why = f"{event.url}: refused by the SSRF guard: {event.refusal}"
-            self.engine.stop()
-
-    async def run(self) -> None:
-        task = asyncio.ensure_future(self.engine.run())
-        while not task.done():
-            await asyncio.wait((task,), timeout=0.2)
-            if self.engine.stats.refused.get("robots") and self.document is None:
-                self.why = f"robots.txt does not allow {self.url}"
-                self.engine.stop()
-        await task
-
-
 def render(config: Config, url: Url, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from courtier.api import build_engine
     from courtier.cli.page_report import report
-    from courtier.cli.render import FETCH_SECONDS, render_config
+    from courtier.cli.render import FETCH_SECONDS, Watch, render_config
     from courtier.inputs import SqliteStore
     from courtier.pipeline.one_url.reading import judge_links
     from courtier.render.browser import find_chromium
@@ -79,7 +41,12 @@ def render(config: Config, url: Url, args: argparse.Namespace) -> tuple[dict[str
         return {"url": args.url, "stopped": NO_BROWSER}, 1
     crawl_config = config  # the links are judged as a crawl (not this one page) would
     config = render_config(config, url.fetch_url)
-    watch = _Watch(url.fetch_url)
+    watch = Watch(
+        url.fetch_url,
+        ("render", "page", "robots", "robots-hop"),
+        refused="{url}: refused by the SSRF guard: {refusal}",
+        disallowed=f"robots.txt does not allow {url.fetch_url}",
+    )
     with tempfile.TemporaryDirectory(prefix="courtier-fetch-") as scratch:
         engine = build_engine(
             config,
@@ -96,8 +63,8 @@ def render(config: Config, url: Url, args: argparse.Namespace) -> tuple[dict[str
         asyncio.run(watch.run())
     out = report(config, asked=args.url)
     out["final_url"] = url.fetch_url
-    out["requests"] = [_sent(event) for event in watch.events]
-    pages = [e for e in watch.events if e.context.kind == "page" and e.result is not None]
+    out["requests"] = [_sent(event) for event in watch.requests]
+    pages = [e for e in watch.requests if e.context.kind == "page" and e.result is not None]
     document = watch.document
     if document is None:
         out["stopped"] = watch.why or "no answer in time"

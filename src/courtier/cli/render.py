@@ -65,12 +65,22 @@ def render_config(config: Config, url: str) -> Config:
     )
 
 
-class _Watch:
-    """The render command's sink and observer: keeps the page's document and the render's
-    requests, and stops the crawl once the document is in."""
+class Watch:
+    """A one-page crawl's sink and observer (``render``, ``fetch --render``): keeps the page's
+    document and the requests of ``kinds``, and stops the crawl once the document is in, or
+    the guard or robots.txt refused the page (``why``, worded by ``refused``/``disallowed``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        kinds: tuple[str, ...] = ("render", "page", "robots"),
+        *,
+        refused: str = "the SSRF guard refused {url}: {refusal}",
+        disallowed: str = "robots.txt does not allow it",
+    ) -> None:
         self.url = url
+        self.kinds = kinds
+        self.refused, self.disallowed = refused, disallowed
         self.document: dict[str, Any] | None = None
         self.requests: list[RequestEvent] = []
         self.engine: Any = None
@@ -89,10 +99,10 @@ class _Watch:
         """Nothing is open."""
 
     def request(self, event: RequestEvent) -> None:
-        if event.context.kind in ("render", "page", "robots"):
+        if event.context.kind in self.kinds:
             self.requests.append(event)
         if event.refusal is not None and event.context.kind in ("page", "robots"):
-            self.why = f"the SSRF guard refused {event.url}: {event.refusal}"
+            self.why = self.refused.format(url=event.url, refusal=event.refusal)
             if self.engine is not None:
                 self.engine.stop()
 
@@ -104,7 +114,7 @@ class _Watch:
         while not task.done():
             await asyncio.wait((task,), timeout=0.2)
             if engine.stats.refused.get("robots") and self.document is None:
-                self.why = "robots.txt does not allow it"
+                self.why = self.disallowed
                 engine.stop()
         await task
 
@@ -120,7 +130,7 @@ def handle(args: argparse.Namespace) -> int:
     if url.scheme not in ("http", "https"):
         raise InputError(f"URL {args.url!r}: must be an http(s) URL")
     config = render_config(load_config(args), url.fetch_url)
-    watch = _Watch(url.fetch_url)
+    watch = Watch(url.fetch_url)
     with tempfile.TemporaryDirectory(prefix="courtier-render-") as scratch:
         out = args.out or Path(scratch)
         engine = build_engine(
